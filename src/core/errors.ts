@@ -1,0 +1,38 @@
+/**
+ * The closed set of failures Foldline reports. Every layer returns these as values; the HTTP
+ * shell maps them to a status once (`http/errors.ts`), so a code always means one thing.
+ */
+export const ERROR_STATUS = {
+  invalid_json: 400,
+  validation_failed: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  idempotency_conflict: 409,
+  sequence_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+type Scalar = string | number | boolean | null;
+/** What error details may hold: shallow JSON, so they cross RPC and HTTP unchanged. */
+export type ErrorDetail = Scalar | readonly Scalar[] | readonly { readonly [key: string]: Scalar }[];
+
+export interface AppError {
+  readonly code: ErrorCode;
+  readonly message: string;
+  /** Machine-readable specifics (the offending field, the current sequence…). Never secrets. */
+  readonly details?: { readonly [key: string]: ErrorDetail };
+}
+
+export type Result<T, E = AppError> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: E };
+
+export const ok = <T>(value: T): { readonly ok: true; readonly value: T } => ({ ok: true, value });
+
+export const fail = (code: ErrorCode, message: string, details?: { readonly [key: string]: ErrorDetail }): { readonly ok: false; readonly error: AppError } => ({
+  ok: false,
+  error: details === undefined ? { code, message } : { code, message, details },
+});

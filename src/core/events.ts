@@ -1,0 +1,179 @@
+import { z } from "zod";
+import { hashCanonical } from "./hash";
+
+/**
+ * The five immutable event kinds and their bodies. These schemas are the single source of every
+ * event shape: ingest validates with them, storage re-validates what it reads, and the TypeScript
+ * types below are inferred from them.
+ */
+
+/** Longest text one event may carry (JavaScript string length). A Telegram message is ≤ 4,096. */
+export const MAX_TEXT_CHARS = 200_000;
+/** Most events one batch request may append (one D1 transaction). */
+export const MAX_BATCH_EVENTS = 100;
+
+const isoTime = z.iso.datetime({ offset: true });
+const printable = /^[\x21-\x7e]+$/;
+
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(printable, "printable ASCII without spaces");
+export const agentIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1–64 letters, digits, . _ - (starting with a letter or digit)");
+const messageIdSchema = z.string().min(1).max(128).regex(printable, "printable ASCII without spaces");
+const textSchema = z.string().max(MAX_TEXT_CHARS);
+
+export const authorSchema = z.strictObject({
+  id: z.string().min(1).max(128),
+  name: z.string().max(256).optional(),
+  username: z.string().max(64).optional(),
+});
+
+export const attachmentSchema = z.strictObject({
+  type: z.enum([
+    "photo",
+    "video",
+    "video_note",
+    "animation",
+    "audio",
+    "voice",
+    "document",
+    "sticker",
+    "location",
+    "venue",
+    "contact",
+    "poll",
+    "dice",
+    "other",
+  ]),
+  fileId: z.string().max(256).optional(),
+  fileUniqueId: z.string().max(128).optional(),
+});
+
+export const sourceBodySchema = z.strictObject({
+  /** The message's id in its chat (Telegram `message_id`, or the bot's own id); corrections target it. */
+  messageId: messageIdSchema,
+  author: authorSchema,
+  text: textSchema,
+  sentAt: isoTime.optional(),
+  replyToMessageId: messageIdSchema.optional(),
+  attachments: z.array(attachmentSchema).max(20).optional(),
+});
+
+export const correctionBodySchema = z.discriminatedUnion("action", [
+  z.strictObject({
+    action: z.literal("edit"),
+    targetMessageId: messageIdSchema,
+    text: textSchema,
+    editedAt: isoTime.optional(),
+  }),
+  z.strictObject({
+    action: z.literal("delete"),
+    targetMessageId: messageIdSchema,
+    deletedAt: isoTime.optional(),
+  }),
+]);
+
+export const proposalBodySchema = z.strictObject({
+  proposalId: messageIdSchema,
+  agentId: agentIdSchema,
+  runId: messageIdSchema.optional(),
+  /** The source message this reply answers; it places the reply in that message's group. */
+  replyToMessageId: messageIdSchema.optional(),
+  text: textSchema,
+});
+
+export const deliveryBodySchema = z.discriminatedUnion("status", [
+  z.strictObject({
+    status: z.literal("delivered"),
+    proposalId: messageIdSchema,
+    externalMessageId: messageIdSchema.optional(),
+    at: isoTime.optional(),
+  }),
+  z.strictObject({
+    status: z.literal("failed"),
+    proposalId: messageIdSchema,
+    reason: z.string().min(1).max(1_000),
+    at: isoTime.optional(),
+  }),
+]);
+
+export const runBodySchema = z.strictObject({
+  runId: messageIdSchema,
+  agentId: agentIdSchema,
+  role: z.enum(["agent", "compactor"]),
+  status: z.enum(["planned", "skipped", "started", "completed", "failed"]),
+  model: z.string().max(256).optional(),
+  usage: z
+    .strictObject({
+      inputTokens: z.number().int().nonnegative(),
+      outputTokens: z.number().int().nonnegative(),
+    })
+    .optional(),
+  error: z.strictObject({ code: z.string().min(1).max(64), message: z.string().max(1_000) }).optional(),
+  /** Content-dark counters and labels only: numbers, booleans and short strings. */
+  detail: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean(), z.null()])).optional(),
+});
+
+const seqSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+function eventUnion<Extra extends Record<string, z.ZodType>>(extra: Extra) {
+  const envelope = { idempotencyKey: idempotencyKeySchema, sensitive: z.boolean().default(false), ...extra };
+  return z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("source"), ...envelope, body: sourceBodySchema }),
+    z.strictObject({ kind: z.literal("run"), ...envelope, body: runBodySchema }),
+    z.strictObject({ kind: z.literal("proposal"), ...envelope, body: proposalBodySchema }),
+    z.strictObject({ kind: z.literal("delivery"), ...envelope, body: deliveryBodySchema }),
+    z.strictObject({ kind: z.literal("correction"), ...envelope, body: correctionBodySchema }),
+  ]);
+}
+
+/** An event as it enters the log. */
+export const eventInputSchema = eventUnion({});
+
+/**
+ * `POST …/events`: one event, optionally with `expectedSeq`, the sequence the client believes is
+ * the conversation's latest (optimistic concurrency; 0 for an empty conversation).
+ */
+export const appendEventRequestSchema = eventUnion({ expectedSeq: seqSchema.optional() });
+
+/** `POST …/events/batch`: up to MAX_BATCH_EVENTS events, appended all or none, in order. */
+export const appendBatchRequestSchema = z.strictObject({
+  events: z.array(eventInputSchema).min(1).max(MAX_BATCH_EVENTS),
+  expectedSeq: seqSchema.optional(),
+});
+
+export type EventInput = z.infer<typeof eventInputSchema>;
+export type EventKind = EventInput["kind"];
+export type SourceBody = z.infer<typeof sourceBodySchema>;
+export type CorrectionBody = z.infer<typeof correctionBodySchema>;
+export type ProposalBody = z.infer<typeof proposalBodySchema>;
+export type DeliveryBody = z.infer<typeof deliveryBodySchema>;
+export type RunBody = z.infer<typeof runBodySchema>;
+export type Author = z.infer<typeof authorSchema>;
+
+/** An event as the log holds it: its input plus what the log assigned. */
+export type StoredEvent = EventInput & {
+  readonly conversationId: string;
+  readonly seq: number;
+  readonly hash: string;
+  readonly recordedAt: string;
+};
+
+/**
+ * The event's content hash: SHA-256 over the canonical envelope. It binds the conversation so an
+ * event cannot be replayed into another one, and excludes `seq`/`recordedAt`, which the log
+ * assigns, so a retried append hashes the same and idempotency can compare payloads by hash.
+ */
+export function eventHash(conversationId: string, event: EventInput): string {
+  return hashCanonical({
+    conversationId,
+    kind: event.kind,
+    idempotencyKey: event.idempotencyKey,
+    sensitive: event.sensitive,
+    body: event.body,
+  });
+}

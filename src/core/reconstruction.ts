@@ -1,0 +1,174 @@
+import type { Author, StoredEvent } from "./events";
+import { hashCanonical } from "./hash";
+
+/**
+ * Canonical reconstruction: a pure fold of the immutable log into effective turns.
+ *
+ * - A `source` opens a group (its sequence number) and yields a `user` turn whose text is the
+ *   latest edit (by `editedAt`, then by sequence) of that message; a deleted message yields no turn.
+ *   Corrections may arrive before the message they correct (Telegram redelivers out of order):
+ *   they apply once it exists.
+ * - A `proposal` yields an `assistant` turn only once a `delivery` says it reached the chat, only
+ *   for admitted history agents, and it sits in the group of the message it replies to (so a late
+ *   delivery lands where the reply belongs, not at the end).
+ * - Turns are ordered by group, the user turn first, then replies by sequence. The same events
+ *   always fold to the same turns, ids and hashes; compaction never changes this fold.
+ */
+
+export interface ReconstructionPolicy {
+  /** Agents whose delivered replies count as history; `"all"` admits every agent. */
+  readonly admittedAgents: ReadonlySet<string> | "all";
+  /** Whether sensitive sources and replies are part of this view. */
+  readonly includeSensitive: boolean;
+}
+
+export interface Turn {
+  /** Stable id: `s<seq>` for the source message, `p<seq>` for the delivered proposal. */
+  readonly id: string;
+  /** The sequence number of the source event that opened this turn's group (0: before any source). */
+  readonly group: number;
+  readonly role: "user" | "assistant";
+  readonly author: Author;
+  readonly text: string;
+  /** SHA-256 of the canonical `{ role, author, text }`: changes exactly when the turn's content does. */
+  readonly hash: string;
+  /** The sequence number of the event the turn comes from. */
+  readonly originSeq: number;
+  /** The newest event that shaped the turn (its correction or delivery), for amendment checks. */
+  readonly effectiveSeq: number;
+  readonly messageId: string;
+  readonly sensitive: boolean;
+  readonly edited: boolean;
+}
+
+type Source = Extract<StoredEvent, { kind: "source" }>;
+type Proposal = Extract<StoredEvent, { kind: "proposal" }>;
+type Correction = Extract<StoredEvent, { kind: "correction" }>;
+
+function correctionOrder(c: Correction): [string, number] {
+  const at = c.body.action === "edit" ? c.body.editedAt : c.body.deletedAt;
+  return [at ?? "", c.seq];
+}
+
+/** Newer of two corrections of one message: a later timestamp wins, then a later sequence. */
+function newer(a: Correction, b: Correction): Correction {
+  const [ta, sa] = correctionOrder(a);
+  const [tb, sb] = correctionOrder(b);
+  if (ta !== tb) return ta > tb ? a : b;
+  return sa > sb ? a : b;
+}
+
+export function turnHash(role: Turn["role"], author: Author, text: string): string {
+  return hashCanonical({ role, author, text });
+}
+
+export function reconstruct(events: readonly StoredEvent[], policy: ReconstructionPolicy): Turn[] {
+  const ordered = [...events].sort((a, b) => a.seq - b.seq);
+
+  const sourceByMessage = new Map<string, Source>();
+  const deletion = new Map<string, Correction>();
+  const latestEdit = new Map<string, Correction>();
+  const proposals: Proposal[] = [];
+  const seenProposal = new Set<string>();
+  const deliveredAt = new Map<string, number>();
+
+  for (const event of ordered) {
+    switch (event.kind) {
+      case "source":
+        // A message id names one message; a second source reusing it is recorded, never folded in.
+        if (!sourceByMessage.has(event.body.messageId)) sourceByMessage.set(event.body.messageId, event);
+        break;
+      case "correction": {
+        const target = event.body.targetMessageId;
+        if (event.body.action === "delete") {
+          if (!deletion.has(target)) deletion.set(target, event);
+        } else {
+          const current = latestEdit.get(target);
+          latestEdit.set(target, current === undefined ? event : newer(current, event));
+        }
+        break;
+      }
+      case "proposal":
+        if (!seenProposal.has(event.body.proposalId)) {
+          seenProposal.add(event.body.proposalId);
+          proposals.push(event);
+        }
+        break;
+      case "delivery":
+        if (event.body.status === "delivered" && !deliveredAt.has(event.body.proposalId)) {
+          deliveredAt.set(event.body.proposalId, event.seq);
+        }
+        break;
+      case "run":
+        break;
+    }
+  }
+
+  const turns: Turn[] = [];
+  const sourceSeqs: number[] = [];
+  for (const source of sourceByMessage.values()) {
+    sourceSeqs.push(source.seq);
+    const messageId = source.body.messageId;
+    if (deletion.has(messageId)) continue;
+    const edit = latestEdit.get(messageId);
+    const sensitive = source.sensitive || (edit?.sensitive ?? false);
+    if (sensitive && !policy.includeSensitive) continue;
+    const text = edit !== undefined && edit.body.action === "edit" ? edit.body.text : source.body.text;
+    turns.push({
+      id: `s${source.seq}`,
+      group: source.seq,
+      role: "user",
+      author: source.body.author,
+      text,
+      hash: turnHash("user", source.body.author, text),
+      originSeq: source.seq,
+      effectiveSeq: Math.max(source.seq, edit?.seq ?? 0),
+      messageId,
+      sensitive,
+      edited: edit !== undefined,
+    });
+  }
+  sourceSeqs.sort((a, b) => a - b);
+
+  for (const proposal of proposals) {
+    const deliverySeq = deliveredAt.get(proposal.body.proposalId);
+    if (deliverySeq === undefined) continue;
+    if (policy.admittedAgents !== "all" && !policy.admittedAgents.has(proposal.body.agentId)) continue;
+    if (proposal.sensitive && !policy.includeSensitive) continue;
+    const author: Author = { id: proposal.body.agentId };
+    turns.push({
+      id: `p${proposal.seq}`,
+      group: groupOf(proposal, sourceByMessage, sourceSeqs),
+      role: "assistant",
+      author,
+      text: proposal.body.text,
+      hash: turnHash("assistant", author, proposal.body.text),
+      originSeq: proposal.seq,
+      effectiveSeq: Math.max(proposal.seq, deliverySeq),
+      messageId: proposal.body.proposalId,
+      sensitive: proposal.sensitive,
+      edited: false,
+    });
+  }
+
+  return turns.sort(
+    (a, b) => a.group - b.group || roleRank(a) - roleRank(b) || a.originSeq - b.originSeq,
+  );
+}
+
+const roleRank = (turn: Turn): number => (turn.role === "user" ? 0 : 1);
+
+/** The group a reply belongs to: its replied-to message's, else the latest source before it. */
+function groupOf(proposal: Proposal, sources: ReadonlyMap<string, Source>, sourceSeqs: readonly number[]): number {
+  const replyTo = proposal.body.replyToMessageId;
+  const target = replyTo === undefined ? undefined : sources.get(replyTo);
+  if (target !== undefined) return target.seq;
+  let lo = 0;
+  let hi = sourceSeqs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((sourceSeqs[mid] ?? Infinity) < proposal.seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? 0 : (sourceSeqs[lo - 1] ?? 0);
+}

@@ -1,0 +1,120 @@
+import { DurableObject } from "cloudflare:workers";
+import type { HashedInput } from "../core/append";
+import { decideAppend } from "../core/append";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import type { EventInput, StoredEvent } from "../core/events";
+import { eventHash } from "../core/events";
+import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
+
+export interface AppendRequest {
+  readonly conversationId: string;
+  readonly events: readonly EventInput[];
+  readonly expectedSeq?: number | undefined;
+}
+
+export interface AppendedEvent {
+  readonly event: StoredEvent;
+  readonly duplicate: boolean;
+}
+
+export interface AppendResponse {
+  readonly results: readonly AppendedEvent[];
+  readonly lastSeq: number;
+}
+
+/**
+ * One instance per conversation. It serializes that conversation's writes, so sequence numbers
+ * are assigned without gaps or races, and answers only after D1 has committed.
+ *
+ * Its state is a cache: the head sequence is read from D1 when the object wakes (after an
+ * eviction or a failed write), never kept only here. D1 keeps the invariants too (unique keys,
+ * gap-free sequences), so a stale cache can only make a write fail, never corrupt the log.
+ */
+export class ConversationObject extends DurableObject<Env> {
+  #conversationId: string | undefined;
+  #lastSeq: number | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  /** Appends in order; D1 outages reject the promise (nothing acknowledged, nothing half-written). */
+  async append(request: AppendRequest): Promise<Result<AppendResponse>> {
+    return this.#exclusive(async () => {
+      const bound = this.#bind(request.conversationId);
+      if (!bound.ok) return bound;
+      try {
+        return await this.#append(request);
+      } catch (error) {
+        this.#lastSeq = undefined;
+        throw error;
+      }
+    });
+  }
+
+  /** The head of the log as this object knows it, rebuilt from D1 when cold. */
+  async head(conversationId: string): Promise<Result<{ lastSeq: number }>> {
+    return this.#exclusive(async () => {
+      const bound = this.#bind(conversationId);
+      if (!bound.ok) return bound;
+      return ok({ lastSeq: await this.#head() });
+    });
+  }
+
+  async #append({ conversationId, events, expectedSeq }: AppendRequest): Promise<Result<AppendResponse>> {
+    const items: HashedInput[] = events.map((input) => ({ input, hash: eventHash(conversationId, input) }));
+    const keys = items.map((item) => item.input.idempotencyKey);
+    const lastSeq = await this.#head();
+
+    // A single append is written optimistically (one D1 round trip); a batch, or an append whose
+    // expectation failed, first reads which keys exist so that it is all-or-nothing.
+    let existing = new Map<string, StoredEvent>();
+    let decision = decideAppend(items, existing, lastSeq, expectedSeq);
+    if (items.length > 1 || !decision.ok) {
+      existing = await readEventsByKeys(this.env.DB, conversationId, keys);
+      decision = decideAppend(items, existing, lastSeq, expectedSeq);
+    }
+    if (!decision.ok) return decision;
+
+    let rows: ReadonlyMap<string, StoredEvent> = existing;
+    if (decision.value.inserts.length > 0) {
+      const written = await insertEvents(this.env.DB, conversationId, decision.value.inserts, new Date().toISOString());
+      rows = new Map([...existing, ...written.rows]);
+      if (written.applied.some((applied) => !applied)) {
+        // Only a single optimistic append can meet an existing key here: nothing was written, and
+        // the row D1 returned decides between a replay and a conflict.
+        const replay = decideAppend(items, rows, lastSeq, expectedSeq);
+        if (!replay.ok) return replay;
+        if (replay.value.inserts.length > 0) return fail("internal", "the log changed under a serialized append");
+        decision = replay;
+      }
+    }
+    this.#lastSeq = decision.value.lastSeq;
+
+    const results: AppendedEvent[] = [];
+    for (const [index, outcome] of decision.value.outcomes.entries()) {
+      const event = rows.get(keys[index] ?? "");
+      if (event === undefined || event.seq !== outcome.seq) return fail("internal", "appended event not found in the log");
+      results.push({ event, duplicate: outcome.duplicate });
+    }
+    return ok({ results, lastSeq: decision.value.lastSeq });
+  }
+
+  async #head(): Promise<number> {
+    if (this.#lastSeq === undefined && this.#conversationId !== undefined) {
+      this.#lastSeq = await readHead(this.env.DB, this.#conversationId);
+    }
+    return this.#lastSeq ?? 0;
+  }
+
+  /** An object is named after its conversation; a call for another conversation is a routing bug. */
+  #bind(conversationId: string): Result<void> {
+    this.#conversationId ??= conversationId;
+    if (this.#conversationId !== conversationId) return fail("internal", "request routed to another conversation's object");
+    return ok(undefined);
+  }
+
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+}

@@ -1,0 +1,12 @@
+import type { Result } from "../core/errors";
+import type { AppendRequest, AppendResponse } from "./conversation-object";
+
+/** The Durable Object of one conversation (named by its id, so every Worker reaches the same one). */
+function conversationStub(env: Env, conversationId: string) {
+  return env.CONVERSATION.get(env.CONVERSATION.idFromName(conversationId));
+}
+
+/** Appends through the conversation's object: the only write path into the event log. */
+export async function appendToConversation(env: Env, request: AppendRequest): Promise<Result<AppendResponse>> {
+  return conversationStub(env, request.conversationId).append(request);
+}

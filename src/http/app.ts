@@ -1,0 +1,36 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { maxBodyBytes } from "../config";
+import { requireToken } from "./auth";
+import { conversations } from "./conversations";
+import { problem } from "./errors";
+import { telegram } from "./telegram";
+import type { AppEnv } from "./types";
+
+export const app = new Hono<AppEnv>();
+
+app.use("*", async (c, next) =>
+  bodyLimit({
+    maxSize: maxBodyBytes(c.env),
+    onError: (ctx) => problem(ctx, { code: "payload_too_large", message: `bodies are limited to ${maxBodyBytes(c.env)} bytes` }),
+  })(c, next),
+);
+
+app.get("/", (c) =>
+  c.json({
+    service: "foldline",
+    about: "conversation compaction with provenance for persistent chat agents",
+    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook"],
+  }),
+);
+app.get("/healthz", (c) => c.json({ ok: true }));
+
+app.use("/v1/*", requireToken);
+app.route("/v1/conversations", conversations);
+app.route("/telegram", telegram);
+
+app.notFound((c) => problem(c, { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }));
+app.onError((error, c) => {
+  console.error("unhandled error", error);
+  return problem(c, { code: "internal", message: "internal error; nothing was acknowledged, retrying is safe" });
+});

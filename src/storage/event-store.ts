@@ -1,0 +1,132 @@
+import type { PlannedInsert } from "../core/append";
+import type { StoredEvent } from "../core/events";
+import { eventInputSchema } from "../core/events";
+import { canonicalJson } from "../core/hash";
+
+/**
+ * Every D1 statement on the event log. Rows are only ever inserted (the schema's triggers refuse
+ * UPDATE and DELETE, and refuse a sequence gap); reads map rows back through the event schemas.
+ */
+
+interface EventRow {
+  conversation_id: string;
+  seq: number;
+  kind: string;
+  idempotency_key: string;
+  sensitive: number;
+  body: string;
+  hash: string;
+  recorded_at: string;
+}
+
+const EVENT_COLUMNS = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
+
+export function toStoredEvent(row: EventRow): StoredEvent {
+  const input = eventInputSchema.parse({
+    kind: row.kind,
+    idempotencyKey: row.idempotency_key,
+    sensitive: row.sensitive === 1,
+    body: JSON.parse(row.body) as unknown,
+  });
+  return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: row.recorded_at };
+}
+
+export async function readHead(db: D1Database, conversationId: string): Promise<number> {
+  const row = await db
+    .prepare("SELECT COALESCE(MAX(seq), 0) AS last_seq FROM events WHERE conversation_id = ?")
+    .bind(conversationId)
+    .first<{ last_seq: number }>();
+  return row?.last_seq ?? 0;
+}
+
+function selectByKeys(db: D1Database, conversationId: string, keys: readonly string[]): D1PreparedStatement {
+  return db
+    .prepare(
+      `SELECT ${EVENT_COLUMNS} FROM events
+       WHERE conversation_id = ? AND idempotency_key IN (SELECT value FROM json_each(?))`,
+    )
+    .bind(conversationId, JSON.stringify(keys));
+}
+
+export interface InsertResult {
+  /** Whether each planned row was written (false: its idempotency key already existed). */
+  readonly applied: readonly boolean[];
+  /** The log's rows for every planned key after the transaction, new or pre-existing. */
+  readonly rows: ReadonlyMap<string, StoredEvent>;
+}
+
+/**
+ * Appends the planned rows in one D1 batch (one transaction, one round trip). A key that already
+ * exists is skipped rather than failing the batch, so a single append needs no read beforehand;
+ * the trailing SELECT tells the caller what the log holds for those keys.
+ */
+export async function insertEvents(
+  db: D1Database,
+  conversationId: string,
+  planned: readonly PlannedInsert[],
+  recordedAt: string,
+): Promise<InsertResult> {
+  const insert = db.prepare(
+    `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
+  );
+  const statements = [
+    db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
+    ...planned.map(({ input, hash, seq }) =>
+      insert.bind(
+        conversationId,
+        seq,
+        input.kind,
+        input.idempotencyKey,
+        input.sensitive ? 1 : 0,
+        canonicalJson(input.body),
+        hash,
+        recordedAt,
+      ),
+    ),
+    selectByKeys(
+      db,
+      conversationId,
+      planned.map((p) => p.input.idempotencyKey),
+    ),
+  ];
+  const results = await db.batch<EventRow>(statements);
+  const applied = planned.map((_, i) => (results[i + 1]?.meta.changes ?? 0) === 1);
+  const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
+  return { applied, rows };
+}
+
+export async function listEvents(
+  db: D1Database,
+  conversationId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<StoredEvent[]> {
+  const { results } = await db
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
+    .bind(conversationId, afterSeq, limit)
+    .all<EventRow>();
+  return results.map(toStoredEvent);
+}
+
+/** The whole log of one conversation, read in pages so no single result grows without bound. */
+export async function readAllEvents(db: D1Database, conversationId: string): Promise<StoredEvent[]> {
+  const page = 1_000;
+  const all: StoredEvent[] = [];
+  for (let after = 0; ; ) {
+    const batch = await listEvents(db, conversationId, after, page);
+    all.push(...batch);
+    const last = batch.at(-1);
+    if (batch.length < page || last === undefined) return all;
+    after = last.seq;
+  }
+}
+
+export async function readEventsByKeys(
+  db: D1Database,
+  conversationId: string,
+  keys: readonly string[],
+): Promise<Map<string, StoredEvent>> {
+  const { results } = await selectByKeys(db, conversationId, keys).all<EventRow>();
+  return new Map(results.map((row) => [row.idempotency_key, toStoredEvent(row)]));
+}

@@ -1,0 +1,27 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+/** Secrets the tests configure; each test file reads them from `env`. */
+export const TEST_BOT_ID = "7001";
+
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+  return {
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            [`TELEGRAM_WEBHOOK_SECRET_${TEST_BOT_ID}`]: "test-webhook-secret-7001",
+          },
+        },
+      }),
+    ],
+    test: {
+      setupFiles: ["./test/apply-migrations.ts"],
+      include: ["test/**/*.test.ts"],
+    },
+  };
+});
