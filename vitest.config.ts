@@ -1,6 +1,7 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import "./scripts/offline-env.mjs";
 
 /** Secrets the tests configure; each test file reads them from `env`. */
 export const TEST_BOT_ID = "7001";
