@@ -120,6 +120,20 @@ export const runBodySchema = z.strictObject({
 
 const seqSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
+/**
+ * Every string of an event must be well-formed UTF-16: an unpaired surrogate has no canonical JSON
+ * form (RFC 8785 §3.2.2.2), so it could be neither hashed nor compared, and is refused up front.
+ */
+function refuseUnpairedSurrogates(value: unknown, ctx: z.RefinementCtx, path: PropertyKey[] = []): void {
+  if (typeof value === "string") {
+    if (!value.isWellFormed()) ctx.addIssue({ code: "custom", path, message: "contains an unpaired UTF-16 surrogate" });
+  } else if (Array.isArray(value)) {
+    value.forEach((item: unknown, i) => refuseUnpairedSurrogates(item, ctx, [...path, i]));
+  } else if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) refuseUnpairedSurrogates(item, ctx, [...path, key]);
+  }
+}
+
 function eventUnion<Extra extends Record<string, z.ZodType>>(extra: Extra) {
   const envelope = { idempotencyKey: idempotencyKeySchema, sensitive: z.boolean().default(false), ...extra };
   return z.discriminatedUnion("kind", [
@@ -128,7 +142,7 @@ function eventUnion<Extra extends Record<string, z.ZodType>>(extra: Extra) {
     z.strictObject({ kind: z.literal("proposal"), ...envelope, body: proposalBodySchema }),
     z.strictObject({ kind: z.literal("delivery"), ...envelope, body: deliveryBodySchema }),
     z.strictObject({ kind: z.literal("correction"), ...envelope, body: correctionBodySchema }),
-  ]);
+  ]).superRefine((event, ctx) => refuseUnpairedSurrogates(event, ctx));
 }
 
 /** An event as it enters the log. */

@@ -45,17 +45,18 @@ type Source = Extract<StoredEvent, { kind: "source" }>;
 type Proposal = Extract<StoredEvent, { kind: "proposal" }>;
 type Correction = Extract<StoredEvent, { kind: "correction" }>;
 
-function correctionOrder(c: Correction): [string, number] {
+/** When a correction was made: its timestamp as an instant (offsets and precision vary), else never. */
+function correctionTime(c: Correction): number {
   const at = c.body.action === "edit" ? c.body.editedAt : c.body.deletedAt;
-  return [at ?? "", c.seq];
+  return at === undefined ? Number.NEGATIVE_INFINITY : Date.parse(at);
 }
 
-/** Newer of two corrections of one message: a later timestamp wins, then a later sequence. */
+/** Newer of two corrections of one message: a later instant wins, then a later sequence. */
 function newer(a: Correction, b: Correction): Correction {
-  const [ta, sa] = correctionOrder(a);
-  const [tb, sb] = correctionOrder(b);
+  const ta = correctionTime(a);
+  const tb = correctionTime(b);
   if (ta !== tb) return ta > tb ? a : b;
-  return sa > sb ? a : b;
+  return a.seq > b.seq ? a : b;
 }
 
 export function turnHash(role: Turn["role"], author: Author, text: string): string {
