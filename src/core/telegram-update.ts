@@ -9,11 +9,12 @@ import { MAX_TEXT_CHARS } from "./events";
  * ignored, because Telegram retries every non-2xx answer for up to a day.
  */
 
+// Telegram caps names at 64 characters; 127 UTF-16 units each keeps "first last" within an author name.
 const user = z.object({
   id: z.number().int(),
   is_bot: z.boolean().optional(),
-  first_name: z.string().max(256),
-  last_name: z.string().max(256).optional(),
+  first_name: z.string().max(127),
+  last_name: z.string().max(127).optional(),
   username: z.string().max(64).optional(),
 });
 
@@ -28,12 +29,15 @@ const chat = z.object({
 
 const file = z.object({ file_id: z.string().max(256), file_unique_id: z.string().max(128).optional() });
 
+/** Unix seconds up to the year 2100: anything later is not a Telegram timestamp. */
+const unixTime = z.number().int().min(0).max(4_102_444_800);
+
 const message = z.object({
   message_id: z.number().int(),
   message_thread_id: z.number().int().optional(),
   is_topic_message: z.boolean().optional(),
-  date: z.number().int(),
-  edit_date: z.number().int().optional(),
+  date: unixTime,
+  edit_date: unixTime.optional(),
   chat,
   from: user.optional(),
   sender_chat: chat.optional(),

@@ -11,8 +11,17 @@ const PUBLIC_ALL: ReconstructionPolicy = { admittedAgents: "all", includeSensiti
 const MESSAGES = ["m1", "m2", "m3", "m4"] as const;
 const PROPOSALS = ["p1", "p2", "p3", "p4"] as const;
 const AGENTS = ["agent-a", "agent-b", "agent-c"] as const;
-/** Same format and precision, so string order and time order agree (see the editedAt bug below). */
-const EDIT_TIMES = ["2024-01-01T00:00:01.000Z", "2024-01-01T00:00:02.000Z", "2024-01-01T00:00:03.000Z"] as const;
+/**
+ * Edit times in mixed offsets and precisions, where string order is not time order; the last two
+ * name the same instant, so the tie falls to the later seq.
+ */
+const EDIT_TIMES = [
+  "2024-01-01T00:00:01.000Z",
+  "2024-01-01T02:00:02+02:00",
+  "2024-01-01T00:00:02.5Z",
+  "2024-01-01T00:00:03Z",
+  "2023-12-31T19:00:03.000-05:00",
+] as const;
 /** Later than every generated edit time. */
 const LAST_WORD = "2099-12-31T23:59:59.000Z";
 
@@ -386,10 +395,9 @@ describe("reconstruct: corrections", () => {
     expect(reconstruct(events, EVERYTHING)[0]?.text).toBe(winner);
   });
 
-  // SRC BUG (reconstruction.ts, correctionOrder/newer): editedAt values are compared as strings, but
-  // the schema accepts any ISO datetime with an offset and any sub-second precision, so string
-  // order is not time order. These two tests fail until the comparison is by instant.
-  it("chooses the later edit instant when editedAt values use different UTC offsets [exposes src bug]", () => {
+  // Regression: editedAt was once compared as a string, but the schema accepts any ISO datetime with
+  // an offset and any sub-second precision, so string order is not time order.
+  it("chooses the later edit instant when editedAt values use different UTC offsets", () => {
     const events = storeAll([
       source("m1", "original"),
       edit("m1", "edited at 11:00Z", { key: "a", editedAt: "2024-05-01T11:00:00Z" }),
@@ -398,7 +406,7 @@ describe("reconstruct: corrections", () => {
     expect(reconstruct(events, EVERYTHING)[0]?.text).toBe("edited at 11:00Z");
   });
 
-  it("chooses the later edit instant when editedAt values differ in precision [exposes src bug]", () => {
+  it("chooses the later edit instant when editedAt values differ in precision", () => {
     const events = storeAll([
       source("m1", "original"),
       edit("m1", "half a second later", { key: "a", editedAt: "2024-05-01T10:00:00.500Z" }),
@@ -535,6 +543,28 @@ describe("reconstruct: properties", () => {
     );
   });
 
+  it("shows the edit with the latest editedAt instant, ties going to the later seq, wherever the source sits", () => {
+    const editsArb = fc.array(optional(fc.constantFrom(...EDIT_TIMES)), { minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(editsArb, fc.nat(), (times, at) => {
+        const edits = times.map((editedAt, i) =>
+          edit("m1", `edit ${i}`, { key: `e${i}`, ...(editedAt === undefined ? {} : { editedAt }) }),
+        );
+        const sourceAt = at % (edits.length + 1);
+        const inputs = [...edits.slice(0, sourceAt), source("m1", "original"), ...edits.slice(sourceAt)];
+        const events = storeAll(inputs);
+        // The winner: greatest instant (no editedAt: earliest), then greatest seq.
+        let best = -1;
+        for (const [i, editedAt] of times.entries()) {
+          const bestAt = best < 0 ? Number.NaN : editInstant(times[best]);
+          if (best < 0 || editInstant(editedAt) >= bestAt) best = i;
+        }
+        expect(reconstruct(events, EVERYTHING).map((t) => t.text)).toEqual([`edit ${best}`]);
+      }),
+      RUNS,
+    );
+  });
+
   /** A log together with one message that has a visible user turn in it. */
   const logWithVisibleMessage = logArb
     .filter((events) => reconstruct(events, EVERYTHING).some((t) => t.role === "user"))
@@ -550,7 +580,8 @@ describe("reconstruct: properties", () => {
       fc.property(logWithVisibleMessage, text, ([events, target], newText) => {
         const before = reconstruct(events, EVERYTHING);
         const seq = events.length + 1;
-        const after = reconstruct([...events, stored(seq, edit(target.messageId, newText, { key: "the-edit", editedAt: LAST_WORD }))], EVERYTHING);
+        const correction = edit(target.messageId, newText, { key: "the-edit", editedAt: LAST_WORD });
+        const after = reconstruct([...events, stored(seq, correction)], EVERYTHING);
         const sourceSensitive = events.find((e) => e.seq === target.originSeq)?.sensitive ?? true;
         expect(after).toEqual(
           before.map((t) =>

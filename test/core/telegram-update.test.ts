@@ -206,7 +206,11 @@ describe("mapTelegramUpdate: conversations", () => {
   it.each([
     { name: "forum topic message", fields: { is_topic_message: true, message_thread_id: 77 }, id: "telegram:7001:-1001234567890:77" },
     { name: "reply thread in an ordinary group", fields: { message_thread_id: 55 }, id: "telegram:7001:-1001234567890" },
-    { name: "thread id with is_topic_message false", fields: { is_topic_message: false, message_thread_id: 55 }, id: "telegram:7001:-1001234567890" },
+    {
+      name: "thread id with is_topic_message false",
+      fields: { is_topic_message: false, message_thread_id: 55 },
+      id: "telegram:7001:-1001234567890",
+    },
     { name: "topic flag without a thread id", fields: { is_topic_message: true }, id: "telegram:7001:-1001234567890" },
     { name: "private chat", fields: { chat: { id: 42, type: "private", first_name: "Ada" } }, id: "telegram:7001:42" },
   ])("keys a $name as $id", ({ fields, id }) => {
@@ -246,7 +250,10 @@ describe("mapTelegramUpdate: ignored updates", () => {
   });
 
   it("ignores an edit without content", () => {
-    expect(ingest({ update_id: 1, edited_message: message({ edit_date: EDITED }) })).toEqual({ kind: "ignored", reason: "edit without content" });
+    expect(ingest({ update_id: 1, edited_message: message({ edit_date: EDITED }) })).toEqual({
+      kind: "ignored",
+      reason: "edit without content",
+    });
   });
 });
 
@@ -276,14 +283,25 @@ describe("telegramUpdateSchema", () => {
 // ---------------------------------------------------------------------------------------------
 
 /** Messages within Telegram's own limits (names ≤ 64 characters, realistic dates). */
-const fileArb = fc.record({ file_id: fc.string({ minLength: 1, maxLength: 20 }), file_unique_id: fc.string({ maxLength: 10 }) }, { requiredKeys: ["file_id"] });
+const fileArb = fc.record(
+  { file_id: fc.string({ minLength: 1, maxLength: 20 }), file_unique_id: fc.string({ maxLength: 10 }) },
+  { requiredKeys: ["file_id"] },
+);
 const messageArb = fc.record(
   {
     message_id: fc.integer({ min: 1, max: 2 ** 31 }),
     date: fc.integer({ min: 1_400_000_000, max: 2_000_000_000 }),
-    chat: fc.record({ id: fc.integer({ min: -1_009_999_999_999, max: 9_999_999_999 }), type: fc.constantFrom("private", "group", "supergroup", "channel") }),
+    chat: fc.record({
+      id: fc.integer({ min: -1_009_999_999_999, max: 9_999_999_999 }),
+      type: fc.constantFrom("private", "group", "supergroup", "channel"),
+    }),
     from: fc.record(
-      { id: fc.integer({ min: 1, max: 9_999_999_999 }), first_name: fc.string({ maxLength: 64 }), last_name: fc.string({ maxLength: 64 }), username: fc.stringMatching(/^[a-z][a-z0-9_]{4,31}$/) },
+      {
+        id: fc.integer({ min: 1, max: 9_999_999_999 }),
+        first_name: fc.string({ maxLength: 64 }),
+        last_name: fc.string({ maxLength: 64 }),
+        username: fc.stringMatching(/^[a-z][a-z0-9_]{4,31}$/),
+      },
       { requiredKeys: ["id", "first_name"] },
     ),
     is_topic_message: fc.boolean(),
@@ -294,7 +312,10 @@ const messageArb = fc.record(
     photo: fc.array(fileArb, { minLength: 1, maxLength: 3 }),
     sticker: fileArb,
     voice: fileArb,
-    location: fc.record({ latitude: fc.double({ min: -90, max: 90, noNaN: true }), longitude: fc.double({ min: -180, max: 180, noNaN: true }) }),
+    location: fc.record({
+      latitude: fc.double({ min: -90, max: 90, noNaN: true }),
+      longitude: fc.double({ min: -180, max: 180, noNaN: true }),
+    }),
     dice: fc.record({ emoji: fc.constantFrom("🎲", "🎯"), value: fc.integer({ min: 1, max: 6 }) }),
   },
   { requiredKeys: ["message_id", "date", "chat"] },
