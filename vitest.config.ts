@@ -10,17 +10,21 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     plugins: [
-      cloudflareTest({
+      cloudflareTest(({ inject }) => ({
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
           bindings: {
             TEST_MIGRATIONS: migrations,
             [`TELEGRAM_WEBHOOK_SECRET_${TEST_BOT_ID}`]: "test-webhook-secret-7001",
+            // The loopback fake model endpoint (test/fake-openai). No OPENAI_API_KEY is bound, so
+            // tests use the offline compactor unless they pass a key explicitly.
+            OPENAI_BASE_URL: inject("fakeOpenAiBaseUrl"),
           },
         },
-      }),
+      })),
     ],
     test: {
+      globalSetup: ["./test/fake-openai/global-setup.ts"],
       setupFiles: ["./test/apply-migrations.ts"],
       include: ["test/**/*.test.ts"],
     },

@@ -15,7 +15,7 @@ const { values } = parseArgs({
   },
 });
 const scopes = values.scope ?? [];
-const SCOPE = /^(\*|(telegram|api):[A-Za-z0-9._:-]*\*?)$/;
+const SCOPE = /^(\*|(telegram|api|agent):[A-Za-z0-9._:-]*\*?)$/;
 if (scopes.length === 0 || !scopes.every((s) => SCOPE.test(s))) {
   console.error("usage: npm run token -- --scope 'api:acme:*' [--scope 'telegram:123:*'] [--name NAME] [--remote]");
   console.error("a scope is a conversation id, or a prefix ending in *, or * for every conversation");

@@ -18,3 +18,44 @@ export function telegramWebhookSecret(env: Env, botId: string): string | undefin
   const value: unknown = Reflect.get(env, `TELEGRAM_WEBHOOK_SECRET_${botId}`);
   return typeof value === "string" && value.length > 0 ? value : undefined;
 }
+
+/**
+ * The compactor model's API key: the Worker secret `OPENAI_API_KEY`. Absent (or empty), Foldline
+ * compacts with its offline extractive summarizer instead of calling a model.
+ */
+export function openAiApiKey(env: Env): string | undefined {
+  const value: unknown = Reflect.get(env, "OPENAI_API_KEY");
+  return typeof value === "string" && value.trim().length > 0 ? value.trim() : undefined;
+}
+
+const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+/** A model call longer than ten minutes is stuck, not slow; the SDK's own default is the same. */
+const MAX_MODEL_TIMEOUT_MS = 600_000;
+const DEFAULT_MODEL_MAX_RETRIES = 0;
+const MAX_MODEL_MAX_RETRIES = 10;
+
+/** Timeout of one model request, `MODEL_TIMEOUT_MS`. */
+export function modelTimeoutMs(env: Env): number {
+  const parsed = Number.parseInt(env.MODEL_TIMEOUT_MS, 10);
+  return Number.isSafeInteger(parsed) && parsed > 0 ? Math.min(parsed, MAX_MODEL_TIMEOUT_MS) : DEFAULT_MODEL_TIMEOUT_MS;
+}
+
+/** Retries inside one model call, `MODEL_MAX_RETRIES` (the queue retries whole attempts on top). */
+export function modelMaxRetries(env: Env): number {
+  const parsed = Number.parseInt(env.MODEL_MAX_RETRIES, 10);
+  return Number.isSafeInteger(parsed) && parsed >= 0 ? Math.min(parsed, MAX_MODEL_MAX_RETRIES) : DEFAULT_MODEL_MAX_RETRIES;
+}
+
+const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
+
+/**
+ * Base URL of the OpenAI-compatible endpoint, `OPENAI_BASE_URL` (OpenAI, Workers AI's
+ * OpenAI-compatible endpoint, AI Gateway, a self-hosted server). `undefined` when it is set but is
+ * not an http(s) URL: a misconfiguration to report, not something to guess around.
+ */
+export function openAiBaseUrl(env: Env): string | undefined {
+  const value: unknown = Reflect.get(env, "OPENAI_BASE_URL");
+  const text = typeof value === "string" && value.trim() !== "" ? value.trim() : DEFAULT_OPENAI_BASE_URL;
+  const url = URL.parse(text);
+  return url !== null && (url.protocol === "https:" || url.protocol === "http:") ? text : undefined;
+}

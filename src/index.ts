@@ -5,5 +5,5 @@ export { ConversationObject } from "./durable/conversation-object";
 
 export default {
   fetch: app.fetch,
-  queue: (batch) => consumeBatch(batch),
+  queue: (batch, env) => consumeBatch(batch, env),
 } satisfies ExportedHandler<Env, unknown>;

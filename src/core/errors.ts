@@ -10,8 +10,11 @@ export const ERROR_STATUS = {
   not_found: 404,
   idempotency_conflict: 409,
   sequence_conflict: 409,
+  id_in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  declaration_mismatch: 422,
+  unknown_document: 422,
   internal: 500,
 } as const;
 

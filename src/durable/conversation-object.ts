@@ -5,7 +5,12 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
+import type { ModelEvidence } from "../core/boundary";
+import type { Boundary } from "../core/boundary";
+import type { CompactionContent } from "../core/packet";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
+import type { SettleError } from "./compaction-engine";
+import { CompactionEngine } from "./compaction-engine";
 
 export interface AppendRequest {
   readonly conversationId: string;
@@ -35,25 +40,97 @@ export class ConversationObject extends DurableObject<Env> {
   #conversationId: string | undefined;
   #lastSeq: number | undefined;
   #queue: Promise<unknown> = Promise.resolve();
+  #engine: CompactionEngine | undefined;
 
-  /** Appends in order; D1 outages reject the promise (nothing acknowledged, nothing half-written). */
+  /**
+   * Appends in order; D1 outages reject the promise (nothing acknowledged, nothing half-written).
+   * Once the events are durable, every admitted new source gets its compaction preflight.
+   */
   async append(request: AppendRequest): Promise<Result<AppendResponse>> {
     return this.#exclusive(async () => {
-      const bound = this.#bind(request.conversationId);
+      const bound = await this.#bind(request.conversationId);
       if (!bound.ok) return bound;
-      try {
-        return await this.#append(request);
-      } catch (error) {
-        this.#lastSeq = undefined;
-        throw error;
-      }
+      const appended = await this.#appendOrReset(request);
+      if (!appended.ok) return appended;
+      const fresh = appended.value.results.filter((r) => !r.duplicate).map((r) => r.event);
+      if (fresh.length > 0) await this.#compaction(request.conversationId).afterAppend(fresh, new Date());
+      return appended;
     });
+  }
+
+  /** The queue consumer's validated output for a planned run: becomes the next boundary, or is refused. */
+  async settle(
+    conversationId: string,
+    runId: string,
+    content: CompactionContent,
+    model: ModelEvidence,
+  ): Promise<Result<Boundary, { code: SettleError; message: string }>> {
+    return this.#exclusive(async () => {
+      await this.#bind(conversationId);
+      return this.#compaction(conversationId).settle(runId, content, model, new Date());
+    });
+  }
+
+  async recordFailure(conversationId: string, runId: string, attempt: number, code: string, message: string): Promise<void> {
+    return this.#exclusive(async () => {
+      await this.#bind(conversationId);
+      await this.#compaction(conversationId).recordFailure(runId, attempt, code, message, new Date());
+    });
+  }
+
+  async abandon(conversationId: string, runId: string, reason: string): Promise<void> {
+    return this.#exclusive(async () => {
+      await this.#bind(conversationId);
+      await this.#compaction(conversationId).abandon(runId, reason, new Date());
+    });
+  }
+
+  async describeChain(conversationId: string, agentId: string) {
+    return this.#exclusive(async () => {
+      await this.#bind(conversationId);
+      return this.#compaction(conversationId).describe(agentId, new Date());
+    });
+  }
+
+  override async alarm(): Promise<void> {
+    await this.#exclusive(async () => {
+      const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
+      if (conversationId === undefined) return;
+      await this.#bind(conversationId);
+      await this.#compaction(conversationId).onAlarm(new Date());
+    });
+  }
+
+  #compaction(conversationId: string): CompactionEngine {
+    this.#engine ??= new CompactionEngine(
+      this.env,
+      conversationId,
+      async (events) => {
+        const appended = await this.#appendOrReset({ conversationId, events });
+        if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
+        return appended.value.results.map((r) => r.event);
+      },
+      async (at) => {
+        const current = await this.ctx.storage.getAlarm();
+        if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+      },
+    );
+    return this.#engine;
+  }
+
+  async #appendOrReset(request: AppendRequest): Promise<Result<AppendResponse>> {
+    try {
+      return await this.#append(request);
+    } catch (error) {
+      this.#lastSeq = undefined;
+      throw error;
+    }
   }
 
   /** The head of the log as this object knows it, rebuilt from D1 when cold. */
   async head(conversationId: string): Promise<Result<{ lastSeq: number }>> {
     return this.#exclusive(async () => {
-      const bound = this.#bind(conversationId);
+      const bound = await this.#bind(conversationId);
       if (!bound.ok) return bound;
       return ok({ lastSeq: await this.#head() });
     });
@@ -105,9 +182,15 @@ export class ConversationObject extends DurableObject<Env> {
     return this.#lastSeq ?? 0;
   }
 
-  /** An object is named after its conversation; a call for another conversation is a routing bug. */
-  #bind(conversationId: string): Result<void> {
-    this.#conversationId ??= conversationId;
+  /**
+   * An object is named after its conversation; a call for another conversation is a routing bug.
+   * The name is also kept in the object's storage so that an alarm knows whom it is for.
+   */
+  async #bind(conversationId: string): Promise<Result<void>> {
+    if (this.#conversationId === undefined) {
+      this.#conversationId = conversationId;
+      if ((await this.ctx.storage.get<string>("conversationId")) !== conversationId) await this.ctx.storage.put("conversationId", conversationId);
+    }
     if (this.#conversationId !== conversationId) return fail("internal", "request routed to another conversation's object");
     return ok(undefined);
   }

@@ -2,7 +2,7 @@ import type { Result } from "../core/errors";
 import type { AppendRequest, AppendResponse } from "./conversation-object";
 
 /** The Durable Object of one conversation (named by its id, so every Worker reaches the same one). */
-function conversationStub(env: Env, conversationId: string) {
+export function conversationStub(env: Env, conversationId: string) {
   return env.CONVERSATION.get(env.CONVERSATION.idFromName(conversationId));
 }
 

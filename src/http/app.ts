@@ -1,9 +1,11 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { maxBodyBytes } from "../config";
+import { agents } from "./agents";
 import { requireToken } from "./auth";
 import { conversations } from "./conversations";
 import { problem } from "./errors";
+import { memory } from "./memory";
 import { telegram } from "./telegram";
 import type { AppEnv } from "./types";
 
@@ -27,7 +29,9 @@ app.get("/healthz", (c) => c.json({ ok: true }));
 
 app.use("/v1/*", requireToken);
 app.route("/v1/conversations", conversations);
+app.route("/v1/agents", memory);
 app.route("/telegram", telegram);
+app.route("/v1/agents", agents);
 
 app.notFound((c) => problem(c, { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }));
 app.onError((error, c) => {

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { conversationIdSchema, scopesAllow } from "../core/conversation-id";
+import { agentIdSchema } from "../core/events";
 import { sha256Hex } from "../core/hash";
 import { secretsEqual } from "../core/secrets";
 import { findPrincipal } from "../storage/token-store";
@@ -34,6 +35,20 @@ export function scopedConversation(c: Context<AppEnv>): Result<string> {
   }
   if (!scopesAllow(c.get("principal").scopes, parsed.data)) {
     return fail("forbidden", "this token is not scoped to that conversation");
+  }
+  return ok(parsed.data);
+}
+
+/**
+ * The agent named in the path, if the token holds `agent:<id>` (or a pattern matching it, such as
+ * `agent:*`). Agent routes (declarations, documents, memory pages) are scoped separately from
+ * conversations: reading a conversation never grants rewriting the agent that reads it.
+ */
+export function scopedAgent(c: Context<AppEnv>): Result<string> {
+  const parsed = agentIdSchema.safeParse(c.req.param("agent"));
+  if (!parsed.success) return fail("validation_failed", "agent: 1–64 letters, digits, . _ -");
+  if (!scopesAllow(c.get("principal").scopes, `agent:${parsed.data}`)) {
+    return fail("forbidden", "this token is not scoped to that agent (it needs agent:<id>)");
   }
   return ok(parsed.data);
 }

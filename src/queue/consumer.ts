@@ -1,19 +1,73 @@
-import { z } from "zod";
+import { validateCompactorOutput } from "../core/compactor-output";
+import { packetSchema } from "../core/packet";
+import { conversationStub } from "../durable/stub";
+import { runCompactorModel } from "../model/compactor-model";
+import { readDocument } from "../storage/document-store";
+import type { CompactionJob } from "./jobs";
+import { compactionJobSchema } from "./jobs";
 
 /**
- * Queue consumers. Messages are input from outside the request path and are validated like any
- * other: a message that is not a known job is acknowledged and logged, never retried forever.
- * Compaction jobs are added to `jobSchema` by the compaction engine.
+ * Queue consumers: the compactor runs here, off the request path, at least once.
+ *
+ * - A job names an immutable packet; every attempt re-reads and re-verifies the same bytes.
+ * - Model errors, timeouts and invalid output are failed attempts: a failed run event and an
+ *   incident (private evidence, never a chat message), then a retry with exponential backoff.
+ * - After the queue's last retry the job lands in the dead-letter queue, whose consumer closes the
+ *   plan; the conversation's object then backs off and re-plans from an alarm.
+ * - Settling is idempotent, so a duplicated delivery yields the same boundary, never a second one.
  */
-export const jobSchema = z.never();
 
-export async function consumeBatch(batch: MessageBatch<unknown>): Promise<void> {
+const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
+const RETRY_BASE_SECONDS = 5;
+const RETRY_MAX_SECONDS = 600;
+
+export function retryDelaySeconds(attempts: number, retryAfterSeconds: number | null): number {
+  const backoff = Math.min(RETRY_BASE_SECONDS * 2 ** Math.max(0, attempts - 1), RETRY_MAX_SECONDS);
+  return Math.max(backoff, Math.min(retryAfterSeconds ?? 0, RETRY_MAX_SECONDS));
+}
+
+export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {
-    const job = jobSchema.safeParse(message.body);
+    const job = compactionJobSchema.safeParse(message.body);
     if (!job.success) {
       console.error("dropping unrecognized queue message", { queue: batch.queue, id: message.id });
       message.ack();
       continue;
     }
+    if (batch.queue === DEAD_LETTER_QUEUE) {
+      await conversationStub(env, job.data.conversationId).abandon(job.data.conversationId, job.data.runId, `retries exhausted after ${message.attempts} dead-letter attempt(s)`);
+      message.ack();
+      continue;
+    }
+    const outcome = await compact(env, job.data, message.attempts);
+    if (outcome.kind === "retry") message.retry({ delaySeconds: outcome.delaySeconds });
+    else message.ack();
   }
+}
+
+type Outcome = { kind: "done" } | { kind: "retry"; delaySeconds: number };
+
+async function compact(env: Env, job: CompactionJob, attempts: number): Promise<Outcome> {
+  const stub = conversationStub(env, job.conversationId);
+  const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
+    await stub.recordFailure(job.conversationId, job.runId, attempts, code, message);
+    return { kind: "retry", delaySeconds: retryDelaySeconds(attempts, retryAfter) };
+  };
+
+  const read = await readDocument(env.DOCUMENTS, job.packetKey, job.packetHash);
+  if (!read.ok) return failed(`packet_${read.reason}`, `the packet ${job.packetKey} could not be verified`);
+  const packet = packetSchema.safeParse(JSON.parse(read.text) as unknown);
+  if (!packet.success || packet.data.runId !== job.runId || packet.data.conversationId !== job.conversationId) {
+    return failed("packet_invalid", "the packet does not match its job");
+  }
+
+  const receipt = await runCompactorModel(env, packet.data, job.model);
+  if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
+  const content = validateCompactorOutput(packet.data, { text: receipt.value.text, finishReason: receipt.value.finishReason });
+  if (!content.ok) return failed(`output_${content.error.code}`, content.error.message);
+
+  const { provider, model, responseId, finishReason, usage, latencyMs } = receipt.value;
+  const settled = await stub.settle(job.conversationId, job.runId, content.value, { provider, model, responseId, finishReason, usage, latencyMs });
+  if (!settled.ok) console.warn("compaction result refused", { runId: job.runId, code: settled.error.code, message: settled.error.message });
+  return { kind: "done" };
 }

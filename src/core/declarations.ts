@@ -1,0 +1,142 @@
+import { z } from "zod";
+import { scopePatternSchema } from "./conversation-id";
+import { agentIdSchema } from "./events";
+import { hashCanonical } from "./hash";
+
+/**
+ * Declarations: an ordinary agent and its reciprocal compactor, registered together. The compactor
+ * is a consumer of its own (id, runs, accounting, failures) so its output can never pass for a reply.
+ * The two must agree on everything the contract lists (`pairMismatches`); the pair's canonical form
+ * plus the compactor prompt is the fingerprint, and version + fingerprint is the epoch.
+ */
+
+/** Version of the compactor implementation: part of every epoch, so upgrading it starts a new chain. */
+export const COMPACTOR_VERSION = "foldline-compactor/1";
+
+const documentNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "1–128 letters, digits, . _ -");
+const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "a lowercase hex SHA-256");
+
+export const providerSchema = z.strictObject({
+  /** A named provider configuration (`default` is the one the Worker's vars describe). */
+  profile: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/),
+  model: z.string().min(1).max(128),
+});
+
+/** A trusted identity/memory document, named together with the exact content hash subscribed to. */
+export const documentRefSchema = z.strictObject({ name: documentNameSchema, hash: sha256Schema });
+
+const sharedFields = {
+  enabled: z.boolean(),
+  provider: providerSchema,
+  /** Conversation patterns this pair serves (same syntax as token scopes). */
+  sources: z.array(scopePatternSchema).min(1).max(32),
+  /** Whether sensitive events are admitted into the agent's (and so the compactor's) input. */
+  admitSensitive: z.boolean(),
+  /** Agents whose delivered replies count as conversation history. */
+  historyAgents: z.array(agentIdSchema).max(64),
+  documents: z.array(documentRefSchema).max(16),
+  /** Characters of trusted documents and recalled memory pages one request may carry. */
+  documentBudgetChars: z.number().int().min(0).max(200_000),
+};
+
+export const contextPolicySchema = z.strictObject({
+  /** The agent's normal bound on history characters (boundary and amendment included). */
+  maxChars: z.number().int().min(1_000).max(2_000_000).default(120_000),
+  /** The agent's normal bound on history messages. */
+  maxMessages: z.number().int().min(2).max(10_000).default(400),
+});
+
+export const compactionPolicySchema = z
+  .strictObject({
+    triggerInputChars: z.number().int().min(100).max(2_000_000).default(80_000),
+    retainInputChars: z.number().int().min(0).max(2_000_000).default(40_000),
+    /** Most events one frozen prefix may hold. */
+    maxFrozenEvents: z.number().int().min(1).max(20_000).default(2_000),
+    /** Most characters one frozen prefix may hold. */
+    maxFrozenChars: z.number().int().min(100).max(4_000_000).default(160_000),
+    /** Longest summary a compactor may return. */
+    maxSummaryChars: z.number().int().min(100).max(100_000).default(8_000),
+  })
+  .refine((p) => p.retainInputChars < p.triggerInputChars, {
+    message: "retainInputChars must be strictly less than triggerInputChars",
+    path: ["retainInputChars"],
+  })
+  .refine((p) => p.maxFrozenChars >= p.triggerInputChars, {
+    message: "maxFrozenChars must be at least triggerInputChars, or a natural prefix could never fit",
+    path: ["maxFrozenChars"],
+  });
+
+export const agentDeclarationSchema = z.strictObject({
+  id: agentIdSchema,
+  compactorId: agentIdSchema,
+  ...sharedFields,
+  context: contextPolicySchema.default({ maxChars: 120_000, maxMessages: 400 }),
+});
+
+export const compactorDeclarationSchema = z.strictObject({
+  id: agentIdSchema,
+  targetId: agentIdSchema,
+  ...sharedFields,
+  policy: compactionPolicySchema.default({
+    triggerInputChars: 80_000,
+    retainInputChars: 40_000,
+    maxFrozenEvents: 2_000,
+    maxFrozenChars: 160_000,
+    maxSummaryChars: 8_000,
+  }),
+  outputMode: z.enum(["projection", "plain"]).default("projection"),
+  /** Replaces the built-in prompt of the output mode; part of the fingerprint. */
+  prompt: z.string().min(1).max(40_000).optional(),
+});
+
+export const registrationSchema = z.strictObject({
+  agent: agentDeclarationSchema,
+  compactor: compactorDeclarationSchema,
+});
+
+export type AgentDeclaration = z.infer<typeof agentDeclarationSchema>;
+export type CompactorDeclaration = z.infer<typeof compactorDeclarationSchema>;
+export type CompactionPolicy = z.infer<typeof compactionPolicySchema>;
+export type Registration = z.infer<typeof registrationSchema>;
+
+export interface PairMismatch {
+  readonly field: string;
+  readonly agent: unknown;
+  readonly compactor: unknown;
+}
+
+const sorted = (values: readonly string[]): string[] => [...values].sort();
+
+/** Every disagreement between the two declarations, field by field; empty when they are reciprocal. */
+export function pairMismatches(agent: AgentDeclaration, compactor: CompactorDeclaration): PairMismatch[] {
+  const checks: [string, unknown, unknown][] = [
+    ["compactorId", agent.compactorId, compactor.id],
+    ["targetId", agent.id, compactor.targetId],
+    ["enabled", agent.enabled, compactor.enabled],
+    ["provider.profile", agent.provider.profile, compactor.provider.profile],
+    ["provider.model", agent.provider.model, compactor.provider.model],
+    ["sources", sorted(agent.sources), sorted(compactor.sources)],
+    ["admitSensitive", agent.admitSensitive, compactor.admitSensitive],
+    ["historyAgents", sorted(agent.historyAgents), sorted(compactor.historyAgents)],
+    ["documents", agent.documents.map((d) => `${d.name}@${d.hash}`).sort(), compactor.documents.map((d) => `${d.name}@${d.hash}`).sort()],
+    ["documentBudgetChars", agent.documentBudgetChars, compactor.documentBudgetChars],
+  ];
+  const mismatches = checks
+    .filter(([, a, c]) => hashCanonical(a) !== hashCanonical(c))
+    .map(([field, a, c]) => ({ field, agent: a, compactor: c }));
+  if (agent.id === agent.compactorId) mismatches.push({ field: "compactorId", agent: agent.id, compactor: "must differ from the agent id" });
+  return mismatches;
+}
+
+export interface Epoch {
+  readonly compactorVersion: string;
+  readonly fingerprint: string;
+  /** `version:fingerprint`, the key a chain lives under. */
+  readonly id: string;
+}
+
+/** Fingerprint of the canonical pair plus the exact prompt the compactor will run with. */
+export function epochOf(registration: Registration, prompt: string): Epoch {
+  const fingerprint = hashCanonical({ agent: registration.agent, compactor: registration.compactor, prompt });
+  return { compactorVersion: COMPACTOR_VERSION, fingerprint, id: `${COMPACTOR_VERSION}:${fingerprint}` };
+}

@@ -1,0 +1,103 @@
+import { z } from "zod";
+import { compactionPolicySchema } from "./declarations";
+import { authorSchema } from "./events";
+
+/**
+ * The compaction packet: everything one compactor run may read, frozen as an immutable R2
+ * document before the job is queued. Retries read the same packet, so a retried run sees
+ * byte-identical input; the packet's SHA-256 travels in the job and is checked on load.
+ */
+
+export const PACKET_FORMAT = "foldline.compaction-packet@1";
+export const OUTPUT_CONTRACT = "foldline.compaction-output@1";
+export const BOUNDARY_EVENT_TYPE = "stream.thought.derived.conversation.compaction@1";
+
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
+
+export const memoryRefSchema = z.strictObject({ path: z.string().min(1).max(200), note: z.string().max(500) });
+
+/** What the model contributed, after the parent validated it and wrapped it in the contract. */
+export const compactionContentSchema = z.strictObject({
+  contract: z.literal(OUTPUT_CONTRACT),
+  mode: z.enum(["projection", "plain"]),
+  summary: z.string().min(1),
+  /** First line(s) of the summary, bounded; derived by the parent. */
+  preview: z.string().max(280),
+  salientFacts: z.strictObject({
+    memoryRefs: z.array(memoryRefSchema),
+    openThreads: z.array(z.string()),
+    abandonedDirections: z.array(z.string()),
+  }),
+  /** True when durable facts had to be inlined because no recalled memory page matched. */
+  degraded: z.boolean(),
+});
+export type CompactionContent = z.infer<typeof compactionContentSchema>;
+
+export const frozenTurnSchema = z.strictObject({
+  id: z.string(),
+  group: z.number().int().nonnegative(),
+  role: z.enum(["user", "assistant"]),
+  author: authorSchema,
+  text: z.string(),
+  hash: sha256,
+  /** Exactly as the compactor's slice shows it. */
+  rendered: z.string(),
+  /** Characters of this turn as the agent's native message (what it stood for in the context). */
+  nativeChars: z.number().int().nonnegative(),
+});
+export type FrozenTurn = z.infer<typeof frozenTurnSchema>;
+
+export const packetSchema = z.strictObject({
+  format: z.literal(PACKET_FORMAT),
+  conversationId: z.string(),
+  conversationType: z.enum(["direct", "group"]),
+  agentId: z.string(),
+  compactorId: z.string(),
+  historyAgents: z.array(z.string()),
+  admitSensitive: z.boolean(),
+  epoch: z.strictObject({ id: z.string(), compactorVersion: z.string(), fingerprint: sha256 }),
+  runId: z.string(),
+  /** The source event whose preflight crossed the trigger. */
+  triggerSeq: z.number().int().positive(),
+  frontier: z.strictObject({ id: z.string(), hash: sha256, startSeq: z.number().int().nonnegative() }),
+  policy: compactionPolicySchema,
+  outputMode: z.enum(["projection", "plain"]),
+  prompt: z.string(),
+  promptHash: sha256,
+  previousBoundary: z
+    .strictObject({
+      id: z.string(),
+      hash: sha256,
+      coveredThroughSeq: z.number().int().nonnegative(),
+      /** The previous boundary's body exactly as the agent's envelope renders it. */
+      body: z.string(),
+    })
+    .nullable(),
+  /** Covered-history amendments pending against the previous boundary (absorbed by this run). */
+  amendments: z.array(z.strictObject({ turnId: z.string(), kind: z.enum(["edited", "deleted", "added"]), hashBefore: sha256.nullable(), text: z.string().nullable() })),
+  frozen: z.strictObject({
+    turns: z.array(frozenTurnSchema).min(1),
+    /** Sequence range of the source groups frozen by this run. */
+    fromSeq: z.number().int().nonnegative(),
+    throughSeq: z.number().int().positive(),
+    /** Last turn id covered. */
+    throughTurnId: z.string(),
+    sourceCount: z.number().int().nonnegative(),
+    eventCount: z.number().int().nonnegative(),
+    chars: z.number().int().nonnegative(),
+    turnIdsHash: sha256,
+    renderedHash: sha256,
+  }),
+  memoryPages: z.array(z.strictObject({ path: z.string(), version: z.number().int().positive(), contentHash: sha256, content: z.string() })),
+  documents: z.array(z.strictObject({ name: z.string(), hash: sha256 })),
+  sizes: z.strictObject({
+    /** Characters of the agent's active context when the trigger fired (boundary envelope included). */
+    preCompactionChars: z.number().int().nonnegative(),
+    /** Characters of the exact tail kept after this run's coverage. */
+    retainedTailChars: z.number().int().nonnegative(),
+    /** Characters this run's output replaces: the previous boundary's envelope plus the frozen turns. */
+    replacedChars: z.number().int().nonnegative(),
+  }),
+  createdAt: z.string(),
+});
+export type Packet = z.infer<typeof packetSchema>;

@@ -1,0 +1,482 @@
+import type { Boundary } from "../core/boundary";
+import { buildBoundary } from "../core/boundary";
+import type { ModelEvidence } from "../core/boundary";
+import type { Group, PlanFailure } from "../core/compaction-plan";
+import { cutTail, frontierStartSeq, groupTurns, preflight, turnChars } from "../core/compaction-plan";
+import { renderBoundaryBody } from "../core/compactor-output";
+import { scopesAllow } from "../core/conversation-id";
+import type { Result } from "../core/errors";
+import { ok } from "../core/errors";
+import type { EventInput, StoredEvent } from "../core/events";
+import { canonicalJson, hashCanonical } from "../core/hash";
+import type { CompactionContent, Packet } from "../core/packet";
+import { PACKET_FORMAT, packetSchema } from "../core/packet";
+import type { Turn } from "../core/reconstruction";
+import { reconstruct } from "../core/reconstruction";
+import { renderEnvelope, renderSliceLine } from "../core/render";
+import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
+import {
+  currentDeclarations,
+  documentChars,
+  insertActivation,
+  insertBoundaryStatement,
+  insertIncidentStatement,
+  insertPlanStatement,
+  readActivation,
+  readBoundaryByRun,
+  readHeadBoundary,
+  readOpenPlan,
+  readPlan,
+} from "../storage/compaction-store";
+import { putDocument, readDocument } from "../storage/document-store";
+import { listEvents, readAllEvents } from "../storage/event-store";
+import { recallPages } from "../storage/memory-store";
+import type { CompactionJob } from "../queue/jobs";
+
+/**
+ * The compaction side of a conversation's Durable Object: activation, preflight, planning and
+ * settlement for every agent whose declaration serves this conversation. Business rules live in
+ * the pure modules it calls (`compaction-plan`, `boundary`, `packet`); this file orders the I/O.
+ *
+ * Hot state per chain (agent × epoch) is a cache: the head boundary, the open plan, and the log
+ * events after the head's coverage (the only events preflight and planning read, so their cost
+ * does not grow with the conversation). All of it is rebuilt from D1 when the object wakes.
+ */
+
+/** Log kinds that shape turns; runs never do. */
+const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposal", "delivery", "correction"]);
+const MAX_RECALLED_PAGES = 8;
+const BACKOFF_BASE_MS = 30_000;
+const BACKOFF_MAX_MS = 3_600_000;
+
+interface Chain {
+  readonly declaration: StoredDeclaration;
+  readonly activation: Activation;
+  head: StoredBoundary | undefined;
+  /** Turn-shaping events with seq > `windowStart`, in order. */
+  window: StoredEvent[];
+  windowStart: number;
+  lastSeenSeq: number;
+  openPlan: PlanRecord | undefined;
+  failures: number;
+  backoffUntil: number;
+}
+
+export type Append = (events: readonly EventInput[]) => Promise<StoredEvent[]>;
+
+export type SettleError = "fabricated_run" | "stale_plan" | "packet_unreadable";
+
+export class CompactionEngine {
+  readonly #chains = new Map<string, Chain>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly conversationId: string,
+    private readonly append: Append,
+    private readonly scheduleAlarm: (at: number) => Promise<void>,
+  ) {}
+
+  /** Runs after every durable append: preflight for each admitted new source, per compactor. */
+  async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<void> {
+    if (!appended.some((event) => event.kind === "source")) {
+      for (const chain of this.#chains.values()) this.#observe(chain, appended);
+      return;
+    }
+    for (const declaration of await this.#servingDeclarations()) {
+      const chain = await this.#chain(declaration, appended, now);
+      this.#observe(chain, appended);
+      for (const source of appended) {
+        if (source.kind !== "source" || source.seq <= chain.activation.activatingSeq - 1) continue;
+        if (source.sensitive && !declaration.registration.agent.admitSensitive) continue;
+        await this.#preflight(chain, source.seq, now);
+      }
+    }
+  }
+
+  /** Alarm: re-plan chains whose backoff has passed, without waiting for a new message. */
+  async onAlarm(now: Date): Promise<void> {
+    for (const declaration of await this.#servingDeclarations()) {
+      const chain = await this.#chain(declaration, [], now);
+      if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) continue;
+      const latest = chain.window.findLast((event) => event.kind === "source");
+      if (latest !== undefined) await this.#planIfDue(chain, latest.seq, now);
+    }
+  }
+
+  async settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Result<Boundary, { code: SettleError; message: string }>> {
+    const existing = await readBoundaryByRun(this.env.DB, runId);
+    if (existing !== undefined) return ok({ body: existing.body, hash: existing.hash });
+    const plan = await readPlan(this.env.DB, runId);
+    if (plan === undefined || plan.conversationId !== this.conversationId) {
+      return { ok: false, error: { code: "fabricated_run", message: `no plan ${runId} in this conversation` } };
+    }
+    const declaration = (await this.#servingDeclarations()).find((d) => d.agentId === plan.agentId);
+    if (declaration === undefined || declaration.epoch.id !== plan.epochId) {
+      return { ok: false, error: { code: "stale_plan", message: "the plan belongs to a retired epoch" } };
+    }
+    const chain = await this.#chain(declaration, [], now);
+    if (chain.openPlan?.runId !== runId || plan.previousBoundaryId !== (chain.head?.body.id ?? "")) {
+      return { ok: false, error: { code: "stale_plan", message: "the plan is not the chain's current plan" } };
+    }
+    const read = await readDocument(this.env.DOCUMENTS, plan.packetKey, plan.packetHash);
+    if (!read.ok) return { ok: false, error: { code: "packet_unreadable", message: `packet ${read.reason}` } };
+    const packet = packetSchema.parse(JSON.parse(read.text) as unknown);
+
+    const boundary = buildBoundary({
+      id: `bnd_${runId.replace(/^cmp_/, "")}`,
+      position: (chain.head?.position ?? 0) + 1,
+      packet,
+      packetKey: plan.packetKey,
+      packetHash: plan.packetHash,
+      content,
+      model,
+      createdAt: now.toISOString(),
+    });
+    // The UNIQUE (chain, epoch, previous_id) constraint refuses a second successor: a fork cannot be stored.
+    await insertBoundaryStatement(this.env.DB, this.conversationId, plan.agentId, plan.epochId, boundary).run();
+    await this.append([
+      this.#runEvent(declaration, runId, "completed", {
+        detail: {
+          boundaryId: boundary.body.id,
+          coveredThroughSeq: boundary.body.coveredThrough.seq,
+          inputChars: packet.frozen.chars,
+          summaryChars: content.summary.length,
+          latencyMs: model.latencyMs,
+          provider: model.provider,
+        },
+        model: model.model,
+        ...(model.usage === null ? {} : { usage: model.usage }),
+      }),
+    ]);
+    const stored = await readBoundaryByRun(this.env.DB, runId);
+    chain.head = stored;
+    chain.openPlan = undefined;
+    chain.failures = 0;
+    chain.backoffUntil = 0;
+    this.#trimWindow(chain, boundary.body.coveredThrough.seq);
+    // Messages that arrived while this run was in flight may already call for the next one.
+    const latest = chain.window.findLast((event) => event.kind === "source");
+    if (latest !== undefined) await this.#planIfDue(chain, latest.seq, now);
+    return ok(boundary);
+  }
+
+  /** A failed attempt: private evidence (a failed run event and an incident), never a chat message. */
+  async recordFailure(runId: string, attempt: number, code: string, message: string, now: Date): Promise<void> {
+    const plan = await readPlan(this.env.DB, runId);
+    if (plan === undefined || plan.conversationId !== this.conversationId) return;
+    const declaration = (await this.#servingDeclarations()).find((d) => d.agentId === plan.agentId);
+    const compactorId = declaration?.registration.compactor.id ?? `${plan.agentId}.compactor`;
+    await this.append([
+      {
+        kind: "run",
+        idempotencyKey: `run:${runId}:failed:${attempt}`,
+        sensitive: false,
+        body: {
+          runId,
+          agentId: compactorId,
+          role: "compactor",
+          status: "failed",
+          error: { code: code.slice(0, 64), message: message.slice(0, 1_000) },
+          detail: { attempt },
+        },
+      },
+    ]);
+    await insertIncidentStatement(this.env.DB, {
+      conversationId: this.conversationId,
+      agentId: plan.agentId,
+      runId,
+      kind: "compactor_failure",
+      code: code.slice(0, 64),
+      message: `attempt ${attempt}: ${message.slice(0, 900)}`,
+      createdAt: now.toISOString(),
+    }).run();
+  }
+
+  /** Retries are exhausted: close the plan, back off exponentially, and let the alarm re-plan. */
+  async abandon(runId: string, reason: string, now: Date): Promise<void> {
+    const plan = await readPlan(this.env.DB, runId);
+    if (plan === undefined || plan.conversationId !== this.conversationId) return;
+    if ((await readBoundaryByRun(this.env.DB, runId)) !== undefined) return;
+    await insertIncidentStatement(this.env.DB, {
+      conversationId: this.conversationId,
+      agentId: plan.agentId,
+      runId,
+      kind: "compactor_abandoned",
+      code: "retries_exhausted",
+      message: reason.slice(0, 1_000),
+      createdAt: now.toISOString(),
+    }).run();
+    const chain = [...this.#chains.values()].find((c) => c.openPlan?.runId === runId);
+    if (chain === undefined) return;
+    chain.openPlan = undefined;
+    chain.failures += 1;
+    chain.backoffUntil = now.getTime() + Math.min(BACKOFF_BASE_MS * 2 ** (chain.failures - 1), BACKOFF_MAX_MS);
+    await this.scheduleAlarm(chain.backoffUntil);
+  }
+
+  /** What the chain looks like to this object (for inspection and tests). */
+  async describe(agentId: string, now: Date): Promise<{ epochId: string; headId: string | null; coveredThroughSeq: number; activeChars: number; openRunId: string | null; frontierStartSeq: number; backoffUntil: number } | undefined> {
+    const declaration = (await this.#servingDeclarations()).find((d) => d.agentId === agentId);
+    if (declaration === undefined) return undefined;
+    const chain = await this.#chain(declaration, [], now);
+    return {
+      epochId: declaration.epoch.id,
+      headId: chain.head?.body.id ?? null,
+      coveredThroughSeq: chain.head?.coveredThroughSeq ?? 0,
+      activeChars: this.#active(chain).activeChars,
+      openRunId: chain.openPlan?.runId ?? null,
+      frontierStartSeq: chain.activation.startSeq,
+      backoffUntil: chain.backoffUntil,
+    };
+  }
+
+  async #servingDeclarations(): Promise<StoredDeclaration[]> {
+    return (await currentDeclarations(this.env.DB)).filter(
+      (d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, this.conversationId),
+    );
+  }
+
+  async #chain(declaration: StoredDeclaration, appended: readonly StoredEvent[], now: Date): Promise<Chain> {
+    const cached = this.#chains.get(declaration.agentId);
+    if (cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id) return cached;
+
+    const { DB } = this.env;
+    const epochId = declaration.epoch.id;
+    const activation =
+      (await readActivation(DB, this.conversationId, declaration.agentId, epochId)) ?? (await this.#activate(declaration, appended, now));
+    const head = await readHeadBoundary(DB, this.conversationId, declaration.agentId, epochId);
+    const openPlan = await readOpenPlan(DB, this.conversationId, declaration.agentId, epochId);
+    const windowStart = Math.max(activation.startSeq - 1, head?.coveredThroughSeq ?? 0);
+    const window: StoredEvent[] = [];
+    for (let after = windowStart; ; ) {
+      const page = await listEvents(DB, this.conversationId, after, 1_000);
+      window.push(...page.filter((event) => TURN_KINDS.has(event.kind)));
+      const last = page.at(-1);
+      if (page.length < 1_000 || last === undefined) break;
+      after = last.seq;
+    }
+    const lastSeenSeq = Math.max(windowStart, ...appended.map((e) => e.seq), window.at(-1)?.seq ?? 0);
+    const chain: Chain = { declaration, activation, head, window, windowStart, lastSeenSeq, openPlan, failures: 0, backoffUntil: 0 };
+    this.#chains.set(declaration.agentId, chain);
+    return chain;
+  }
+
+  /**
+   * The first eligible turn of an epoch writes its activation frontier: the newest whole groups
+   * that reach the trigger. This reads the whole history once per epoch; preflight never does.
+   */
+  async #activate(declaration: StoredDeclaration, appended: readonly StoredEvent[], now: Date): Promise<Activation> {
+    const { agent, compactor } = declaration.registration;
+    const turns = reconstruct(await readAllEvents(this.env.DB, this.conversationId), this.#fold(declaration));
+    const startSeq = frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), compactor.policy);
+    const activatingSeq = appended.find((e) => e.kind === "source")?.seq ?? startSeq;
+    const document = {
+      format: "foldline.activation-frontier@1",
+      conversationId: this.conversationId,
+      route: this.conversationId,
+      agentId: agent.id,
+      compactorId: compactor.id,
+      epoch: declaration.epoch,
+      policy: compactor.policy,
+      historyAgents: [...agent.historyAgents].sort(),
+      admitSensitive: agent.admitSensitive,
+      activatingSeq,
+      startSeq,
+      createdAt: now.toISOString(),
+    };
+    const frontierId = `frn_${hashCanonical([this.conversationId, agent.id, declaration.epoch.id]).slice(0, 32)}`;
+    const frontierHash = await putDocument(this.env.DOCUMENTS, `frontiers/${frontierId}.json`, canonicalJson(document));
+    const activation = { frontierId, frontierHash, startSeq, activatingSeq };
+    await insertActivation(this.env.DB, this.conversationId, agent.id, declaration.epoch.id, activation, now.toISOString());
+    return (await readActivation(this.env.DB, this.conversationId, agent.id, declaration.epoch.id)) ?? activation;
+  }
+
+  #fold(declaration: StoredDeclaration) {
+    const { agent } = declaration.registration;
+    return { admittedAgents: new Set(agent.historyAgents), includeSensitive: agent.admitSensitive };
+  }
+
+  #observe(chain: Chain, appended: readonly StoredEvent[]): void {
+    for (const event of appended) {
+      if (event.seq <= chain.lastSeenSeq) continue;
+      chain.lastSeenSeq = event.seq;
+      if (TURN_KINDS.has(event.kind)) chain.window.push(event);
+    }
+  }
+
+  #trimWindow(chain: Chain, coveredThroughSeq: number): void {
+    chain.windowStart = Math.max(chain.windowStart, coveredThroughSeq);
+    chain.window = chain.window.filter((event) => event.seq > chain.windowStart);
+  }
+
+  /** The agent's active history now: boundary envelope plus the exact uncovered turns. */
+  #active(chain: Chain, throughSeq = Number.POSITIVE_INFINITY): { turns: Turn[]; groups: Group[]; envelopeChars: number; activeChars: number } {
+    const turns = reconstruct(
+      chain.window.filter((event) => event.seq <= throughSeq),
+      this.#fold(chain.declaration),
+    ).filter((turn) => turn.group > chain.windowStart);
+    const groups = groupTurns(turns);
+    const envelopeChars = chain.head === undefined ? 0 : renderEnvelope("boundary", renderBoundaryBody(chain.head.body.content)).content.length;
+    return { turns, groups, envelopeChars, activeChars: envelopeChars + groups.reduce((n, g) => n + g.chars, 0) };
+  }
+
+  async #preflight(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
+    const { compactor } = chain.declaration.registration;
+    const { activeChars } = this.#active(chain, sourceSeq);
+    const decision = preflight(activeChars, compactor.policy);
+    const reason =
+      decision.action === "skip"
+        ? "below_trigger"
+        : chain.openPlan !== undefined
+          ? "compaction_in_flight"
+          : now.getTime() < chain.backoffUntil
+            ? "backoff"
+            : undefined;
+    if (reason !== undefined) {
+      // Content-dark: counts only. Nothing is reserved and no model is called.
+      await this.append([
+        this.#runEvent(chain.declaration, `pf_${compactor.id}_${sourceSeq}`, "skipped", {
+          detail: { sourceSeq, activeChars, triggerInputChars: compactor.policy.triggerInputChars, reason },
+        }),
+      ]);
+      return;
+    }
+    await this.#plan(chain, sourceSeq, now);
+  }
+
+  async #planIfDue(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
+    if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) return;
+    const { activeChars } = this.#active(chain, sourceSeq);
+    if (preflight(activeChars, chain.declaration.registration.compactor.policy).action === "plan") await this.#plan(chain, sourceSeq, now);
+  }
+
+  async #plan(chain: Chain, triggerSeq: number, now: Date): Promise<void> {
+    const { declaration } = chain;
+    const { agent, compactor } = declaration.registration;
+    const { groups, envelopeChars, activeChars } = this.#active(chain, triggerSeq);
+    const eventsOf = (group: Group): number => {
+      const ids = new Set(group.turns.flatMap((t) => [t.originSeq, t.effectiveSeq]));
+      return ids.size;
+    };
+    const cut = cutTail(groups, compactor.policy, eventsOf);
+    const runId = `cmp_${crypto.randomUUID()}`;
+    if (!cut.ok) {
+      await this.#planFailed(chain, runId, triggerSeq, cut.error, now);
+      return;
+    }
+    const { frozen, tailChars, frozenChars, frozenEvents } = cut.value;
+    const frozenTurns = frozen.flatMap((g) => g.turns);
+    const first = frozen[0];
+    const lastGroup = frozen.at(-1);
+    const lastTurn = frozenTurns.at(-1);
+    if (first === undefined || lastGroup === undefined || lastTurn === undefined) return;
+
+    // Recalled pages share the document budget with the subscribed trusted documents.
+    const sliceText = frozenTurns.map((t) => t.text).join("\n");
+    const budget = agent.documentBudgetChars - (await documentChars(this.env.DB, agent.id, agent.documents));
+    const memoryPages = await recallPages(this.env.DB, agent.id, sliceText, budget, MAX_RECALLED_PAGES);
+    const rendered = frozenTurns.map(renderSliceLine);
+    const authors = new Set(frozenTurns.filter((t) => t.role === "user").map((t) => t.author.id));
+    const head = chain.head;
+    const packet: Packet = {
+      format: PACKET_FORMAT,
+      conversationId: this.conversationId,
+      conversationType: authors.size > 1 ? "group" : "direct",
+      agentId: agent.id,
+      compactorId: compactor.id,
+      historyAgents: [...agent.historyAgents].sort(),
+      admitSensitive: agent.admitSensitive,
+      epoch: declaration.epoch,
+      runId,
+      triggerSeq,
+      frontier: { id: chain.activation.frontierId, hash: chain.activation.frontierHash, startSeq: chain.activation.startSeq },
+      policy: compactor.policy,
+      outputMode: compactor.outputMode,
+      prompt: declaration.prompt,
+      promptHash: declaration.promptHash,
+      previousBoundary:
+        head === undefined
+          ? null
+          : { id: head.body.id, hash: head.hash, coveredThroughSeq: head.coveredThroughSeq, body: renderBoundaryBody(head.body.content) },
+      amendments: [],
+      frozen: {
+        turns: frozenTurns.map((t, i) => ({
+          id: t.id,
+          group: t.group,
+          role: t.role,
+          author: t.author,
+          text: t.text,
+          hash: t.hash,
+          rendered: rendered[i] ?? "",
+          nativeChars: turnChars(t),
+        })),
+        fromSeq: first.seq,
+        throughSeq: lastGroup.seq,
+        throughTurnId: lastTurn.id,
+        sourceCount: frozen.length,
+        eventCount: frozenEvents,
+        chars: frozenChars,
+        turnIdsHash: hashCanonical(frozenTurns.map((t) => t.id)),
+        renderedHash: hashCanonical(rendered),
+      },
+      memoryPages: memoryPages.map((p) => ({ path: p.path, version: p.version, contentHash: p.contentHash, content: p.content })),
+      documents: agent.documents.map((d) => ({ name: d.name, hash: d.hash })),
+      sizes: { preCompactionChars: activeChars, retainedTailChars: tailChars, replacedChars: envelopeChars + frozenChars },
+      createdAt: now.toISOString(),
+    };
+    // The packet is durable before anything can run from it; retries read the same bytes.
+    const packetKey = `packets/${encodeURIComponent(this.conversationId)}/${agent.id}/${runId}.json`;
+    const packetHash = await putDocument(this.env.DOCUMENTS, packetKey, canonicalJson(packet));
+    const plan: PlanRecord = {
+      runId,
+      conversationId: this.conversationId,
+      agentId: agent.id,
+      epochId: declaration.epoch.id,
+      previousBoundaryId: head?.body.id ?? "",
+      packetKey,
+      packetHash,
+      triggerSeq,
+      throughSeq: lastGroup.seq,
+      createdAt: now.toISOString(),
+    };
+    await insertPlanStatement(this.env.DB, plan).run();
+    await this.append([
+      this.#runEvent(declaration, runId, "planned", {
+        detail: { triggerSeq, activeChars, frozenChars, frozenTurns: frozenTurns.length, retainedTailChars: tailChars, throughSeq: lastGroup.seq },
+      }),
+    ]);
+    chain.openPlan = plan;
+    const job: CompactionJob = { type: "compaction", conversationId: this.conversationId, agentId: agent.id, runId, packetKey, packetHash, model: compactor.provider.model };
+    await this.env.COMPACTION_QUEUE.send(job);
+  }
+
+  async #planFailed(chain: Chain, runId: string, triggerSeq: number, failure: PlanFailure, now: Date): Promise<void> {
+    const { declaration } = chain;
+    await this.append([
+      this.#runEvent(declaration, runId, "failed", { error: { code: failure.code, message: failure.message }, detail: { triggerSeq } }),
+    ]);
+    await insertIncidentStatement(this.env.DB, {
+      conversationId: this.conversationId,
+      agentId: declaration.agentId,
+      runId,
+      kind: "plan_failure",
+      code: failure.code,
+      message: failure.message,
+      createdAt: now.toISOString(),
+    }).run();
+  }
+
+  #runEvent(
+    declaration: StoredDeclaration,
+    runId: string,
+    status: "skipped" | "planned" | "completed" | "failed",
+    extra: { detail?: Record<string, string | number | boolean | null>; error?: { code: string; message: string }; model?: string; usage?: { inputTokens: number; outputTokens: number } },
+  ): EventInput {
+    return {
+      kind: "run",
+      idempotencyKey: `run:${runId}:${status}`,
+      sensitive: false,
+      body: { runId, agentId: declaration.registration.compactor.id, role: "compactor", status, ...extra },
+    };
+  }
+}

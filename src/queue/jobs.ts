@@ -1,0 +1,13 @@
+import { z } from "zod";
+
+/** A compaction job names its packet; the packet, not the message, carries the input. */
+export const compactionJobSchema = z.strictObject({
+  type: z.literal("compaction"),
+  conversationId: z.string().min(1).max(256),
+  agentId: z.string().min(1).max(64),
+  runId: z.string().regex(/^cmp_[0-9a-f-]{36}$/),
+  packetKey: z.string().min(1).max(1_024),
+  packetHash: z.string().regex(/^[0-9a-f]{64}$/),
+  model: z.string().min(1).max(128),
+});
+export type CompactionJob = z.infer<typeof compactionJobSchema>;

@@ -1,0 +1,321 @@
+import type { Boundary } from "../core/boundary";
+import { boundaryBodySchema } from "../core/boundary";
+import type { Epoch, Registration } from "../core/declarations";
+import { registrationSchema } from "../core/declarations";
+import { canonicalJson } from "../core/hash";
+
+/**
+ * Every D1 statement of the compaction engine: declarations, activations, plans, boundaries and
+ * incidents. Rows are inserted, never updated; "current" always means the newest row.
+ */
+
+export interface StoredDeclaration {
+  readonly agentId: string;
+  readonly revision: number;
+  readonly registration: Registration;
+  readonly epoch: Epoch;
+  readonly prompt: string;
+  readonly promptHash: string;
+  readonly createdAt: string;
+}
+
+interface DeclarationRow {
+  agent_id: string;
+  revision: number;
+  compactor_version: string;
+  fingerprint: string;
+  epoch_id: string;
+  registration: string;
+  prompt: string;
+  prompt_hash: string;
+  created_at: string;
+}
+
+function toDeclaration(row: DeclarationRow): StoredDeclaration {
+  return {
+    agentId: row.agent_id,
+    revision: row.revision,
+    registration: registrationSchema.parse(JSON.parse(row.registration) as unknown),
+    epoch: { compactorVersion: row.compactor_version, fingerprint: row.fingerprint, id: row.epoch_id },
+    prompt: row.prompt,
+    promptHash: row.prompt_hash,
+    createdAt: row.created_at,
+  };
+}
+
+const CURRENT_DECLARATIONS = `
+  SELECT d.* FROM declarations d
+  WHERE d.revision = (SELECT MAX(revision) FROM declarations WHERE agent_id = d.agent_id)`;
+
+export async function currentDeclaration(db: D1Database, agentId: string): Promise<StoredDeclaration | undefined> {
+  const row = await db
+    .prepare("SELECT * FROM declarations WHERE agent_id = ? ORDER BY revision DESC LIMIT 1")
+    .bind(agentId)
+    .first<DeclarationRow>();
+  return row === null ? undefined : toDeclaration(row);
+}
+
+export async function currentDeclarations(db: D1Database): Promise<StoredDeclaration[]> {
+  const { results } = await db.prepare(CURRENT_DECLARATIONS).all<DeclarationRow>();
+  return results.map(toDeclaration);
+}
+
+/** Who already uses an id as agent or compactor (another agent's current pair), for uniqueness. */
+export async function idHolders(db: D1Database, ids: readonly string[]): Promise<{ agentId: string; compactorId: string }[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT agent_id, compactor_id FROM (${CURRENT_DECLARATIONS})
+       WHERE agent_id IN (SELECT value FROM json_each(?1)) OR compactor_id IN (SELECT value FROM json_each(?1))`,
+    )
+    .bind(JSON.stringify(ids))
+    .all<{ agent_id: string; compactor_id: string }>();
+  return results.map((r) => ({ agentId: r.agent_id, compactorId: r.compactor_id }));
+}
+
+/** A new revision, unless the newest one already has this fingerprint (registration is idempotent). */
+export async function insertDeclaration(
+  db: D1Database,
+  registration: Registration,
+  epoch: Epoch,
+  prompt: string,
+  promptHash: string,
+  now: string,
+): Promise<{ declaration: StoredDeclaration; created: boolean }> {
+  const agentId = registration.agent.id;
+  const current = await currentDeclaration(db, agentId);
+  if (current !== undefined && current.epoch.id === epoch.id) return { declaration: current, created: false };
+  const revision = (current?.revision ?? 0) + 1;
+  await db
+    .prepare(
+      `INSERT INTO declarations (agent_id, revision, compactor_id, compactor_version, fingerprint, epoch_id, registration, prompt, prompt_hash, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(agentId, revision, registration.compactor.id, epoch.compactorVersion, epoch.fingerprint, epoch.id, canonicalJson(registration), prompt, promptHash, now)
+    .run();
+  return { declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now }, created: true };
+}
+
+export async function documentExists(db: D1Database, agentId: string, name: string, hash: string): Promise<boolean> {
+  const row = await db
+    .prepare("SELECT 1 AS present FROM documents WHERE agent_id = ? AND name = ? AND hash = ?")
+    .bind(agentId, name, hash)
+    .first<{ present: number }>();
+  return row !== null;
+}
+
+/** Total characters of the named documents (each known by name and exact hash). */
+export async function documentChars(db: D1Database, agentId: string, refs: readonly { name: string; hash: string }[]): Promise<number> {
+  if (refs.length === 0) return 0;
+  const row = await db
+    .prepare(
+      `SELECT COALESCE(SUM(d.chars), 0) AS chars FROM documents d
+       JOIN json_each(?2) r ON d.name = json_extract(r.value, '$.name') AND d.hash = json_extract(r.value, '$.hash')
+       WHERE d.agent_id = ?1`,
+    )
+    .bind(agentId, JSON.stringify(refs))
+    .first<{ chars: number }>();
+  return row?.chars ?? 0;
+}
+
+export async function insertDocument(db: D1Database, agentId: string, name: string, hash: string, r2Key: string, chars: number, now: string): Promise<void> {
+  await db
+    .prepare("INSERT OR IGNORE INTO documents (agent_id, name, hash, r2_key, chars, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+    .bind(agentId, name, hash, r2Key, chars, now)
+    .run();
+}
+
+export interface Activation {
+  readonly frontierId: string;
+  readonly frontierHash: string;
+  readonly startSeq: number;
+  readonly activatingSeq: number;
+}
+
+export async function readActivation(db: D1Database, conversationId: string, agentId: string, epochId: string): Promise<Activation | undefined> {
+  const row = await db
+    .prepare("SELECT frontier_id, frontier_hash, start_seq, activating_seq FROM activations WHERE conversation_id = ? AND agent_id = ? AND epoch_id = ?")
+    .bind(conversationId, agentId, epochId)
+    .first<{ frontier_id: string; frontier_hash: string; start_seq: number; activating_seq: number }>();
+  return row === null
+    ? undefined
+    : { frontierId: row.frontier_id, frontierHash: row.frontier_hash, startSeq: row.start_seq, activatingSeq: row.activating_seq };
+}
+
+export async function insertActivation(db: D1Database, conversationId: string, agentId: string, epochId: string, activation: Activation, now: string): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO activations (conversation_id, agent_id, epoch_id, frontier_id, frontier_hash, start_seq, activating_seq, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    )
+    .bind(conversationId, agentId, epochId, activation.frontierId, activation.frontierHash, activation.startSeq, activation.activatingSeq, now)
+    .run();
+}
+
+export interface PlanRecord {
+  readonly runId: string;
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly epochId: string;
+  readonly previousBoundaryId: string;
+  readonly packetKey: string;
+  readonly packetHash: string;
+  readonly triggerSeq: number;
+  readonly throughSeq: number;
+  readonly createdAt: string;
+}
+
+interface PlanRow {
+  run_id: string;
+  conversation_id: string;
+  agent_id: string;
+  epoch_id: string;
+  previous_boundary_id: string;
+  packet_key: string;
+  packet_hash: string;
+  trigger_seq: number;
+  through_seq: number;
+  created_at: string;
+}
+
+const toPlan = (row: PlanRow): PlanRecord => ({
+  runId: row.run_id,
+  conversationId: row.conversation_id,
+  agentId: row.agent_id,
+  epochId: row.epoch_id,
+  previousBoundaryId: row.previous_boundary_id,
+  packetKey: row.packet_key,
+  packetHash: row.packet_hash,
+  triggerSeq: row.trigger_seq,
+  throughSeq: row.through_seq,
+  createdAt: row.created_at,
+});
+
+export function insertPlanStatement(db: D1Database, plan: PlanRecord): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO compaction_plans (run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(plan.runId, plan.conversationId, plan.agentId, plan.epochId, plan.previousBoundaryId, plan.packetKey, plan.packetHash, plan.triggerSeq, plan.throughSeq, plan.createdAt);
+}
+
+export async function readPlan(db: D1Database, runId: string): Promise<PlanRecord | undefined> {
+  const row = await db.prepare("SELECT * FROM compaction_plans WHERE run_id = ?").bind(runId).first<PlanRow>();
+  return row === null ? undefined : toPlan(row);
+}
+
+/** The newest plan of a chain that has no boundary yet: the compaction in flight, if any. */
+export async function readOpenPlan(db: D1Database, conversationId: string, agentId: string, epochId: string): Promise<PlanRecord | undefined> {
+  const row = await db
+    .prepare(
+      `SELECT p.* FROM compaction_plans p
+       WHERE p.conversation_id = ? AND p.agent_id = ? AND p.epoch_id = ?
+         AND NOT EXISTS (SELECT 1 FROM boundaries b WHERE b.run_id = p.run_id)
+         AND NOT EXISTS (SELECT 1 FROM incidents i WHERE i.run_id = p.run_id AND i.kind = 'compactor_abandoned')
+       ORDER BY p.created_at DESC, p.rowid DESC LIMIT 1`,
+    )
+    .bind(conversationId, agentId, epochId)
+    .first<PlanRow>();
+  return row === null ? undefined : toPlan(row);
+}
+
+export interface StoredBoundary extends Boundary {
+  readonly runId: string;
+  readonly epochId: string;
+  readonly position: number;
+  readonly previousId: string;
+  readonly coveredThroughSeq: number;
+}
+
+interface BoundaryRow {
+  id: string;
+  epoch_id: string;
+  position: number;
+  previous_id: string;
+  covered_through_seq: number;
+  run_id: string;
+  body: string;
+  hash: string;
+}
+
+function toBoundary(row: BoundaryRow): StoredBoundary {
+  return {
+    body: boundaryBodySchema.parse(JSON.parse(row.body) as unknown),
+    hash: row.hash,
+    runId: row.run_id,
+    epochId: row.epoch_id,
+    position: row.position,
+    previousId: row.previous_id,
+    coveredThroughSeq: row.covered_through_seq,
+  };
+}
+
+const BOUNDARY_COLUMNS = "id, epoch_id, position, previous_id, covered_through_seq, run_id, body, hash";
+
+export function insertBoundaryStatement(db: D1Database, conversationId: string, agentId: string, epochId: string, boundary: Boundary): D1PreparedStatement {
+  const { body } = boundary;
+  return db
+    .prepare(
+      `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(
+      body.id,
+      conversationId,
+      agentId,
+      epochId,
+      body.position,
+      body.previous?.id ?? "",
+      body.previous?.hash ?? null,
+      body.coveredThrough.seq,
+      body.run.id,
+      canonicalJson(body),
+      boundary.hash,
+      body.createdAt,
+    );
+}
+
+export async function readBoundaryByRun(db: D1Database, runId: string): Promise<StoredBoundary | undefined> {
+  const row = await db.prepare(`SELECT ${BOUNDARY_COLUMNS} FROM boundaries WHERE run_id = ?`).bind(runId).first<BoundaryRow>();
+  return row === null ? undefined : toBoundary(row);
+}
+
+/** Every boundary of one chain in one epoch, oldest first (forks included, if storage was forced). */
+export async function readChainBoundaries(db: D1Database, conversationId: string, agentId: string, epochId?: string): Promise<StoredBoundary[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${BOUNDARY_COLUMNS} FROM boundaries
+       WHERE conversation_id = ?1 AND agent_id = ?2 AND (?3 IS NULL OR epoch_id = ?3)
+       ORDER BY created_at, position`,
+    )
+    .bind(conversationId, agentId, epochId ?? null)
+    .all<BoundaryRow>();
+  return results.map(toBoundary);
+}
+
+export async function readHeadBoundary(db: D1Database, conversationId: string, agentId: string, epochId: string): Promise<StoredBoundary | undefined> {
+  const row = await db
+    .prepare(`SELECT ${BOUNDARY_COLUMNS} FROM boundaries WHERE conversation_id = ? AND agent_id = ? AND epoch_id = ? ORDER BY position DESC LIMIT 1`)
+    .bind(conversationId, agentId, epochId)
+    .first<BoundaryRow>();
+  return row === null ? undefined : toBoundary(row);
+}
+
+export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure";
+
+export function insertIncidentStatement(
+  db: D1Database,
+  incident: { conversationId: string; agentId: string; runId: string | null; kind: IncidentKind; code: string; message: string; createdAt: string },
+): D1PreparedStatement {
+  return db
+    .prepare("INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    .bind(incident.conversationId, incident.agentId, incident.runId, incident.kind, incident.code, incident.message, incident.createdAt);
+}
+
+export async function readIncidents(db: D1Database, conversationId: string, limit: number): Promise<{ id: number; agentId: string; runId: string | null; kind: string; code: string; message: string; createdAt: string }[]> {
+  const { results } = await db
+    .prepare("SELECT id, agent_id, run_id, kind, code, message, created_at FROM incidents WHERE conversation_id = ? ORDER BY id DESC LIMIT ?")
+    .bind(conversationId, limit)
+    .all<{ id: number; agent_id: string; run_id: string | null; kind: string; code: string; message: string; created_at: string }>();
+  return results.map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, createdAt: r.created_at }));
+}

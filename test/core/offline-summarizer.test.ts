@@ -1,0 +1,211 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
+import type { CompactionContent, Packet } from "../../src/core/packet";
+import { OFFLINE_COMPACTOR, offlineCompaction } from "../../src/core/offline-summarizer";
+import { renderEnvelope } from "../../src/core/render";
+import type { TurnSpec } from "../support/packet-fixture";
+import { ADA, AGENT, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
+
+const VENDOR_PAGE = memoryPage("decisions/invoice-vendor.md", "Invoice vendor: vendor B, chosen for compliance. Ada decided; Bob preferred vendor A on price.");
+const GARDEN_PAGE = memoryPage("hobbies/garden.md", "Tomatoes grow best with morning sun and weekly watering.");
+
+function validated(packet: Packet): CompactionContent {
+  const result = validateCompactorOutput(packet, { text: offlineCompaction(packet), finishReason: null });
+  if (!result.ok) throw new Error(`${result.error.code}: ${result.error.message}`);
+  return result.value;
+}
+
+describe("offlineCompaction", () => {
+  it("names itself as what it is, not as a language model", () => {
+    expect(OFFLINE_COMPACTOR).toEqual({ provider: "foldline-extractive", model: "foldline-extractive-1" });
+  });
+
+  it("returns the seed-001 JSON shape that the validator accepts", () => {
+    const packet = packetFixture({ memoryPages: [VENDOR_PAGE] });
+    const parsed: unknown = JSON.parse(offlineCompaction(packet));
+    expect(parsed).toMatchObject({ summary: expect.any(String), salientFacts: expect.any(Object) });
+    const content = validated(packet);
+    const lines = content.summary.split("\n");
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.length).toBeLessThanOrEqual(8);
+    // Every line is attributed to its speaker.
+    for (const line of lines) expect(line).toMatch(/^@(ada|bob|helper): /);
+  });
+
+  it("keeps the chosen lines in chronological order", () => {
+    const packet = packetFixture();
+    const lines = validated(packet).summary.split("\n");
+    const positions = lines.map((line) => {
+      const sentence = line.replace(/^@\w+: /, "").replace(/…$/, "");
+      return packet.frozen.turns.findIndex((t) => t.text.includes(sentence));
+    });
+    expect(positions.every((p) => p >= 0)).toBe(true);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+  });
+
+  it("drops chatter: a greeting or an emoji acknowledgement is never a line", () => {
+    const summary = validated(packetFixture()).summary;
+    expect(summary).not.toContain("Morning all");
+    expect(summary).not.toContain("👍");
+  });
+
+  it("points at a recalled page that shares the slice's vocabulary, and not at one that does not", () => {
+    const content = validated(packetFixture({ memoryPages: [GARDEN_PAGE, VENDOR_PAGE] }));
+    expect(content.salientFacts.memoryRefs.map((r) => r.path)).toEqual(["decisions/invoice-vendor.md"]);
+    expect(content.salientFacts.memoryRefs[0]?.note).toMatch(/vendor/);
+    expect(content.degraded).toBe(false);
+  });
+
+  it("is degraded when no page was recalled", () => {
+    const content = validated(packetFixture({ memoryPages: [] }));
+    expect(content.salientFacts.memoryRefs).toEqual([]);
+    expect(content.degraded).toBe(true);
+  });
+
+  it("lists the unanswered question as an open thread, not the answered one", () => {
+    const threads = validated(packetFixture()).salientFacts.openThreads;
+    expect(threads).toEqual(["@bob asked: Should the contract cover the Berlin office too, or only the Paris team for now?"]);
+  });
+
+  it("starts with the previous boundary's first line, so the chain stays connected", () => {
+    const previous = previousBoundary("Earlier: @ada set the Q3 budget at 40k EUR.\n@bob owns the hiring plan.");
+    const content = validated(packetFixture({ previousBoundary: previous }));
+    expect(content.summary.split("\n")[0]).toBe("Earlier: @ada set the Q3 budget at 40k EUR.");
+  });
+
+  it("reduces pure noise to seed 001's answer", () => {
+    // Noise is frozen only once it fills the context, so the slice is long.
+    const noise = ["hi", "ok 👍", { text: "👋", author: BOB }, "lol", "yes", "?", { text: "haha ok", author: BOB }];
+    const packet = packetFixture({ turns: Array.from({ length: 30 }, () => noise).flat() });
+    expect(JSON.parse(offlineCompaction(packet))).toEqual({ summary: NO_SUBSTANTIVE_CONTENT, salientFacts: {} });
+    expect(validated(packet)).toMatchObject({ summary: NO_SUBSTANTIVE_CONTENT, degraded: false });
+  });
+
+  it("keeps the previous boundary's line when the new slice is noise, instead of erasing the chain", () => {
+    const packet = packetFixture({ turns: ["ok", "👍", "hi"], previousBoundary: previousBoundary("@ada set the Q3 budget at 40k EUR.") });
+    expect(validated(packet).summary).toBe("Earlier: @ada set the Q3 budget at 40k EUR.");
+  });
+
+  it("carries the text of an amendment to covered history", () => {
+    const packet = packetFixture({
+      turns: ["Thanks!", "ok"],
+      previousBoundary: previousBoundary("@ada set the Q3 budget at 40k EUR."),
+      sizes: { replacedChars: 5_000 },
+      amendments: [{ turnId: "s3", kind: "edited", hashBefore: "a".repeat(64), text: "Correction: the Q3 budget is 45k EUR, approved by finance." }],
+    });
+    expect(validated(packet).summary).toContain("corrected [s3]: Correction: the Q3 budget is 45k EUR, approved by finance.");
+  });
+
+  it("writes plain text in plain mode", () => {
+    const packet = packetFixture({ outputMode: "plain" });
+    const text = offlineCompaction(packet);
+    expect(() => JSON.parse(text) as unknown).toThrow();
+    const content = validated(packet);
+    expect(content.mode).toBe("plain");
+    expect(content.summary).toContain("Open: @bob asked: Should the contract cover the Berlin office too");
+  });
+
+  it("is byte-identical for the same packet", () => {
+    const packet = packetFixture({ memoryPages: [VENDOR_PAGE, GARDEN_PAGE] });
+    expect(offlineCompaction(structuredClone(packet))).toBe(offlineCompaction(packet));
+  });
+
+  it("shrinks to a small summary limit", () => {
+    const packet = packetFixture({ policy: { maxSummaryChars: 100 }, memoryPages: [VENDOR_PAGE] });
+    const content = validated(packet);
+    expect(content.summary.length).toBeLessThanOrEqual(100);
+  });
+
+  it("shrinks until the boundary is smaller than what it replaces", () => {
+    const base = packetFixture({ memoryPages: [VENDOR_PAGE] });
+    const empty = renderEnvelope("boundary", "").content.length;
+    // Just enough room for the envelope's frame and a short line.
+    const packet = packetFixture({ memoryPages: [VENDOR_PAGE], sizes: { replacedChars: empty + 60 } });
+    const content = validated(packet);
+    expect(renderEnvelope("boundary", renderBoundaryBody(content)).content.length).toBeLessThan(empty + 60);
+    expect(content.summary.length).toBeLessThan(validated(base).summary.length);
+  });
+
+  it("caps a long slice at eight lines", () => {
+    const turns = Array.from({ length: 60 }, (_, i): TurnSpec => ({
+      text: `Release ${i} of the billing service needs migration step ${i} reviewed by the platform team before deployment.`,
+      author: i % 3 === 0 ? AGENT : i % 2 === 0 ? ADA : BOB,
+      role: i % 3 === 0 ? "assistant" : "user",
+    }));
+    const content = validated(packetFixture({ turns }));
+    expect(content.summary.split("\n").length).toBeLessThanOrEqual(8);
+  });
+});
+
+describe("offlineCompaction: properties", () => {
+  const WORDS = ["vendor", "invoice", "contract", "Berlin", "Paris", "budget", "deploy", "review", "the", "and", "ok", "we", "should", "release", "hiring", "plan", "legal", "price", "<tag>", "&amp;", "I'm", "sorry"];
+  const sentence = fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 14 }).chain((words) =>
+    fc.constantFrom(".", "?", "!", "").map((end) => `${words.join(" ")}${end}`),
+  );
+  const text = fc.oneof(
+    { weight: 4, arbitrary: fc.array(sentence, { minLength: 1, maxLength: 4 }).map((s) => s.join(" ")) },
+    { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 120 }) },
+    { weight: 1, arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: 60 }) },
+  );
+  const author = fc.constantFrom(ADA, BOB, { id: "u:eve", name: "Eve" }, { id: "u:9" });
+  const turn: fc.Arbitrary<TurnSpec> = fc.record({ text, author, role: fc.constantFrom("user", "user", "assistant") });
+  const page = fc.record({ path: fc.constantFrom("decisions/vendor.md", "people/bob.md", "plans/release.md", "x".repeat(201)), content: text });
+  const packetArb = fc
+    .record({
+      turns: fc.array(turn, { minLength: 1, maxLength: 30 }),
+      pages: fc.array(page, { maxLength: 4 }),
+      mode: fc.constantFrom("projection", "plain"),
+      maxSummaryChars: fc.integer({ min: 100, max: 3_000 }),
+      previous: fc.option(fc.array(sentence, { minLength: 1, maxLength: 5 }).map((s) => s.join("\n")), { nil: null }),
+      replacedChars: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: null }),
+    })
+    .map(({ turns, pages, mode, maxSummaryChars, previous, replacedChars }) =>
+      packetFixture({
+        turns,
+        memoryPages: pages.map((p) => memoryPage(p.path, p.content)),
+        outputMode: mode,
+        policy: { maxSummaryChars },
+        previousBoundary: previous === null ? null : previousBoundary(previous),
+        ...(replacedChars === null ? {} : { sizes: { replacedChars } }),
+      }),
+    );
+
+  /** The envelope's fixed frame plus room for one short line: anything bigger is a realistic packet. */
+  const REALISTIC_MIN = renderEnvelope("boundary", "").content.length + 64;
+
+  it("passes validation for every realistic packet", () => {
+    fc.assert(
+      fc.property(packetArb, (packet) => {
+        fc.pre(packet.sizes.replacedChars >= REALISTIC_MIN);
+        const result = validateCompactorOutput(packet, { text: offlineCompaction(packet), finishReason: null });
+        if (!result.ok) throw new Error(`${result.error.code}: ${result.error.message}`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never exceeds the summary limit, and fails only as not_smaller when the frame itself does not fit", () => {
+    fc.assert(
+      fc.property(packetArb, (packet) => {
+        const result = validateCompactorOutput(packet, { text: offlineCompaction(packet), finishReason: null });
+        if (result.ok) {
+          expect(result.value.summary.length).toBeLessThanOrEqual(packet.policy.maxSummaryChars);
+        } else {
+          expect(result.error.code).toBe("not_smaller");
+          expect(packet.sizes.replacedChars).toBeLessThan(REALISTIC_MIN);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("is deterministic", () => {
+    fc.assert(
+      fc.property(packetArb, (packet) => {
+        expect(offlineCompaction(structuredClone(packet))).toBe(offlineCompaction(packet));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

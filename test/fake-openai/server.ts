@@ -1,0 +1,208 @@
+import { createServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A loopback stand-in for an OpenAI-compatible endpoint, run in Node by vitest's globalSetup so
+ * tests exercise the real `openai` SDK over real HTTP (the network edge), with nothing in the code
+ * under test patched.
+ *
+ * It serves `POST /v1/chat/completions`, records every request, and answers from a script that a
+ * test sets over HTTP. Test files run in parallel against one server, so all state lives in a
+ * *session*: `/s/<session>/v1/...` and `/s/<session>/__script` etc. address one session, and the
+ * bare paths address the default session. A test that points its base URL at its own session
+ * cannot see or disturb another's script or requests.
+ *
+ * Control endpoints (per session):
+ * - `POST __script` with a JSON array of steps: replaces the queue the next completions answer from;
+ * - `GET __requests`: the recorded completion requests, oldest first;
+ * - `POST __reset`: clears the queue and the recordings.
+ *
+ * With an empty queue it answers a valid reply built from the request (see `defaultContent`).
+ */
+
+export interface ScriptStep {
+  /** HTTP status; 200 by default. Any other status answers an OpenAI-style error body. */
+  readonly status?: number;
+  /** The message content (null for a reply without content); built from the request when absent. */
+  readonly content?: string | null;
+  readonly finishReason?: string;
+  readonly usage?: { readonly prompt_tokens: number; readonly completion_tokens: number };
+  /** The model the reply reports; `<requested>-fake` when absent. */
+  readonly model?: string;
+  readonly id?: string;
+  /** `retry-after` header value in seconds (for error statuses). */
+  readonly retryAfter?: number;
+  /** Wait this long before answering (a slow provider, for timeouts). */
+  readonly delayMs?: number;
+  /** A raw body to send as is, instead of a chat completion (malformed-response tests). */
+  readonly rawBody?: string;
+}
+
+export interface RecordedRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: unknown;
+}
+
+interface Session {
+  script: ScriptStep[];
+  requests: RecordedRequest[];
+}
+
+export interface FakeOpenAi {
+  /** The base URL to give the SDK (`http://127.0.0.1:<port>/v1`, default session). */
+  readonly baseUrl: string;
+  readonly origin: string;
+  close(): Promise<void>;
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    request.on("error", reject);
+  });
+}
+
+function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (response.destroyed || response.writableEnded) return;
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  response.writeHead(status, { "content-type": "application/json", ...headers });
+  response.end(text);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+function messageContent(body: Record<string, unknown>, role: string): string {
+  const messages = Array.isArray(body["messages"]) ? body["messages"] : [];
+  const found: unknown = messages.find((m: unknown) => isRecord(m) && m["role"] === role);
+  return isRecord(found) && typeof found["content"] === "string" ? found["content"] : "";
+}
+
+/**
+ * A well-formed reply for the request: the first words of its slice. Projection JSON when the
+ * system prompt asks for the seed-001 object (it names `salientFacts`), plain text otherwise.
+ */
+function defaultContent(body: Record<string, unknown>): string {
+  const input = messageContent(body, "user");
+  const slice = /<slice>\n([\s\S]*)\n<\/slice>/.exec(input)?.[1] ?? "";
+  const words = slice
+    .replace(/<\/?turn>/g, " ")
+    .split(/\s+/)
+    .filter((w) => w !== "")
+    .slice(0, 12)
+    .join(" ");
+  const summary = `Fake summary: ${words}`.trim();
+  return messageContent(body, "system").includes("salientFacts") ? JSON.stringify({ summary, salientFacts: {} }) : summary;
+}
+
+const tokens = (text: string): number => Math.ceil(text.length / 4);
+
+function completion(body: Record<string, unknown>, step: ScriptStep): Record<string, unknown> {
+  const requested = typeof body["model"] === "string" ? body["model"] : "unknown";
+  const content = step.content === undefined ? defaultContent(body) : step.content;
+  const prompt = JSON.stringify(body["messages"] ?? []);
+  return {
+    id: step.id ?? `chatcmpl-fake-${Date.now().toString(36)}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: step.model ?? `${requested}-fake`,
+    choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, finish_reason: step.finishReason ?? "stop", logprobs: null }],
+    usage: {
+      ...(step.usage ?? { prompt_tokens: tokens(prompt), completion_tokens: tokens(content ?? "") }),
+      total_tokens: (step.usage?.prompt_tokens ?? tokens(prompt)) + (step.usage?.completion_tokens ?? tokens(content ?? "")),
+    },
+  };
+}
+
+function errorBody(status: number): Record<string, unknown> {
+  const type = status === 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error";
+  return { error: { message: `fake provider answered ${status}`, type, code: type, param: null } };
+}
+
+export async function startFakeOpenAi(): Promise<FakeOpenAi> {
+  const sessions = new Map<string, Session>();
+  const sessionOf = (name: string): Session => {
+    let session = sessions.get(name);
+    if (session === undefined) {
+      session = { script: [], requests: [] };
+      sessions.set(name, session);
+    }
+    return session;
+  };
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    const scoped = /^\/s\/([A-Za-z0-9._-]{1,100})(\/.*)$/.exec(url.pathname);
+    const session = sessionOf(scoped?.[1] ?? "");
+    const path = scoped?.[2] ?? url.pathname;
+    const text = await readBody(request);
+
+    if (request.method === "POST" && path === "/__script") {
+      const steps = parseJson(text);
+      if (!Array.isArray(steps)) return send(response, 400, { error: "the script is a JSON array of steps" });
+      session.script = steps as ScriptStep[];
+      return send(response, 204, "");
+    }
+    if (request.method === "GET" && path === "/__requests") return send(response, 200, session.requests);
+    if (request.method === "POST" && path === "/__reset") {
+      session.script = [];
+      session.requests = [];
+      return send(response, 204, "");
+    }
+    if (request.method !== "POST" || path !== "/v1/chat/completions") return send(response, 404, errorBody(404));
+
+    const body = parseJson(text);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+    session.requests.push({ method: request.method, path, headers, body });
+
+    const step = session.script.shift() ?? {};
+    if (step.delayMs !== undefined) {
+      const delay = step.delayMs;
+      // A client that gave up (timeout) closes the socket; stop waiting for it.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        response.on("close", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    // Like a real endpoint: a request without a key or without the required fields is refused.
+    if (!(headers["authorization"] ?? "").startsWith("Bearer ")) return send(response, 401, errorBody(401));
+    if (!isRecord(body) || typeof body["model"] !== "string" || !Array.isArray(body["messages"])) return send(response, 400, errorBody(400));
+    const status = step.status ?? 200;
+    if (status !== 200) return send(response, status, errorBody(status), step.retryAfter === undefined ? {} : { "retry-after": String(step.retryAfter) });
+    if (step.rawBody !== undefined) return send(response, 200, step.rawBody);
+    return send(response, 200, completion(body, step));
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => send(response, 500, { error: String(error) }));
+  });
+  // Loopback only: the fake is reachable from this machine and nowhere else.
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    origin,
+    baseUrl: `${origin}/v1`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error === undefined ? resolve() : reject(error)));
+      }),
+  };
+}

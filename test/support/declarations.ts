@@ -1,0 +1,50 @@
+import { call } from "../integration/helpers";
+
+export interface PairOptions {
+  readonly agentId: string;
+  readonly sources: readonly string[];
+  readonly trigger?: number;
+  readonly retain?: number;
+  readonly outputMode?: "projection" | "plain";
+  readonly model?: string;
+  readonly historyAgents?: readonly string[];
+  readonly admitSensitive?: boolean;
+  readonly prompt?: string;
+  readonly maxSummaryChars?: number;
+  readonly documentBudgetChars?: number;
+}
+
+/** A reciprocal agent + compactor declaration pair, small enough to compact in a test. */
+export function pair(options: PairOptions) {
+  const shared = {
+    enabled: true,
+    provider: { profile: "default", model: options.model ?? "test-model" },
+    sources: [...options.sources],
+    admitSensitive: options.admitSensitive ?? false,
+    historyAgents: [...(options.historyAgents ?? [options.agentId])],
+    documents: [],
+    documentBudgetChars: options.documentBudgetChars ?? 4_000,
+  };
+  const trigger = options.trigger ?? 2_000;
+  return {
+    agent: { id: options.agentId, compactorId: `${options.agentId}.compactor`, ...shared },
+    compactor: {
+      id: `${options.agentId}.compactor`,
+      targetId: options.agentId,
+      ...shared,
+      policy: {
+        triggerInputChars: trigger,
+        retainInputChars: options.retain ?? Math.floor(trigger / 2),
+        maxFrozenEvents: 2_000,
+        maxFrozenChars: trigger * 2,
+        maxSummaryChars: options.maxSummaryChars ?? 1_500,
+      },
+      outputMode: options.outputMode ?? "projection",
+      ...(options.prompt === undefined ? {} : { prompt: options.prompt }),
+    },
+  };
+}
+
+export async function register(token: string, options: PairOptions): Promise<Response> {
+  return call("PUT", `/v1/agents/${options.agentId}`, { token, body: pair(options) });
+}
