@@ -19,6 +19,13 @@ export default defineConfig(async () => {
             // The loopback fake model endpoint (test/fake-openai). No OPENAI_API_KEY is bound, so
             // tests use the offline compactor unless they pass a key explicitly.
             OPENAI_BASE_URL: inject("fakeOpenAiBaseUrl"),
+            // The provider profile "fake": declarations that name it reach the fake endpoint with a key,
+            // exercising the real OpenAI SDK path end to end.
+            OPENAI_API_KEY_FAKE: "test-key",
+            OPENAI_BASE_URL_FAKE: inject("fakeOpenAiBaseUrl"),
+            // Retries and backoff without waiting: the tests observe their order, not their timing.
+            COMPACTION_RETRY_BASE_SECONDS: "0",
+            COMPACTION_BACKOFF_BASE_SECONDS: "0",
           },
         },
       })),
@@ -27,6 +34,8 @@ export default defineConfig(async () => {
       globalSetup: ["./test/fake-openai/global-setup.ts"],
       setupFiles: ["./test/apply-migrations.ts"],
       include: ["test/**/*.test.ts"],
+      // Integration tests wait for queued compactions; they poll with their own deadlines.
+      testTimeout: 60_000,
     },
   };
 });

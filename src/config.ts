@@ -20,11 +20,22 @@ export function telegramWebhookSecret(env: Env, botId: string): string | undefin
 }
 
 /**
- * The compactor model's API key: the Worker secret `OPENAI_API_KEY`. Absent (or empty), Foldline
- * compacts with its offline extractive summarizer instead of calling a model.
+ * A declaration's provider profile names a model endpoint. `default` is `OPENAI_API_KEY` and
+ * `OPENAI_BASE_URL`; a profile `p` is `OPENAI_API_KEY_P` and `OPENAI_BASE_URL_P` (upper case, `-`
+ * as `_`), so several providers can serve different agents without a code change.
  */
-export function openAiApiKey(env: Env): string | undefined {
-  const value: unknown = Reflect.get(env, "OPENAI_API_KEY");
+export const DEFAULT_PROFILE = "default";
+
+function profileVar(name: string, profile: string): string {
+  return profile === DEFAULT_PROFILE ? name : `${name}_${profile.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/**
+ * The compactor model's API key for a profile (the Worker secret `OPENAI_API_KEY` for `default`).
+ * Absent (or empty) on `default`, Foldline compacts with its offline extractive summarizer.
+ */
+export function openAiApiKey(env: Env, profile = DEFAULT_PROFILE): string | undefined {
+  const value: unknown = Reflect.get(env, profileVar("OPENAI_API_KEY", profile));
   return typeof value === "string" && value.trim().length > 0 ? value.trim() : undefined;
 }
 
@@ -53,9 +64,21 @@ const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
  * OpenAI-compatible endpoint, AI Gateway, a self-hosted server). `undefined` when it is set but is
  * not an http(s) URL: a misconfiguration to report, not something to guess around.
  */
-export function openAiBaseUrl(env: Env): string | undefined {
-  const value: unknown = Reflect.get(env, "OPENAI_BASE_URL");
+export function openAiBaseUrl(env: Env, profile = DEFAULT_PROFILE): string | undefined {
+  const own: unknown = Reflect.get(env, profileVar("OPENAI_BASE_URL", profile));
+  const value: unknown = typeof own === "string" && own.trim() !== "" ? own : Reflect.get(env, "OPENAI_BASE_URL");
   const text = typeof value === "string" && value.trim() !== "" ? value.trim() : DEFAULT_OPENAI_BASE_URL;
   const url = URL.parse(text);
   return url !== null && (url.protocol === "https:" || url.protocol === "http:") ? text : undefined;
 }
+
+function seconds(value: string, fallback: number): number {
+  const parsed = Number.parseInt(value, 10);
+  return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : fallback;
+}
+
+/** First delay before a failed compaction attempt is retried, `COMPACTION_RETRY_BASE_SECONDS`. */
+export const compactionRetryBaseSeconds = (env: Env): number => seconds(env.COMPACTION_RETRY_BASE_SECONDS, 5);
+
+/** First backoff of a chain after a dead-lettered compaction, `COMPACTION_BACKOFF_BASE_SECONDS`. */
+export const compactionBackoffBaseSeconds = (env: Env): number => seconds(env.COMPACTION_BACKOFF_BASE_SECONDS, 30);

@@ -68,11 +68,19 @@ export interface Boundary {
 
 export const boundaryHash = (body: BoundaryBody): string => hashCanonical(body);
 
-/** `telegram:<bot>:<chat>[:<thread>]` → chat `<chat>[:<thread>]`; `api:<key>` → chat `<key>`. */
-function conversationParts(id: string): BoundaryBody["conversation"] {
+/**
+ * `telegram:<bot>:<chat>[:<thread>]` → chat `<chat>[:<thread>]`; `api:<key>` → chat `<key>`. The
+ * sender is bound when the frozen slice has exactly one human author (a direct conversation);
+ * a group slice has no single sender.
+ */
+function conversationParts(packet: Packet): BoundaryBody["conversation"] {
+  const id = packet.conversationId;
+  const authors = new Set(packet.frozen.turns.filter((t) => t.role === "user").map((t) => t.author.id));
+  const [only] = authors;
+  const sender = packet.conversationType === "direct" && authors.size === 1 && only !== undefined ? only : null;
   const [source, ...rest] = id.split(":");
-  if (source === "telegram") return { id, source: "telegram", chat: rest.slice(1).join(":"), sender: null };
-  return { id, source: "api", chat: rest.join(":"), sender: null };
+  if (source === "telegram") return { id, source: "telegram", chat: rest.slice(1).join(":"), sender };
+  return { id, source: "api", chat: rest.join(":"), sender };
 }
 
 export interface BoundaryInputs {
@@ -96,7 +104,7 @@ export function buildBoundary({ id, position, packet, packetKey, packetHash, con
     compactorId: packet.compactorId,
     historyAgents: [...packet.historyAgents].sort(),
     admitSensitive: packet.admitSensitive,
-    conversation: conversationParts(packet.conversationId),
+    conversation: conversationParts(packet),
     previous:
       packet.previousBoundary === null
         ? null

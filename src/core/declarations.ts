@@ -128,6 +128,27 @@ export function pairMismatches(agent: AgentDeclaration, compactor: CompactorDecl
   return mismatches;
 }
 
+/**
+ * The registration in canonical form: lists whose order carries no meaning (sources, admitted
+ * history agents, documents) sorted and de-duplicated, so re-registering the same pair in another
+ * order is the same epoch rather than a retired chain.
+ */
+export function canonicalRegistration(registration: Registration): Registration {
+  const sortedUnique = (values: readonly string[]): string[] => [...new Set(values)].sort();
+  const documents = (docs: Registration["agent"]["documents"]) =>
+    [...new Map(docs.map((d) => [`${d.name}@${d.hash}`, d])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => d);
+  const { agent, compactor } = registration;
+  return {
+    agent: { ...agent, sources: sortedUnique(agent.sources), historyAgents: sortedUnique(agent.historyAgents), documents: documents(agent.documents) },
+    compactor: {
+      ...compactor,
+      sources: sortedUnique(compactor.sources),
+      historyAgents: sortedUnique(compactor.historyAgents),
+      documents: documents(compactor.documents),
+    },
+  };
+}
+
 export interface Epoch {
   readonly compactorVersion: string;
   readonly fingerprint: string;
@@ -137,6 +158,7 @@ export interface Epoch {
 
 /** Fingerprint of the canonical pair plus the exact prompt the compactor will run with. */
 export function epochOf(registration: Registration, prompt: string): Epoch {
-  const fingerprint = hashCanonical({ agent: registration.agent, compactor: registration.compactor, prompt });
+  const { agent, compactor } = canonicalRegistration(registration);
+  const fingerprint = hashCanonical({ agent, compactor, prompt });
   return { compactorVersion: COMPACTOR_VERSION, fingerprint, id: `${COMPACTOR_VERSION}:${fingerprint}` };
 }

@@ -1,3 +1,4 @@
+import { compactionBackoffBaseSeconds } from "../config";
 import type { Boundary } from "../core/boundary";
 import { buildBoundary } from "../core/boundary";
 import type { ModelEvidence } from "../core/boundary";
@@ -46,7 +47,6 @@ import type { CompactionJob } from "../queue/jobs";
 /** Log kinds that shape turns; runs never do. */
 const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposal", "delivery", "correction"]);
 const MAX_RECALLED_PAGES = 8;
-const BACKOFF_BASE_MS = 30_000;
 const BACKOFF_MAX_MS = 3_600_000;
 
 interface Chain {
@@ -210,7 +210,8 @@ export class CompactionEngine {
     if (chain === undefined) return;
     chain.openPlan = undefined;
     chain.failures += 1;
-    chain.backoffUntil = now.getTime() + Math.min(BACKOFF_BASE_MS * 2 ** (chain.failures - 1), BACKOFF_MAX_MS);
+    const baseMs = compactionBackoffBaseSeconds(this.env) * 1_000;
+    chain.backoffUntil = now.getTime() + Math.min(baseMs * 2 ** (chain.failures - 1), BACKOFF_MAX_MS);
     await this.scheduleAlarm(chain.backoffUntil);
   }
 
@@ -446,7 +447,7 @@ export class CompactionEngine {
       }),
     ]);
     chain.openPlan = plan;
-    const job: CompactionJob = { type: "compaction", conversationId: this.conversationId, agentId: agent.id, runId, packetKey, packetHash, model: compactor.provider.model };
+    const job: CompactionJob = { type: "compaction", conversationId: this.conversationId, agentId: agent.id, runId, packetKey, packetHash, model: compactor.provider.model, profile: compactor.provider.profile };
     await this.env.COMPACTION_QUEUE.send(job);
   }
 

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { epochOf, pairMismatches, registrationSchema } from "../core/declarations";
+import { canonicalRegistration, epochOf, pairMismatches, registrationSchema } from "../core/declarations";
 import { sha256Hex } from "../core/hash";
 import { compactorPrompt } from "../core/prompts";
 import { currentDeclaration, documentExists, idHolders, insertDeclaration, insertDocument } from "../storage/compaction-store";
@@ -25,7 +25,7 @@ export const agents = new Hono<AppEnv>()
     if (!agentId.ok) return problem(c, agentId.error);
     const request = await readJson(c, registrationSchema);
     if (!request.ok) return problem(c, request.error);
-    const registration = request.value;
+    const registration = canonicalRegistration(request.value);
     if (registration.agent.id !== agentId.value) {
       return problem(c, { code: "validation_failed", message: "agent.id must be the agent named in the path" });
     }

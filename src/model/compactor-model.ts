@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { z } from "zod";
-import { modelMaxRetries, modelTimeoutMs, openAiApiKey, openAiBaseUrl } from "../config";
+import { DEFAULT_PROFILE, modelMaxRetries, modelTimeoutMs, openAiApiKey, openAiBaseUrl } from "../config";
 import { compactorMessages } from "../core/compactor-input";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
@@ -115,15 +115,24 @@ function modelFailure(error: unknown): { readonly ok: false; readonly error: Mod
   throw error;
 }
 
-export async function runCompactorModel(env: Env, packet: Packet, model: string): Promise<Result<ModelReceipt, ModelFailure>> {
+export async function runCompactorModel(
+  env: Env,
+  packet: Packet,
+  model: string,
+  profile: string = DEFAULT_PROFILE,
+): Promise<Result<ModelReceipt, ModelFailure>> {
   // Workers freeze the clock during synchronous work, so latency counts only time spent waiting on I/O.
   const started = Date.now();
-  const apiKey = openAiApiKey(env);
+  const apiKey = openAiApiKey(env, profile);
+  if (apiKey === undefined && profile !== DEFAULT_PROFILE) {
+    // A named profile without its key is a misconfiguration, never a silent switch to offline.
+    return failure("rejected", null, `provider profile ${profile} has no API key configured`);
+  }
   if (apiKey === undefined) {
     const text = offlineCompaction(packet);
     return ok({ provider: OFFLINE_COMPACTOR.provider, model: OFFLINE_COMPACTOR.model, responseId: null, finishReason: null, usage: null, latencyMs: Date.now() - started, text });
   }
-  const baseURL = openAiBaseUrl(env);
+  const baseURL = openAiBaseUrl(env, profile);
   if (baseURL === undefined) return failure("rejected", null, "OPENAI_BASE_URL is not an http(s) URL");
 
   let response: unknown;

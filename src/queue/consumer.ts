@@ -1,3 +1,4 @@
+import { compactionRetryBaseSeconds } from "../config";
 import { validateCompactorOutput } from "../core/compactor-output";
 import { packetSchema } from "../core/packet";
 import { conversationStub } from "../durable/stub";
@@ -18,11 +19,10 @@ import { compactionJobSchema } from "./jobs";
  */
 
 const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
-const RETRY_BASE_SECONDS = 5;
 const RETRY_MAX_SECONDS = 600;
 
-export function retryDelaySeconds(attempts: number, retryAfterSeconds: number | null): number {
-  const backoff = Math.min(RETRY_BASE_SECONDS * 2 ** Math.max(0, attempts - 1), RETRY_MAX_SECONDS);
+export function retryDelaySeconds(baseSeconds: number, attempts: number, retryAfterSeconds: number | null): number {
+  const backoff = Math.min(baseSeconds * 2 ** Math.max(0, attempts - 1), RETRY_MAX_SECONDS);
   return Math.max(backoff, Math.min(retryAfterSeconds ?? 0, RETRY_MAX_SECONDS));
 }
 
@@ -51,7 +51,7 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
   const stub = conversationStub(env, job.conversationId);
   const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
     await stub.recordFailure(job.conversationId, job.runId, attempts, code, message);
-    return { kind: "retry", delaySeconds: retryDelaySeconds(attempts, retryAfter) };
+    return { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, retryAfter) };
   };
 
   const read = await readDocument(env.DOCUMENTS, job.packetKey, job.packetHash);
@@ -61,7 +61,7 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
     return failed("packet_invalid", "the packet does not match its job");
   }
 
-  const receipt = await runCompactorModel(env, packet.data, job.model);
+  const receipt = await runCompactorModel(env, packet.data, job.model, job.profile);
   if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
   const content = validateCompactorOutput(packet.data, { text: receipt.value.text, finishReason: receipt.value.finishReason });
   if (!content.ok) return failed(`output_${content.error.code}`, content.error.message);

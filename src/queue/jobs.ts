@@ -9,5 +9,7 @@ export const compactionJobSchema = z.strictObject({
   packetKey: z.string().min(1).max(1_024),
   packetHash: z.string().regex(/^[0-9a-f]{64}$/),
   model: z.string().min(1).max(128),
+  /** The declaration's provider profile (which endpoint and key). */
+  profile: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/),
 });
 export type CompactionJob = z.infer<typeof compactionJobSchema>;

@@ -1,5 +1,7 @@
 import type { Author, EventInput, StoredEvent } from "../../src/core/events";
 import { eventHash } from "../../src/core/events";
+import type { Turn } from "../../src/core/reconstruction";
+import { turnHash } from "../../src/core/reconstruction";
 
 /**
  * Builders for event inputs and stored events, shared by the core tests. Inputs carry a placeholder
@@ -125,4 +127,39 @@ export function storeAll(inputs: readonly EventInput[], firstSeq = 1): StoredEve
     const seq = firstSeq + index;
     return stored(seq, { ...input, idempotencyKey: `k${seq}` });
   });
+}
+
+/**
+ * A turn as `reconstruct` would return it: `s<seq>` ids for user turns and `p<seq>` for replies,
+ * with the content hash computed the same way. For planning and rendering tests that start from turns.
+ */
+export function turn(
+  id: string,
+  group: number,
+  text: string,
+  options: {
+    readonly role?: Turn["role"];
+    readonly author?: Author;
+    readonly originSeq?: number;
+    readonly effectiveSeq?: number;
+    readonly sensitive?: boolean;
+  } = {},
+): Turn {
+  const role = options.role ?? (id.startsWith("p") ? "assistant" : "user");
+  const author = options.author ?? (role === "user" ? ADA : { id: "agent-a" });
+  const seq = Number(id.slice(1));
+  const originSeq = options.originSeq ?? (Number.isInteger(seq) ? seq : group);
+  return {
+    id,
+    group,
+    role,
+    author,
+    text,
+    hash: turnHash(role, author, text),
+    originSeq,
+    effectiveSeq: options.effectiveSeq ?? originSeq,
+    messageId: `m-${id}`,
+    sensitive: options.sensitive ?? false,
+    edited: false,
+  };
 }

@@ -199,6 +199,7 @@ describe("compaction end to end (offline compactor)", () => {
       packetKey: plan?.packet_key,
       packetHash: plan?.packet_hash,
       model: "test-model",
+      profile: "default",
     });
     const batch = createMessageBatch("foldline-compaction", [
       { id: "dup-1", timestamp: new Date(), attempts: 1, body: job },

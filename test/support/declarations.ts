@@ -12,13 +12,14 @@ export interface PairOptions {
   readonly prompt?: string;
   readonly maxSummaryChars?: number;
   readonly documentBudgetChars?: number;
+  readonly profile?: string;
 }
 
 /** A reciprocal agent + compactor declaration pair, small enough to compact in a test. */
 export function pair(options: PairOptions) {
   const shared = {
     enabled: true,
-    provider: { profile: "default", model: options.model ?? "test-model" },
+    provider: { profile: options.profile ?? "default", model: options.model ?? "test-model" },
     sources: [...options.sources],
     admitSensitive: options.admitSensitive ?? false,
     historyAgents: [...(options.historyAgents ?? [options.agentId])],

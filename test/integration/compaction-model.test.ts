@@ -1,0 +1,149 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, inject, it } from "vitest";
+import { conversationStub } from "../../src/durable/stub";
+import { readChainBoundaries, readIncidents } from "../../src/storage/compaction-store";
+import type { ScriptStep } from "../fake-openai/server";
+import { register } from "../support/declarations";
+import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * The compactor through a real model path: declarations on the provider profile "fake" reach the
+ * loopback OpenAI-compatible server (test/fake-openai) with a key, through the `openai` SDK, from the
+ * real queue consumer. This file owns the fake's default session and runs its tests in order.
+ */
+
+const origin = new URL(inject("fakeOpenAiBaseUrl")).origin;
+
+async function script(steps: readonly ScriptStep[]): Promise<void> {
+  expect((await fetch(`${origin}/__script`, { method: "POST", body: JSON.stringify(steps) })).status).toBe(204);
+}
+
+interface Recorded {
+  readonly body: { model?: string; messages?: { role: string; content: string }[]; tools?: unknown; temperature?: number };
+}
+async function requests(): Promise<Recorded[]> {
+  return (await (await fetch(`${origin}/__requests`)).json()) as Recorded[];
+}
+
+beforeEach(async () => {
+  await fetch(`${origin}/__reset`, { method: "POST" });
+});
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+let counter = 0;
+async function setup(outputMode: "projection" | "plain") {
+  const conversation = freshConversation();
+  const agentId = `model-${Date.now().toString(36)}-${counter++}`;
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, outputMode, model: "gpt-requested", profile: "fake" })).status).toBe(201);
+  return { conversation, agentId, token };
+}
+
+async function sayUntilPlanned(token: string, conversation: string): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    const text = `Message ${i}: the team compares Lisbon and Porto for the offsite; Ada wants flights under ${200 + i} euros and a venue with a garden.`;
+    expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, text) })).status).toBe(201);
+  }
+}
+
+interface RunEvent {
+  kind: string;
+  body: { runId: string; agentId: string; role: string; status: string; model?: string; usage?: unknown; error?: { code: string } };
+}
+async function runs(token: string, conversation: string): Promise<RunEvent[]> {
+  const page = await json<{ events: RunEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }));
+  return page.events.filter((e) => e.kind === "run");
+}
+
+const idle = (conversation: string, agentId: string, boundaries: number) =>
+  waitFor(async () => {
+    const chain = await readChainBoundaries(env.DB, conversation, agentId);
+    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
+    return chain.length >= boundaries && state?.openRunId === null ? chain : undefined;
+  }, `${boundaries} boundary(ies) and nothing in flight`);
+
+describe("the compactor through an OpenAI-compatible endpoint", () => {
+  it("runs as its own consumer, wraps plain text, and records the provider's model and usage", async () => {
+    const { conversation, agentId, token } = await setup("plain");
+    const summary = "Ada and the team compared Lisbon and Porto for the offsite.\nFlights must stay under about 200 euros.";
+    await script([{ content: summary, usage: { prompt_tokens: 912, completion_tokens: 41 }, model: "gpt-reported-2026-11", id: "chatcmpl-e2e" }]);
+    await sayUntilPlanned(token, conversation);
+    const [boundary] = await idle(conversation, agentId, 1);
+
+    expect(boundary?.body.model).toMatchObject({
+      provider: "openai-compatible",
+      model: "gpt-reported-2026-11",
+      responseId: "chatcmpl-e2e",
+      usage: { inputTokens: 912, outputTokens: 41 },
+    });
+    // The parent wraps plain text: summary verbatim, preview derived, empty auxiliary lists.
+    expect(boundary?.body.content).toMatchObject({
+      mode: "plain",
+      summary,
+      preview: "Ada and the team compared Lisbon and Porto for the offsite.",
+      salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] },
+    });
+    const [first] = await requests();
+    expect(first?.body.model).toBe("gpt-requested");
+    expect(first?.body.tools).toBeUndefined();
+    expect(first?.body.messages?.map((m) => m.role)).toEqual(["system", "user"]);
+
+    const completed = (await runs(token, conversation)).filter((r) => r.body.status === "completed");
+    expect(completed).toHaveLength(1);
+    expect(completed[0]?.body).toMatchObject({ agentId: `${agentId}.compactor`, role: "compactor", model: "gpt-reported-2026-11", usage: { inputTokens: 912, outputTokens: 41 } });
+  });
+
+  it("turns 429, 500 and invalid output into private failed runs, retries the same packet, then settles", async () => {
+    const { conversation, agentId, token } = await setup("projection");
+    await script([{ status: 429, retryAfter: 0 }, { status: 500 }, { content: "Sure! Here is a summary of the chat." }, { content: '{"summary":"x"', finishReason: "length" }]);
+    await sayUntilPlanned(token, conversation);
+    const [boundary] = await idle(conversation, agentId, 1);
+
+    const failed = (await runs(token, conversation)).filter((r) => r.body.status === "failed");
+    expect(failed.map((r) => r.body.error?.code)).toEqual(["model_rate_limited", "model_server_error", "output_invalid_json", "output_truncated_output"]);
+    expect(new Set(failed.map((r) => r.body.runId))).toEqual(new Set([boundary?.runId]));
+    expect(failed.every((r) => r.body.role === "compactor" && r.body.agentId === `${agentId}.compactor`)).toBe(true);
+    const incidents = await readIncidents(env.DB, conversation, 20);
+    expect(incidents.filter((i) => i.kind === "compactor_failure")).toHaveLength(4);
+    // Every attempt read the same packet: the model saw byte-identical input each time.
+    const inputs = (await requests()).map((r) => JSON.stringify(r.body.messages));
+    expect(inputs).toHaveLength(5);
+    expect(new Set(inputs).size).toBe(1);
+  });
+
+  it("dead-letters a run whose retries are exhausted, records an incident, backs off and re-plans", async () => {
+    const { conversation, agentId, token } = await setup("projection");
+    await script(Array.from({ length: 6 }, () => ({ status: 503 })));
+    await sayUntilPlanned(token, conversation);
+    const [boundary] = await idle(conversation, agentId, 1);
+
+    const incidents = await readIncidents(env.DB, conversation, 50);
+    const abandoned = incidents.filter((i) => i.kind === "compactor_abandoned");
+    expect(abandoned).toHaveLength(1);
+    expect(incidents.filter((i) => i.kind === "compactor_failure" && i.runId === abandoned[0]?.runId)).toHaveLength(6);
+    // The abandoned run never became a boundary; a new plan from the alarm did.
+    expect(boundary?.runId).not.toBe(abandoned[0]?.runId);
+    const planned = (await runs(token, conversation)).filter((r) => r.body.status === "planned");
+    expect(planned.map((r) => r.body.runId)).toEqual([abandoned[0]?.runId, boundary?.runId]);
+  });
+
+  it("never makes ingest wait for the model", async () => {
+    const { conversation, agentId, token } = await setup("projection");
+    await script([{ delayMs: 4_000 }]);
+    await sayUntilPlanned(token, conversation);
+    // Every append above was acknowledged while the model call was still outstanding.
+    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
+    expect(state?.openRunId).not.toBeNull();
+    expect(await readChainBoundaries(env.DB, conversation, agentId)).toHaveLength(0);
+    await idle(conversation, agentId, 1);
+  });
+});
