@@ -144,6 +144,20 @@ describe("compaction end to end (offline compactor)", () => {
     expect(runs.filter((r) => r.body.status === "planned")).toHaveLength(chain.length);
   });
 
+  it("recalls the agent's memory pages into the packet and points at them instead of restating", async () => {
+    const { conversation, agentId, token } = await setup({ trigger: 2_000, retain: 800 });
+    const page = "Offsite venue decision: Lisbon was chosen by Ada; Porto was the runner-up because of the budget.";
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/decisions/offsite-venue`, { token, body: { content: page } })).status).toBe(201);
+    await call("PUT", `/v1/agents/${agentId}/memory/people/unrelated`, { token, body: { content: "Zed likes chess and tea." } });
+    await say(token, conversation, 0, 20);
+    const { chain } = await settledChain(conversation, agentId, 1);
+    const packet = JSON.parse((await (await env.DOCUMENTS.get(chain[0]?.body.packet.key ?? ""))?.text()) ?? "{}") as { memoryPages: { path: string; content: string }[] };
+    expect(packet.memoryPages.map((p) => p.path)).toEqual(["decisions/offsite-venue"]);
+    expect(packet.memoryPages[0]?.content).toBe(page);
+    expect(chain[0]?.body.content.salientFacts.memoryRefs.map((r) => r.path)).toEqual(["decisions/offsite-venue"]);
+    expect(chain[0]?.body.content.degraded).toBe(false);
+  });
+
   it("activates an established conversation with a bounded frontier", async () => {
     const conversation = freshConversation();
     const agentId = freshAgent();
