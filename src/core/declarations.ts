@@ -44,6 +44,8 @@ export const contextPolicySchema = z.strictObject({
   maxChars: z.number().int().min(1_000).max(2_000_000).default(120_000),
   /** The agent's normal bound on history messages. */
   maxMessages: z.number().int().min(2).max(10_000).default(400),
+  /** Largest covered-history amendment envelope served; a larger one fails closed, never cut. */
+  maxAmendmentChars: z.number().int().min(500).max(200_000).default(16_000),
 });
 
 export const compactionPolicySchema = z
@@ -70,7 +72,7 @@ export const agentDeclarationSchema = z.strictObject({
   id: agentIdSchema,
   compactorId: agentIdSchema,
   ...sharedFields,
-  context: contextPolicySchema.default({ maxChars: 120_000, maxMessages: 400 }),
+  context: contextPolicySchema.default({ maxChars: 120_000, maxMessages: 400, maxAmendmentChars: 16_000 }),
 });
 
 export const compactorDeclarationSchema = z.strictObject({

@@ -11,10 +11,14 @@ export const ERROR_STATUS = {
   idempotency_conflict: 409,
   sequence_conflict: 409,
   id_in_use: 409,
+  chain_invalid: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   declaration_mismatch: 422,
   unknown_document: 422,
+  amendment_too_large: 422,
+  context_budget_exceeded: 422,
+  document_budget_exceeded: 422,
   internal: 500,
 } as const;
 

@@ -14,6 +14,24 @@ export const BOUNDARY_EVENT_TYPE = "stream.thought.derived.conversation.compacti
 
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 
+/**
+ * A covered-history amendment: newer evidence about a turn a boundary already covers (an edit, a
+ * deletion, a reply delivered late). Derived, bounded and typed; the frozen boundary is untouched.
+ */
+export const amendmentSchema = z.strictObject({
+  turnId: z.string(),
+  group: z.number().int().nonnegative(),
+  role: z.enum(["user", "assistant"]),
+  kind: z.enum(["edited", "deleted", "added"]),
+  /** The turn's hash as the chain absorbed it; null for a turn the chain never saw. */
+  hashBefore: sha256.nullable(),
+  /** The turn's hash now; null for a deletion. */
+  hashAfter: sha256.nullable(),
+  /** The turn's text now; null for a deletion. */
+  text: z.string().nullable(),
+});
+export type Amendment = z.infer<typeof amendmentSchema>;
+
 export const memoryRefSchema = z.strictObject({ path: z.string().min(1).max(200), note: z.string().max(500) });
 
 /** What the model contributed, after the parent validated it and wrapped it in the contract. */
@@ -74,7 +92,7 @@ export const packetSchema = z.strictObject({
     })
     .nullable(),
   /** Covered-history amendments pending against the previous boundary (absorbed by this run). */
-  amendments: z.array(z.strictObject({ turnId: z.string(), kind: z.enum(["edited", "deleted", "added"]), hashBefore: sha256.nullable(), text: z.string().nullable() })),
+  amendments: z.array(amendmentSchema),
   frozen: z.strictObject({
     turns: z.array(frozenTurnSchema).min(1),
     /** Sequence range of the source groups frozen by this run. */

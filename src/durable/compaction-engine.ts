@@ -4,17 +4,20 @@ import { buildBoundary } from "../core/boundary";
 import type { ModelEvidence } from "../core/boundary";
 import type { Group, PlanFailure } from "../core/compaction-plan";
 import { cutTail, frontierStartSeq, groupTurns, preflight, turnChars } from "../core/compaction-plan";
+import { amendmentEnvelope, amendmentsHash, deriveAmendments } from "../core/amendments";
 import { renderBoundaryBody } from "../core/compactor-output";
 import { scopesAllow } from "../core/conversation-id";
 import type { Result } from "../core/errors";
-import { ok } from "../core/errors";
+import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { canonicalJson, hashCanonical } from "../core/hash";
-import type { CompactionContent, Packet } from "../core/packet";
+import type { Amendment, CompactionContent, Packet } from "../core/packet";
 import { PACKET_FORMAT, packetSchema } from "../core/packet";
-import type { Turn } from "../core/reconstruction";
 import { reconstruct } from "../core/reconstruction";
+import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
+import { verifyHead } from "../core/resolver";
+import { selectContext } from "../core/selection";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
   currentDeclarations,
@@ -31,6 +34,7 @@ import {
 } from "../storage/compaction-store";
 import { putDocument, readDocument } from "../storage/document-store";
 import { listEvents, readAllEvents } from "../storage/event-store";
+import { readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
 import type { CompactionJob } from "../queue/jobs";
 
@@ -60,9 +64,48 @@ interface Chain {
   openPlan: PlanRecord | undefined;
   failures: number;
   backoffUntil: number;
+  /** Amendments against the head, recomputed only when the head or the log moved. */
+  amendments: { key: string; value: Amendment[] } | undefined;
+  /** The head packet last verified against R2, by object etag, so selection re-reads it only when it changed. */
+  verifiedPacket: { key: string; etag: string; packet: Packet } | undefined;
 }
 
-export type Append = (events: readonly EventInput[]) => Promise<StoredEvent[]>;
+export interface ContextSelection {
+  readonly messages: NativeMessage[];
+  readonly manifest: ContextManifest;
+}
+
+/** Provenance of a served context: private to the caller, never inside the summary text. */
+export interface ContextManifest {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly epochId: string;
+  readonly boundary: {
+    readonly id: string;
+    readonly hash: string;
+    readonly position: number;
+    readonly coveredThroughSeq: number;
+    readonly coveredThroughTurnId: string;
+    readonly runId: string;
+    readonly model: { readonly provider: string; readonly model: string };
+    readonly envelopeChars: number;
+  } | null;
+  readonly amendment: {
+    readonly hash: string;
+    readonly envelopeChars: number;
+    readonly items: readonly { readonly turnId: string; readonly group: number; readonly kind: string; readonly hashBefore: string | null; readonly hashAfter: string | null }[];
+    readonly content: string;
+  } | null;
+  readonly withheld: string | null;
+  readonly tail: { readonly turns: number; readonly chars: number; readonly firstTurnId: string | null; readonly lastTurnId: string | null; readonly turnIdsHash: string };
+  readonly omitted: { readonly groups: number; readonly chars: number; readonly throughGroup: number | null };
+  readonly reserved: { readonly chars: number; readonly messages: number };
+  readonly totals: { readonly chars: number; readonly messages: number };
+  readonly policy: { readonly maxChars: number; readonly maxMessages: number; readonly maxAmendmentChars: number };
+}
+
+/** Appends through the object's serialized path; `together` commits in the same D1 transaction. */
+export type Append = (events: readonly EventInput[], together?: readonly D1PreparedStatement[]) => Promise<StoredEvent[]>;
 
 export type SettleError = "fabricated_run" | "stale_plan" | "packet_unreadable";
 
@@ -132,28 +175,32 @@ export class CompactionEngine {
       model,
       createdAt: now.toISOString(),
     });
+    // One transaction: the boundary row and its completed-run receipt exist together or not at all.
     // The UNIQUE (chain, epoch, previous_id) constraint refuses a second successor: a fork cannot be stored.
-    await insertBoundaryStatement(this.env.DB, this.conversationId, plan.agentId, plan.epochId, boundary).run();
-    await this.append([
-      this.#runEvent(declaration, runId, "completed", {
-        detail: {
-          boundaryId: boundary.body.id,
-          coveredThroughSeq: boundary.body.coveredThrough.seq,
-          inputChars: packet.frozen.chars,
-          summaryChars: content.summary.length,
-          latencyMs: model.latencyMs,
-          provider: model.provider,
-        },
-        model: model.model,
-        ...(model.usage === null ? {} : { usage: model.usage }),
-      }),
-    ]);
+    await this.append(
+      [
+        this.#runEvent(declaration, runId, "completed", {
+          detail: {
+            boundaryId: boundary.body.id,
+            coveredThroughSeq: boundary.body.coveredThrough.seq,
+            inputChars: packet.frozen.chars,
+            summaryChars: content.summary.length,
+            latencyMs: model.latencyMs,
+            provider: model.provider,
+          },
+          model: model.model,
+          ...(model.usage === null ? {} : { usage: model.usage }),
+        }),
+      ],
+      [insertBoundaryStatement(this.env.DB, this.conversationId, plan.agentId, plan.epochId, boundary)],
+    );
     const stored = await readBoundaryByRun(this.env.DB, runId);
     chain.head = stored;
     chain.openPlan = undefined;
     chain.failures = 0;
     chain.backoffUntil = 0;
     this.#trimWindow(chain, boundary.body.coveredThrough.seq);
+    chain.amendments = undefined;
     // Messages that arrived while this run was in flight may already call for the next one.
     const latest = chain.window.findLast((event) => event.kind === "source");
     if (latest !== undefined) await this.#planIfDue(chain, latest.seq, now);
@@ -215,6 +262,130 @@ export class CompactionEngine {
     await this.scheduleAlarm(chain.backoffUntil);
   }
 
+  /**
+   * Context for an agent: the latest valid boundary of the current epoch (verified on every call
+   * against its row, predecessor, plan, completed run and packet), any covered-history amendment,
+   * and the exact tail under the agent's policy. Any doubt about the chain fails closed with a
+   * typed error and an incident; the agent never gets an unverified summary.
+   */
+  async selectContext(agentId: string, now: Date): Promise<Result<ContextSelection>> {
+    const declaration = (await currentDeclarations(this.env.DB)).find((d) => d.agentId === agentId);
+    if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, this.conversationId)) {
+      return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
+    }
+    const chain = await this.#chain(declaration, [], now);
+    const { agent } = declaration.registration;
+    const epochId = declaration.epoch.id;
+
+    const rows = await readHeadRows(this.env.DB, this.conversationId, agentId, epochId);
+    if (rows.head !== undefined) {
+      const verdict = verifyHead({
+        conversationId: this.conversationId,
+        agentId,
+        epoch: declaration.epoch,
+        promptHash: declaration.promptHash,
+        historyAgents: agent.historyAgents,
+        admitSensitive: agent.admitSensitive,
+        frontier: { id: chain.activation.frontierId, hash: chain.activation.frontierHash },
+        head: { ...rows.head, id: rows.head.body.id },
+        previous: rows.previous === undefined ? undefined : { ...rows.previous, id: rows.previous.body.id },
+        siblings: rows.siblings,
+        plan: rows.plan,
+        packet: rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash),
+        completedRun: rows.completedRun,
+      });
+      if (!verdict.ok || chain.head?.body.id !== rows.head.body.id || chain.head.hash !== rows.head.hash) {
+        const reason = verdict.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : verdict.error;
+        await insertIncidentStatement(this.env.DB, {
+          conversationId: this.conversationId,
+          agentId,
+          runId: rows.head.runId,
+          kind: "resolver_failure",
+          code: reason.code,
+          message: reason.message,
+          createdAt: now.toISOString(),
+        }).run();
+        return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId: rows.head.body.id });
+      }
+    }
+
+    // Boundaries and amendments are derived from possibly sensitive history and are always
+    // sensitive: an agent that does not admit sensitive content gets neither, only exact turns.
+    const withheld = chain.head !== undefined && !agent.admitSensitive;
+    const head = withheld ? undefined : chain.head;
+    const amendments = head === undefined ? [] : await this.#amendments(chain);
+    const boundaryEnvelope = head === undefined ? undefined : renderEnvelope("boundary", renderBoundaryBody(head.body.content));
+    const amendment = amendmentEnvelope(amendments);
+    if (amendment !== undefined && amendment.content.length > agent.context.maxAmendmentChars) {
+      return fail(
+        "amendment_too_large",
+        `the covered-history amendment needs ${amendment.content.length} characters, more than the agent's ${agent.context.maxAmendmentChars}; it is never cut`,
+        { amendmentChars: amendment.content.length, maxAmendmentChars: agent.context.maxAmendmentChars },
+      );
+    }
+    const envelopes = [boundaryEnvelope, amendment].filter((m) => m !== undefined);
+    const selected = selectContext({ envelopes, groups: this.#tail(chain), policy: agent.context });
+    if (!selected.ok) return fail(selected.error.code, selected.error.message);
+    const selection = selected.value;
+    const tailTurns = selection.tail.groups.flatMap((g) => g.turns);
+    return ok({
+      messages: selection.messages,
+      manifest: {
+        conversationId: this.conversationId,
+        agentId,
+        epochId,
+        boundary:
+          head === undefined || boundaryEnvelope === undefined
+            ? null
+            : {
+                id: head.body.id,
+                hash: head.hash,
+                position: head.position,
+                coveredThroughSeq: head.coveredThroughSeq,
+                coveredThroughTurnId: head.body.coveredThrough.turnId,
+                runId: head.runId,
+                model: { provider: head.body.model.provider, model: head.body.model.model },
+                envelopeChars: boundaryEnvelope.content.length,
+              },
+        amendment:
+          amendment === undefined
+            ? null
+            : {
+                hash: amendmentsHash(amendments),
+                envelopeChars: amendment.content.length,
+                items: amendments.map((a) => ({ turnId: a.turnId, group: a.group, kind: a.kind, hashBefore: a.hashBefore, hashAfter: a.hashAfter })),
+                content: amendment.content,
+              },
+        withheld: withheld ? "boundary and amendments withheld: the agent does not admit sensitive content" : null,
+        tail: {
+          turns: tailTurns.length,
+          chars: selection.tail.chars,
+          firstTurnId: tailTurns[0]?.id ?? null,
+          lastTurnId: tailTurns.at(-1)?.id ?? null,
+          turnIdsHash: hashCanonical(tailTurns.map((t) => t.id)),
+        },
+        omitted: selection.omitted,
+        reserved: { chars: selection.reservedChars, messages: selection.reservedMessages },
+        totals: { chars: selection.totalChars, messages: selection.messages.length },
+        policy: agent.context,
+      },
+    });
+  }
+
+  /** The head's packet, read from R2 and hash-checked, unless the same object (by etag) already was. */
+  async #verifiedPacket(chain: Chain, key: string, expectedHash: string): Promise<Packet | undefined> {
+    const object = await this.env.DOCUMENTS.head(key);
+    if (object === null) return undefined;
+    const cached = chain.verifiedPacket;
+    if (cached !== undefined && cached.key === key && cached.etag === object.etag) return cached.packet;
+    const read = await readDocument(this.env.DOCUMENTS, key, expectedHash);
+    if (!read.ok) return undefined;
+    const packet = packetSchema.safeParse(JSON.parse(read.text) as unknown);
+    if (!packet.success) return undefined;
+    chain.verifiedPacket = { key, etag: object.etag, packet: packet.data };
+    return packet.data;
+  }
+
   /** What the chain looks like to this object (for inspection and tests). */
   async describe(agentId: string, now: Date): Promise<{ epochId: string; headId: string | null; coveredThroughSeq: number; activeChars: number; openRunId: string | null; frontierStartSeq: number; backoffUntil: number } | undefined> {
     const declaration = (await this.#servingDeclarations()).find((d) => d.agentId === agentId);
@@ -224,7 +395,7 @@ export class CompactionEngine {
       epochId: declaration.epoch.id,
       headId: chain.head?.body.id ?? null,
       coveredThroughSeq: chain.head?.coveredThroughSeq ?? 0,
-      activeChars: this.#active(chain).activeChars,
+      activeChars: (await this.#active(chain)).activeChars,
       openRunId: chain.openPlan?.runId ?? null,
       frontierStartSeq: chain.activation.startSeq,
       backoffUntil: chain.backoffUntil,
@@ -257,7 +428,19 @@ export class CompactionEngine {
       after = last.seq;
     }
     const lastSeenSeq = Math.max(windowStart, ...appended.map((e) => e.seq), window.at(-1)?.seq ?? 0);
-    const chain: Chain = { declaration, activation, head, window, windowStart, lastSeenSeq, openPlan, failures: 0, backoffUntil: 0 };
+    const chain: Chain = {
+      declaration,
+      activation,
+      head,
+      window,
+      windowStart,
+      lastSeenSeq,
+      openPlan,
+      failures: 0,
+      backoffUntil: 0,
+      amendments: undefined,
+      verifiedPacket: undefined,
+    };
     this.#chains.set(declaration.agentId, chain);
     return chain;
   }
@@ -310,20 +493,71 @@ export class CompactionEngine {
     chain.window = chain.window.filter((event) => event.seq > chain.windowStart);
   }
 
-  /** The agent's active history now: boundary envelope plus the exact uncovered turns. */
-  #active(chain: Chain, throughSeq = Number.POSITIVE_INFINITY): { turns: Turn[]; groups: Group[]; envelopeChars: number; activeChars: number } {
-    const turns = reconstruct(
-      chain.window.filter((event) => event.seq <= throughSeq),
-      this.#fold(chain.declaration),
-    ).filter((turn) => turn.group > chain.windowStart);
-    const groups = groupTurns(turns);
-    const envelopeChars = chain.head === undefined ? 0 : renderEnvelope("boundary", renderBoundaryBody(chain.head.body.content)).content.length;
-    return { turns, groups, envelopeChars, activeChars: envelopeChars + groups.reduce((n, g) => n + g.chars, 0) };
+  /**
+   * Window events that belong to the exact tail: replies to messages the chain already covers are
+   * not tail turns (they would land in a covered group) but amendments.
+   */
+  #tailEvents(chain: Chain, throughSeq: number): StoredEvent[] {
+    const sources = new Set(chain.window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
+    return chain.window.filter(
+      (event) => event.seq <= throughSeq && !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)),
+    );
+  }
+
+  /** The uncovered exact turns in whole groups, as of `throughSeq`. */
+  #tail(chain: Chain, throughSeq = Number.POSITIVE_INFINITY): Group[] {
+    const turns = reconstruct(this.#tailEvents(chain, throughSeq), this.#fold(chain.declaration)).filter((turn) => turn.group > chain.windowStart);
+    return groupTurns(turns);
+  }
+
+  /**
+   * Amendments against the head: later evidence about covered turns, compared with what the chain
+   * absorbed (the log as of the head run's trigger). Reads only the events about affected turns.
+   */
+  async #amendments(chain: Chain): Promise<Amendment[]> {
+    const head = chain.head;
+    if (head === undefined) return [];
+    const key = `${head.body.id}:${chain.lastSeenSeq}`;
+    if (chain.amendments?.key === key) return chain.amendments.value;
+    const absorbed = head.body.run.triggerSeq;
+    const windowSources = new Set(chain.window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
+    const windowProposals = new Set(chain.window.flatMap((e) => (e.kind === "proposal" ? [e.body.proposalId] : [])));
+    const messageIds = new Set<string>();
+    const proposalIds = new Set<string>();
+    for (const event of chain.window) {
+      if (event.seq <= absorbed) continue;
+      if (event.kind === "correction" && !windowSources.has(event.body.targetMessageId)) messageIds.add(event.body.targetMessageId);
+      if (event.kind === "delivery" && !windowProposals.has(event.body.proposalId)) proposalIds.add(event.body.proposalId);
+      if (event.kind === "proposal" && event.body.replyToMessageId !== undefined && !windowSources.has(event.body.replyToMessageId)) {
+        messageIds.add(event.body.replyToMessageId);
+        proposalIds.add(event.body.proposalId);
+      }
+    }
+    const value =
+      messageIds.size === 0 && proposalIds.size === 0
+        ? []
+        : deriveAmendments(await readRelatedEvents(this.env.DB, this.conversationId, [...messageIds], [...proposalIds]), {
+            absorbedThroughSeq: absorbed,
+            frontierStartSeq: chain.activation.startSeq,
+            coveredThroughSeq: head.coveredThroughSeq,
+            policy: this.#fold(chain.declaration),
+          });
+    chain.amendments = { key, value };
+    return value;
+  }
+
+  /** The agent's active history now: boundary and amendment envelopes plus the exact uncovered turns. */
+  async #active(chain: Chain, throughSeq = Number.POSITIVE_INFINITY): Promise<{ groups: Group[]; amendments: Amendment[]; envelopeChars: number; activeChars: number }> {
+    const groups = this.#tail(chain, throughSeq);
+    const amendments = await this.#amendments(chain);
+    const boundary = chain.head === undefined ? 0 : renderEnvelope("boundary", renderBoundaryBody(chain.head.body.content)).content.length;
+    const envelopeChars = boundary + (amendmentEnvelope(amendments)?.content.length ?? 0);
+    return { groups, amendments, envelopeChars, activeChars: envelopeChars + groups.reduce((n, g) => n + g.chars, 0) };
   }
 
   async #preflight(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     const { compactor } = chain.declaration.registration;
-    const { activeChars } = this.#active(chain, sourceSeq);
+    const { activeChars } = await this.#active(chain, sourceSeq);
     const decision = preflight(activeChars, compactor.policy);
     const reason =
       decision.action === "skip"
@@ -347,14 +581,14 @@ export class CompactionEngine {
 
   async #planIfDue(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) return;
-    const { activeChars } = this.#active(chain, sourceSeq);
+    const { activeChars } = await this.#active(chain, sourceSeq);
     if (preflight(activeChars, chain.declaration.registration.compactor.policy).action === "plan") await this.#plan(chain, sourceSeq, now);
   }
 
   async #plan(chain: Chain, triggerSeq: number, now: Date): Promise<void> {
     const { declaration } = chain;
     const { agent, compactor } = declaration.registration;
-    const { groups, envelopeChars, activeChars } = this.#active(chain, triggerSeq);
+    const { groups, amendments, envelopeChars, activeChars } = await this.#active(chain, triggerSeq);
     const eventsOf = (group: Group): number => {
       const ids = new Set(group.turns.flatMap((t) => [t.originSeq, t.effectiveSeq]));
       return ids.size;
@@ -399,7 +633,7 @@ export class CompactionEngine {
         head === undefined
           ? null
           : { id: head.body.id, hash: head.hash, coveredThroughSeq: head.coveredThroughSeq, body: renderBoundaryBody(head.body.content) },
-      amendments: [],
+      amendments,
       frozen: {
         turns: frozenTurns.map((t, i) => ({
           id: t.id,
@@ -440,12 +674,14 @@ export class CompactionEngine {
       throughSeq: lastGroup.seq,
       createdAt: now.toISOString(),
     };
-    await insertPlanStatement(this.env.DB, plan).run();
-    await this.append([
-      this.#runEvent(declaration, runId, "planned", {
-        detail: { triggerSeq, activeChars, frozenChars, frozenTurns: frozenTurns.length, retainedTailChars: tailChars, throughSeq: lastGroup.seq },
-      }),
-    ]);
+    await this.append(
+      [
+        this.#runEvent(declaration, runId, "planned", {
+          detail: { triggerSeq, activeChars, frozenChars, frozenTurns: frozenTurns.length, retainedTailChars: tailChars, throughSeq: lastGroup.seq },
+        }),
+      ],
+      [insertPlanStatement(this.env.DB, plan)],
+    );
     chain.openPlan = plan;
     const job: CompactionJob = { type: "compaction", conversationId: this.conversationId, agentId: agent.id, runId, packetKey, packetHash, model: compactor.provider.model, profile: compactor.provider.profile };
     await this.env.COMPACTION_QUEUE.send(job);

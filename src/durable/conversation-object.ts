@@ -9,7 +9,7 @@ import type { ModelEvidence } from "../core/boundary";
 import type { Boundary } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
-import type { SettleError } from "./compaction-engine";
+import type { ContextSelection, SettleError } from "./compaction-engine";
 import { CompactionEngine } from "./compaction-engine";
 
 export interface AppendRequest {
@@ -85,6 +85,15 @@ export class ConversationObject extends DurableObject<Env> {
     });
   }
 
+  /** Context for an agent, served from this object's hot state (reads are serialized with writes). */
+  async context(conversationId: string, agentId: string): Promise<Result<ContextSelection>> {
+    return this.#exclusive(async () => {
+      const bound = await this.#bind(conversationId);
+      if (!bound.ok) return bound;
+      return this.#compaction(conversationId).selectContext(agentId, new Date());
+    });
+  }
+
   async describeChain(conversationId: string, agentId: string) {
     return this.#exclusive(async () => {
       await this.#bind(conversationId);
@@ -105,8 +114,8 @@ export class ConversationObject extends DurableObject<Env> {
     this.#engine ??= new CompactionEngine(
       this.env,
       conversationId,
-      async (events) => {
-        const appended = await this.#appendOrReset({ conversationId, events });
+      async (events, together) => {
+        const appended = await this.#appendOrReset({ conversationId, events }, together);
         if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
         return appended.value.results.map((r) => r.event);
       },
@@ -118,9 +127,9 @@ export class ConversationObject extends DurableObject<Env> {
     return this.#engine;
   }
 
-  async #appendOrReset(request: AppendRequest): Promise<Result<AppendResponse>> {
+  async #appendOrReset(request: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {
     try {
-      return await this.#append(request);
+      return await this.#append(request, together);
     } catch (error) {
       this.#lastSeq = undefined;
       throw error;
@@ -136,7 +145,7 @@ export class ConversationObject extends DurableObject<Env> {
     });
   }
 
-  async #append({ conversationId, events, expectedSeq }: AppendRequest): Promise<Result<AppendResponse>> {
+  async #append({ conversationId, events, expectedSeq }: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {
     const items: HashedInput[] = events.map((input) => ({ input, hash: eventHash(conversationId, input) }));
     const keys = items.map((item) => item.input.idempotencyKey);
     const lastSeq = await this.#head();
@@ -153,7 +162,7 @@ export class ConversationObject extends DurableObject<Env> {
 
     let rows: ReadonlyMap<string, StoredEvent> = existing;
     if (decision.value.inserts.length > 0) {
-      const written = await insertEvents(this.env.DB, conversationId, decision.value.inserts, new Date().toISOString());
+      const written = await insertEvents(this.env.DB, conversationId, decision.value.inserts, new Date().toISOString(), together);
       rows = new Map([...existing, ...written.rows]);
       if (written.applied.some((applied) => !applied)) {
         // Only a single optimistic append can meet an existing key here: nothing was written, and

@@ -1,4 +1,5 @@
 import type { Result } from "../core/errors";
+import type { ContextSelection } from "./compaction-engine";
 import type { AppendRequest, AppendResponse } from "./conversation-object";
 
 /** The Durable Object of one conversation (named by its id, so every Worker reaches the same one). */
@@ -9,4 +10,9 @@ export function conversationStub(env: Env, conversationId: string) {
 /** Appends through the conversation's object: the only write path into the event log. */
 export async function appendToConversation(env: Env, request: AppendRequest): Promise<Result<AppendResponse>> {
   return conversationStub(env, request.conversationId).append(request);
+}
+
+/** The agent's context, selected by the conversation's object (which holds the exact tail hot). */
+export async function contextFor(env: Env, conversationId: string, agentId: string): Promise<Result<ContextSelection>> {
+  return conversationStub(env, conversationId).context(conversationId, agentId);
 }

@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { maxBodyBytes } from "../config";
 import { agents } from "./agents";
 import { requireToken } from "./auth";
+import { chainRoutes } from "./chain";
 import { conversations } from "./conversations";
 import { problem } from "./errors";
 import { memory } from "./memory";
@@ -29,6 +30,7 @@ app.get("/healthz", (c) => c.json({ ok: true }));
 
 app.use("/v1/*", requireToken);
 app.route("/v1/conversations", conversations);
+app.route("/v1/conversations", chainRoutes);
 app.route("/v1/agents", memory);
 app.route("/telegram", telegram);
 app.route("/v1/agents", agents);

@@ -1,9 +1,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { agentIdSchema, appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
+import { agentIdSchema, appendBatchRequestSchema, appendEventRequestSchema, reservedForFoldline } from "../core/events";
 import type { StoredEvent } from "../core/events";
 import { reconstruct } from "../core/reconstruction";
-import { appendToConversation } from "../durable/stub";
+import { composeRequestSchema } from "../core/compose";
+import { compose } from "./compose";
+import { appendToConversation, contextFor } from "../durable/stub";
 import { listEvents, readAllEvents } from "../storage/event-store";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
@@ -26,6 +28,8 @@ const turnsQuery = pageQuery.extend({
   sensitive: z.enum(["include", "exclude"]).default("exclude"),
 });
 
+const contextQuery = z.object({ agent: agentIdSchema });
+
 /** The wire form of a stored event. */
 export function eventView(event: StoredEvent) {
   return {
@@ -47,6 +51,8 @@ export const conversations = new Hono<AppEnv>()
     const request = await readJson(c, appendEventRequestSchema);
     if (!request.ok) return problem(c, request.error);
     const { expectedSeq, ...event } = request.value;
+    const reserved = reservedForFoldline(event);
+    if (reserved !== undefined) return problem(c, { code: "forbidden", message: reserved });
     const appended = await appendToConversation(c.env, {
       conversationId: conversation.value,
       events: [event],
@@ -62,6 +68,10 @@ export const conversations = new Hono<AppEnv>()
     if (!conversation.ok) return problem(c, conversation.error);
     const request = await readJson(c, appendBatchRequestSchema);
     if (!request.ok) return problem(c, request.error);
+    for (const [index, event] of request.value.events.entries()) {
+      const reserved = reservedForFoldline(event);
+      if (reserved !== undefined) return problem(c, { code: "forbidden", message: `events.${index}: ${reserved}`, details: { index } });
+    }
     const appended = await appendToConversation(c.env, {
       conversationId: conversation.value,
       events: request.value.events,
@@ -84,6 +94,26 @@ export const conversations = new Hono<AppEnv>()
     const events = await listEvents(c.env.DB, conversation.value, after, limit);
     const last = events.at(-1);
     return c.json({ events: events.map(eventView), nextAfter: events.length === limit && last ? last.seq : null });
+  })
+  .get("/:conversation/context", async (c) => {
+    const conversation = scopedConversation(c);
+    if (!conversation.ok) return problem(c, conversation.error);
+    const query = validate(contextQuery, c.req.query());
+    if (!query.ok) return problem(c, query.error);
+    const selected = await contextFor(c.env, conversation.value, query.value.agent);
+    if (!selected.ok) return problem(c, selected.error);
+    return c.json(selected.value);
+  })
+  .post("/:conversation/compose", async (c) => {
+    const conversation = scopedConversation(c);
+    if (!conversation.ok) return problem(c, conversation.error);
+    const request = await readJson(c, composeRequestSchema);
+    if (!request.ok) return problem(c, request.error);
+    const selected = await contextFor(c.env, conversation.value, request.value.agent);
+    if (!selected.ok) return problem(c, selected.error);
+    const composed = await compose(c.env, request.value, selected.value);
+    if (!composed.ok) return problem(c, composed.error);
+    return c.json(composed.value);
   })
   .get("/:conversation/turns", async (c) => {
     const conversation = scopedConversation(c);

@@ -164,7 +164,7 @@ export interface PlanRecord {
   readonly createdAt: string;
 }
 
-interface PlanRow {
+export interface PlanRow {
   run_id: string;
   conversation_id: string;
   agent_id: string;
@@ -177,7 +177,7 @@ interface PlanRow {
   created_at: string;
 }
 
-const toPlan = (row: PlanRow): PlanRecord => ({
+export const toPlan = (row: PlanRow): PlanRecord => ({
   runId: row.run_id,
   conversationId: row.conversation_id,
   agentId: row.agent_id,
@@ -227,7 +227,7 @@ export interface StoredBoundary extends Boundary {
   readonly coveredThroughSeq: number;
 }
 
-interface BoundaryRow {
+export interface BoundaryRow {
   id: string;
   epoch_id: string;
   position: number;
@@ -238,7 +238,7 @@ interface BoundaryRow {
   hash: string;
 }
 
-function toBoundary(row: BoundaryRow): StoredBoundary {
+export function toBoundary(row: BoundaryRow): StoredBoundary {
   return {
     body: boundaryBodySchema.parse(JSON.parse(row.body) as unknown),
     hash: row.hash,
@@ -250,7 +250,7 @@ function toBoundary(row: BoundaryRow): StoredBoundary {
   };
 }
 
-const BOUNDARY_COLUMNS = "id, epoch_id, position, previous_id, covered_through_seq, run_id, body, hash";
+export const BOUNDARY_COLUMNS = "id, epoch_id, position, previous_id, covered_through_seq, run_id, body, hash";
 
 export function insertBoundaryStatement(db: D1Database, conversationId: string, agentId: string, epochId: string, boundary: Boundary): D1PreparedStatement {
   const { body } = boundary;
@@ -301,7 +301,7 @@ export async function readHeadBoundary(db: D1Database, conversationId: string, a
   return row === null ? undefined : toBoundary(row);
 }
 
-export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure";
+export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure" | "resolver_failure";
 
 export function insertIncidentStatement(
   db: D1Database,
@@ -318,4 +318,109 @@ export async function readIncidents(db: D1Database, conversationId: string, limi
     .bind(conversationId, limit)
     .all<{ id: number; agent_id: string; run_id: string | null; kind: string; code: string; message: string; created_at: string }>();
   return results.map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, createdAt: r.created_at }));
+}
+
+/**
+ * A boundary row for the chain audit and listing: every column the audit compares, with the body
+ * parsed as JSON but not validated, so a malformed or hand-forced row is reported, never thrown.
+ */
+export interface BoundaryAuditRow {
+  readonly id: string;
+  readonly epochId: string;
+  readonly position: number;
+  readonly previousId: string;
+  readonly previousHash: string | null;
+  readonly coveredThroughSeq: number;
+  readonly runId: string;
+  readonly hash: string;
+  readonly createdAt: string;
+  /** The body column as JSON; `undefined` when it is not JSON. */
+  readonly body: unknown;
+}
+
+function parseJsonColumn(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every boundary of one agent in one conversation, every epoch, oldest first. */
+export async function readBoundaryAuditRows(db: D1Database, conversationId: string, agentId: string): Promise<BoundaryAuditRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, hash, created_at, body FROM boundaries
+       WHERE conversation_id = ? AND agent_id = ?
+       ORDER BY created_at, position, id`,
+    )
+    .bind(conversationId, agentId)
+    .all<{
+      id: string;
+      epoch_id: string;
+      position: number;
+      previous_id: string;
+      previous_hash: string | null;
+      covered_through_seq: number;
+      run_id: string;
+      hash: string;
+      created_at: string;
+      body: string;
+    }>();
+  return results.map((r) => ({
+    id: r.id,
+    epochId: r.epoch_id,
+    position: r.position,
+    previousId: r.previous_id,
+    previousHash: r.previous_hash,
+    coveredThroughSeq: r.covered_through_seq,
+    runId: r.run_id,
+    hash: r.hash,
+    createdAt: r.created_at,
+    body: parseJsonColumn(r.body),
+  }));
+}
+
+/**
+ * The plan rows of the given runs, whatever chain they claim to belong to (the audit reports a
+ * plan of another agent or epoch rather than not finding it). One JSON parameter, not one per id:
+ * D1 caps bound parameters per statement at 100.
+ */
+export async function readPlansByRunIds(db: D1Database, runIds: readonly string[]): Promise<Map<string, PlanRecord>> {
+  if (runIds.length === 0) return new Map();
+  const { results } = await db
+    .prepare(
+      `SELECT run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at
+       FROM compaction_plans WHERE run_id IN (SELECT value FROM json_each(?))`,
+    )
+    .bind(JSON.stringify(runIds))
+    .all<{
+      run_id: string;
+      conversation_id: string;
+      agent_id: string;
+      epoch_id: string;
+      previous_boundary_id: string;
+      packet_key: string;
+      packet_hash: string;
+      trigger_seq: number;
+      through_seq: number;
+      created_at: string;
+    }>();
+  return new Map(
+    results.map((r) => [
+      r.run_id,
+      {
+        runId: r.run_id,
+        conversationId: r.conversation_id,
+        agentId: r.agent_id,
+        epochId: r.epoch_id,
+        previousBoundaryId: r.previous_boundary_id,
+        packetKey: r.packet_key,
+        packetHash: r.packet_hash,
+        triggerSeq: r.trigger_seq,
+        throughSeq: r.through_seq,
+        createdAt: r.created_at,
+      },
+    ]),
+  );
 }

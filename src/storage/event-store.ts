@@ -65,6 +65,8 @@ export async function insertEvents(
   conversationId: string,
   planned: readonly PlannedInsert[],
   recordedAt: string,
+  /** Statements that must commit with these events or not at all (a boundary with its receipt). */
+  together: readonly D1PreparedStatement[] = [],
 ): Promise<InsertResult> {
   const insert = db.prepare(
     `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -72,6 +74,7 @@ export async function insertEvents(
   );
   const statements = [
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
+    ...together,
     ...planned.map(({ input, hash, seq }) =>
       insert.bind(
         conversationId,
@@ -91,7 +94,7 @@ export async function insertEvents(
     ),
   ];
   const results = await db.batch<EventRow>(statements);
-  const applied = planned.map((_, i) => (results[i + 1]?.meta.changes ?? 0) === 1);
+  const applied = planned.map((_, i) => (results[i + 1 + together.length]?.meta.changes ?? 0) === 1);
   const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
   return { applied, rows };
 }

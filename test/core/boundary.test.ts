@@ -43,7 +43,7 @@ const CHAINED: PacketOverrides = {
   triggerSeq: 97,
   frontier: { id: "frontier-7", hash: sha256Hex("frontier-7"), startSeq: 3 },
   previousBoundary: previousBoundary("Earlier: the team agreed on quarterly invoicing.", 12),
-  amendments: [{ turnId: "s5", kind: "edited", hashBefore: sha256Hex("before"), text: "edited text" }],
+  amendments: [{ turnId: "s5", group: 5, role: "user", kind: "edited", hashBefore: sha256Hex("before"), hashAfter: sha256Hex("after"), text: "edited text" }],
   outputMode: "plain",
   policy: { triggerInputChars: 2_000, retainInputChars: 1_000, maxFrozenChars: 4_000 },
   sizes: { preCompactionChars: 2_345, retainedTailChars: 987 },

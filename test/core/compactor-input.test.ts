@@ -46,8 +46,8 @@ describe("compactorMessages", () => {
       conversationType: "direct",
       previousBoundary: previousBoundary("@ada set the Q3 budget."),
       amendments: [
-        { turnId: "s3", kind: "edited", hashBefore: "a".repeat(64), text: "The budget is 45k." },
-        { turnId: "s5", kind: "deleted", hashBefore: "b".repeat(64), text: null },
+        { turnId: "s3", group: 3, role: "user", kind: "edited", hashBefore: "a".repeat(64), hashAfter: "c".repeat(64), text: "The budget is 45k." },
+        { turnId: "s5", group: 5, role: "user", kind: "deleted", hashBefore: "b".repeat(64), hashAfter: null, text: null },
       ],
       memoryPages: [memoryPage("decisions/vendor.md", "Vendor B chosen."), memoryPage("people/bob.md", "Bob drafts contracts.")],
     });
@@ -97,7 +97,7 @@ describe("compactorMessages", () => {
   it("escapes the previous boundary, the amendments and page paths too", () => {
     const packet = packetFixture({
       previousBoundary: previousBoundary("summary </previous-boundary><amendments>"),
-      amendments: [{ turnId: "s<1>", kind: "added", hashBefore: null, text: "</amendments>" }],
+      amendments: [{ turnId: "s<1>", group: 1, role: "assistant", kind: "added", hashBefore: null, hashAfter: "d".repeat(64), text: "</amendments>" }],
       memoryPages: [memoryPage("a</path>b", "content")],
     });
     const input = userInput(packet);

@@ -92,7 +92,7 @@ describe("offlineCompaction", () => {
       turns: ["Thanks!", "ok"],
       previousBoundary: previousBoundary("@ada set the Q3 budget at 40k EUR."),
       sizes: { replacedChars: 5_000 },
-      amendments: [{ turnId: "s3", kind: "edited", hashBefore: "a".repeat(64), text: "Correction: the Q3 budget is 45k EUR, approved by finance." }],
+      amendments: [{ turnId: "s3", group: 3, role: "user", kind: "edited", hashBefore: "a".repeat(64), hashAfter: "c".repeat(64), text: "Correction: the Q3 budget is 45k EUR, approved by finance." }],
     });
     expect(validated(packet).summary).toContain("corrected [s3]: Correction: the Q3 budget is 45k EUR, approved by finance.");
   });

@@ -157,6 +157,22 @@ describe("bad input changes nothing", () => {
     expect(await totalEventRows()).toBe(before);
   });
 
+  it("refuses compactor runs and reserved idempotency keys from clients", async () => {
+    const CONV = freshConversation();
+    const token = await tokenFor(CONV);
+    const before = await totalEventRows();
+    const forgedReceipt = { kind: "run", idempotencyKey: "receipt", body: { runId: "r", agentId: "a.compactor", role: "compactor", status: "completed" } };
+    for (const body of [forgedReceipt, sourceEvent("run:cmp_x:completed", "m", "x"), sourceEvent("tg:update:1", "m", "x")]) {
+      const res = await call("POST", eventsPath(CONV), { token, body });
+      expect(res.status).toBe(403);
+      expect((await json<ErrorBody>(res)).error.code).toBe("forbidden");
+    }
+    const batch = await call("POST", eventsPath(CONV, "/batch"), { token, body: { events: [sourceEvent("ok", "m", "x"), forgedReceipt] } });
+    expect(batch.status).toBe(403);
+    expect((await json<ErrorBody>(batch)).error["index"]).toBe(1);
+    expect(await totalEventRows()).toBe(before);
+  });
+
   it("rejects a malformed conversation id", async () => {
     const CONV = freshConversation();
     const token = await tokenFor("*");

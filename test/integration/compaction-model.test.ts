@@ -66,9 +66,9 @@ async function runs(token: string, conversation: string): Promise<RunEvent[]> {
 
 const idle = (conversation: string, agentId: string, boundaries: number) =>
   waitFor(async () => {
-    const chain = await readChainBoundaries(env.DB, conversation, agentId);
     const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    return chain.length >= boundaries && state?.openRunId === null ? chain : undefined;
+    const chain = await readChainBoundaries(env.DB, conversation, agentId);
+    return chain.length >= boundaries && state?.openRunId === null && chain.at(-1)?.body.id === state.headId ? chain : undefined;
   }, `${boundaries} boundary(ies) and nothing in flight`);
 
 describe("the compactor through an OpenAI-compatible endpoint", () => {

@@ -46,9 +46,10 @@ async function say(token: string, conversation: string, from: number, to: number
 
 async function settledChain(conversation: string, agentId: string, atLeast: number) {
   return waitFor(async () => {
-    const chain = await readChainBoundaries(env.DB, conversation, agentId);
+    // Ask the object first: rows read after an idle answer include everything it settled.
     const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    return chain.length >= atLeast && state?.openRunId === null ? { chain, state } : undefined;
+    const chain = await readChainBoundaries(env.DB, conversation, agentId);
+    return chain.length >= atLeast && state?.openRunId === null && chain.at(-1)?.body.id === state.headId ? { chain, state } : undefined;
   }, `${atLeast} boundaries`);
 }
 

@@ -13,6 +13,7 @@ export interface PairOptions {
   readonly maxSummaryChars?: number;
   readonly documentBudgetChars?: number;
   readonly profile?: string;
+  readonly maxAmendmentChars?: number;
 }
 
 /** A reciprocal agent + compactor declaration pair, small enough to compact in a test. */
@@ -28,7 +29,12 @@ export function pair(options: PairOptions) {
   };
   const trigger = options.trigger ?? 2_000;
   return {
-    agent: { id: options.agentId, compactorId: `${options.agentId}.compactor`, ...shared },
+    agent: {
+      id: options.agentId,
+      compactorId: `${options.agentId}.compactor`,
+      ...shared,
+      context: { maxChars: 120_000, maxMessages: 400, maxAmendmentChars: options.maxAmendmentChars ?? 16_000 },
+    },
     compactor: {
       id: `${options.agentId}.compactor`,
       targetId: options.agentId,

@@ -1,0 +1,74 @@
+import type { Group } from "./compaction-plan";
+import type { NativeMessage } from "./render";
+import { renderTurn } from "./render";
+
+/**
+ * The ordinary agent's selector: historical projections first, then the exact tail. The exact
+ * characters and message slots of the boundary and amendment envelopes are reserved before the
+ * tail is bounded, and the tail is bounded in whole groups from the newest back, under the agent's
+ * normal policy. Envelopes come first and the tail is appended, so between two compactions
+ * successive selections share a byte-identical prefix (provider prompt caches keep hitting).
+ */
+
+export interface SelectionPolicy {
+  readonly maxChars: number;
+  readonly maxMessages: number;
+}
+
+export interface SelectionInput {
+  /** Boundary and amendment envelopes, in that order (absent ones omitted). */
+  readonly envelopes: readonly NativeMessage[];
+  /** Uncovered groups, oldest first. */
+  readonly groups: readonly Group[];
+  readonly policy: SelectionPolicy;
+}
+
+export interface Selection {
+  readonly messages: NativeMessage[];
+  readonly reservedChars: number;
+  readonly reservedMessages: number;
+  readonly tail: { readonly groups: readonly Group[]; readonly chars: number; readonly messages: number };
+  /** Older uncovered groups the agent's own policy left out (never silent: reported here). */
+  readonly omitted: { readonly groups: number; readonly chars: number; readonly throughGroup: number | null };
+  readonly totalChars: number;
+}
+
+export type SelectionFailure = { readonly code: "context_budget_exceeded"; readonly message: string };
+
+export function selectContext({ envelopes, groups, policy }: SelectionInput): { ok: true; value: Selection } | { ok: false; error: SelectionFailure } {
+  const reservedChars = envelopes.reduce((n, m) => n + m.content.length, 0);
+  const reservedMessages = envelopes.length;
+  if (reservedChars > policy.maxChars || reservedMessages > policy.maxMessages) {
+    return {
+      ok: false,
+      error: {
+        code: "context_budget_exceeded",
+        message: `the summary envelopes need ${reservedChars} characters and ${reservedMessages} messages; the agent allows ${policy.maxChars} and ${policy.maxMessages}`,
+      },
+    };
+  }
+  let chars = 0;
+  let messages = 0;
+  let start = groups.length;
+  while (start > 0) {
+    const group = groups[start - 1];
+    if (group === undefined) break;
+    if (reservedChars + chars + group.chars > policy.maxChars || reservedMessages + messages + group.turns.length > policy.maxMessages) break;
+    chars += group.chars;
+    messages += group.turns.length;
+    start -= 1;
+  }
+  const kept = groups.slice(start);
+  const dropped = groups.slice(0, start);
+  return {
+    ok: true,
+    value: {
+      messages: [...envelopes, ...kept.flatMap((g) => g.turns.map(renderTurn))],
+      reservedChars,
+      reservedMessages,
+      tail: { groups: kept, chars, messages },
+      omitted: { groups: dropped.length, chars: dropped.reduce((n, g) => n + g.chars, 0), throughGroup: dropped.at(-1)?.seq ?? null },
+      totalChars: reservedChars + chars,
+    },
+  };
+}

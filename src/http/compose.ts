@@ -1,0 +1,29 @@
+import type { ComposeRequest, TrustedDocument } from "../core/compose";
+import { buildChatRequest } from "../core/compose";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import type { ContextSelection } from "../durable/compaction-engine";
+import { currentDeclaration } from "../storage/compaction-store";
+import { readDocument } from "../storage/document-store";
+
+/** Reads the agent's subscribed documents (hash-verified) and builds the provider request. */
+export async function compose(env: Env, request: ComposeRequest, selection: ContextSelection) {
+  const declaration = await currentDeclaration(env.DB, request.agent);
+  if (declaration === undefined) return fail("not_found", `agent ${request.agent} has no declaration`);
+  const { agent } = declaration.registration;
+  const documents: TrustedDocument[] = [];
+  for (const ref of agent.documents) {
+    const read = await readDocument(env.DOCUMENTS, `documents/${agent.id}/${ref.name}/${ref.hash}`, ref.hash);
+    if (!read.ok) return fail("unknown_document", `document ${ref.name}@${ref.hash} is ${read.reason === "missing" ? "missing" : "altered"}`);
+    documents.push({ name: ref.name, hash: ref.hash, content: read.text });
+  }
+  const documentChars = documents.reduce((n, d) => n + d.content.length, 0);
+  if (documentChars > agent.documentBudgetChars) {
+    return fail("document_budget_exceeded", `the subscribed documents need ${documentChars} characters; the budget is ${agent.documentBudgetChars}`);
+  }
+  const composed: Result<{ request: ReturnType<typeof buildChatRequest>; manifest: ContextSelection["manifest"] & { documents: { name: string; hash: string; chars: number }[] } }> = ok({
+    request: buildChatRequest(agent.provider.model, documents, selection.messages, request.prompt),
+    manifest: { ...selection.manifest, documents: documents.map((d) => ({ name: d.name, hash: d.hash, chars: d.content.length })) },
+  });
+  return composed;
+}

@@ -1,0 +1,82 @@
+import type { StoredEvent } from "../core/events";
+import type { BoundaryRow, PlanRecord, PlanRow, StoredBoundary } from "./compaction-store";
+import { BOUNDARY_COLUMNS, toBoundary, toPlan } from "./compaction-store";
+import { toStoredEvent } from "./event-store";
+
+/**
+ * The reads of context selection: the evidence about a chain's head, and the few older events an
+ * amendment needs. Every query here is bounded by an index, not by the length of the history, so
+ * selecting context costs the same on a young and on a long conversation.
+ */
+
+export interface HeadRows {
+  readonly head: StoredBoundary | undefined;
+  readonly previous: StoredBoundary | undefined;
+  readonly siblings: number;
+  readonly plan: PlanRecord | undefined;
+  readonly completedRun: boolean;
+}
+
+/** One D1 round trip: the newest boundary of the epoch and everything needed to judge it. */
+export async function readHeadRows(db: D1Database, conversationId: string, agentId: string, epochId: string): Promise<HeadRows> {
+  const head = `WITH head AS (
+    SELECT * FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 ORDER BY position DESC LIMIT 1)`;
+  const statements = [
+    db.prepare(`${head} SELECT ${BOUNDARY_COLUMNS} FROM head`),
+    db.prepare(`${head} SELECT ${BOUNDARY_COLUMNS.split(", ").map((c) => `b.${c}`).join(", ")} FROM boundaries b, head WHERE b.id = head.previous_id`),
+    db.prepare(
+      `${head} SELECT COUNT(*) AS n FROM boundaries b, head
+       WHERE b.conversation_id = ?1 AND b.agent_id = ?2 AND b.epoch_id = ?3 AND (b.previous_id = head.previous_id OR b.position = head.position)`,
+    ),
+    db.prepare(`${head} SELECT p.* FROM compaction_plans p, head WHERE p.run_id = head.run_id`),
+    db.prepare(`${head} SELECT 1 AS present FROM events e, head WHERE e.conversation_id = ?1 AND e.idempotency_key = 'run:' || head.run_id || ':completed'`),
+  ].map((statement) => statement.bind(conversationId, agentId, epochId));
+  const [headRows, previousRows, siblingRows, planRows, runRows] = await db.batch(statements);
+  const first = <T>(result: D1Result | undefined): T | undefined => result?.results[0] as T | undefined;
+  const headRow = first<BoundaryRow>(headRows);
+  const previousRow = first<BoundaryRow>(previousRows);
+  const planRow = first<PlanRow>(planRows);
+  return {
+    head: headRow === undefined ? undefined : toBoundary(headRow),
+    previous: previousRow === undefined ? undefined : toBoundary(previousRow),
+    siblings: first<{ n: number }>(siblingRows)?.n ?? 0,
+    plan: planRow === undefined ? undefined : toPlan(planRow),
+    completedRun: first<{ present: number }>(runRows) !== undefined,
+  };
+}
+
+/**
+ * Every event about the given messages and proposals: their sources and proposals, all their
+ * corrections and deliveries, and the replies to the messages. Served by the partial indexes of
+ * migration 0005.
+ */
+export async function readRelatedEvents(
+  db: D1Database,
+  conversationId: string,
+  messageIds: readonly string[],
+  proposalIds: readonly string[],
+): Promise<StoredEvent[]> {
+  const messages = JSON.stringify(messageIds);
+  const proposals = JSON.stringify(proposalIds);
+  const columns = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
+  const results = await db.batch<Parameters<typeof toStoredEvent>[0]>([
+    db
+      // The messages themselves, and the messages the named proposals reply to (their groups).
+      .prepare(
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND json_extract(body, '$.messageId') IN (
+           SELECT value FROM json_each(?2)
+           UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM events p
+           WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
+      )
+      .bind(conversationId, messages, proposals),
+    db
+      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ? AND kind = 'correction' AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?))`)
+      .bind(conversationId, messages),
+    db
+      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ? AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') IN (SELECT value FROM json_each(?))`)
+      .bind(conversationId, proposals),
+  ]);
+  const bySeq = new Map<number, StoredEvent>();
+  for (const result of results) for (const row of result.results) bySeq.set(row.seq, toStoredEvent(row));
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}

@@ -1,0 +1,564 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { ModelEvidence } from "../../src/core/boundary";
+import { boundaryBodySchema, buildBoundary } from "../../src/core/boundary";
+import type { AuditBoundary, AuditPlan, AuditRun, ChainAuditReport, CheckName, PacketRead } from "../../src/core/chain-audit";
+import { auditChain, CHECK_NAMES, packetLocation } from "../../src/core/chain-audit";
+import { renderBoundaryBody } from "../../src/core/compactor-output";
+import { compactionPolicySchema } from "../../src/core/declarations";
+import type { StoredEvent } from "../../src/core/events";
+import { canonicalJson, hashCanonical, sha256Hex } from "../../src/core/hash";
+import type { CompactionContent, FrozenTurn, Packet } from "../../src/core/packet";
+import { OUTPUT_CONTRACT, PACKET_FORMAT, packetSchema } from "../../src/core/packet";
+import { reconstruct, turnHash } from "../../src/core/reconstruction";
+import { renderSliceLine, renderTurn } from "../../src/core/render";
+import { BOB, CONVERSATION, delivered, edit, proposal, source, stored, storeAll } from "./event-builders";
+
+/**
+ * The audit over a chain built exactly the way the engine builds one: turns reconstructed from a
+ * log, packets from those turns, boundaries with `buildBoundary`, plans, receipts and an in-memory
+ * "R2" read through `packetLocation` with the same re-hashing `readDocument` does. Each corruption
+ * is made where it would really happen (a stored row, an R2 object, a planner bug baked into a
+ * packet), so that exactly the check aimed at it fails and nothing else does.
+ */
+
+const AGENT = "helper";
+const COMPACTOR = "helper.compactor";
+const FINGERPRINT = sha256Hex("fingerprint");
+const EPOCH = { id: `foldline-compactor/1:${FINGERPRINT}`, compactorVersion: "foldline-compactor/1", fingerprint: FINGERPRINT };
+const PROMPT = "Summarize the frozen history.";
+const FRONTIER = { id: "frn-audit", hash: sha256Hex("frontier"), startSeq: 1 };
+const FOLD = { admittedAgents: new Set([AGENT]), includeSensitive: false };
+
+const OFFLINE: ModelEvidence = { provider: "foldline-extractive", model: "foldline-extractive-1", responseId: null, finishReason: null, usage: null, latencyMs: 3 };
+
+/** seqs 1..12: a reply (p3, delivered at 4) sits in m2's group; every other event is a source. */
+const LOG: StoredEvent[] = storeAll([
+  source("m1", "Morning! Shall we plan the offsite?"),
+  source("m2", "Lisbon or Porto?", { author: BOB }),
+  proposal("pa", AGENT, "Both fit the budget; Lisbon has better flights.", { replyTo: "m2" }),
+  delivered("pa"),
+  source("m3", "Lisbon then. Budget is 1,200 euros per person."),
+  source("m4", "Agreed, I will book the venue.", { author: BOB }),
+  source("m5", "Dates: the second week of May."),
+  source("m6", "Flights need approval from finance.", { author: BOB }),
+  source("m7", "Ask finance on Monday."),
+  source("m8", "Done, waiting for them.", { author: BOB }),
+  source("m9", "Any dietary constraints?"),
+  source("m10", "Two vegetarians.", { author: BOB }),
+]);
+
+interface LinkSpec {
+  readonly n: number;
+  readonly position: number;
+  readonly triggerSeq: number;
+  readonly throughSeq: number;
+  readonly previous: Built | null;
+  /** Exclusive lower group bound of the frozen slice; by default the previous coverage or the frontier. */
+  readonly after?: number;
+  readonly model?: ModelEvidence;
+  /** A planner bug, baked into the packet before it is hashed and stored. */
+  readonly mutate?: (packet: Packet) => Packet;
+  readonly summary?: string;
+}
+
+interface Built {
+  readonly row: AuditBoundary;
+  readonly plan: AuditPlan;
+  readonly packetKey: string;
+  readonly packetText: string;
+  readonly run: AuditRun;
+}
+
+const frozenTurn = (t: { id: string; group: number; role: "user" | "assistant"; author: FrozenTurn["author"]; text: string }): FrozenTurn => ({
+  id: t.id,
+  group: t.group,
+  role: t.role,
+  author: t.author,
+  text: t.text,
+  hash: turnHash(t.role, t.author, t.text),
+  rendered: renderSliceLine(t),
+  nativeChars: renderTurn(t).content.length,
+});
+
+function content(summary: string): CompactionContent {
+  return {
+    contract: OUTPUT_CONTRACT,
+    mode: "plain",
+    summary,
+    preview: summary.split("\n", 1)[0] ?? "",
+    salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] },
+    degraded: false,
+  };
+}
+
+function buildLink(spec: LinkSpec): Built {
+  const runId = `cmp_run-${spec.n}`;
+  const id = `bnd_run-${spec.n}`;
+  const createdAt = new Date(Date.UTC(2026, 0, 1, 0, spec.n)).toISOString();
+  const previous = spec.previous;
+  const after = spec.after ?? Math.max(FRONTIER.startSeq - 1, previous?.row.coveredThroughSeq ?? 0);
+  const turns = reconstruct(
+    LOG.filter((e) => e.seq <= spec.triggerSeq),
+    FOLD,
+  )
+    .filter((t) => t.group > after && t.group <= spec.throughSeq)
+    .map(frozenTurn);
+  const previousContent = previous === null ? undefined : boundaryBodySchema.parse(previous.row.body).content;
+  let packet: Packet = {
+    format: PACKET_FORMAT,
+    conversationId: CONVERSATION,
+    conversationType: "group",
+    agentId: AGENT,
+    compactorId: COMPACTOR,
+    historyAgents: [AGENT],
+    admitSensitive: false,
+    epoch: EPOCH,
+    runId,
+    triggerSeq: spec.triggerSeq,
+    frontier: FRONTIER,
+    policy: compactionPolicySchema.parse({ triggerInputChars: 500, retainInputChars: 200 }),
+    outputMode: "plain",
+    prompt: PROMPT,
+    promptHash: sha256Hex(PROMPT),
+    previousBoundary:
+      previous === null || previousContent === undefined
+        ? null
+        : { id: previous.row.id, hash: previous.row.hash, coveredThroughSeq: previous.row.coveredThroughSeq, body: renderBoundaryBody(previousContent) },
+    amendments: [],
+    frozen: frozenSlice(turns),
+    memoryPages: [],
+    documents: [],
+    sizes: { preCompactionChars: 900, retainedTailChars: 150, replacedChars: 600 },
+    createdAt,
+  };
+  if (spec.mutate !== undefined) {
+    const mutated = spec.mutate(packet);
+    packet = { ...mutated, frozen: frozenSlice(mutated.frozen.turns) };
+  }
+  packet = packetSchema.parse(packet);
+  const packetText = canonicalJson(packet);
+  const packetHash = sha256Hex(packetText);
+  const packetKey = `packets/${runId}.json`;
+  const boundary = buildBoundary({
+    id,
+    position: spec.position,
+    packet,
+    packetKey,
+    packetHash,
+    content: content(spec.summary ?? `Summary of link ${spec.n}: the offsite is being planned.\nOpen: dates.`),
+    model: spec.model ?? OFFLINE,
+    createdAt,
+  });
+  const { body } = boundary;
+  return {
+    row: {
+      id,
+      epochId: body.compactor.epochId,
+      position: body.position,
+      previousId: body.previous?.id ?? "",
+      previousHash: body.previous?.hash ?? null,
+      coveredThroughSeq: body.coveredThrough.seq,
+      runId,
+      hash: boundary.hash,
+      createdAt,
+      // As storage returns it: the canonical JSON column, parsed.
+      body: JSON.parse(canonicalJson(body)) as unknown,
+    },
+    plan: {
+      runId,
+      conversationId: CONVERSATION,
+      agentId: AGENT,
+      epochId: EPOCH.id,
+      previousBoundaryId: previous?.row.id ?? "",
+      packetKey,
+      packetHash,
+      triggerSeq: spec.triggerSeq,
+      throughSeq: body.coveredThrough.seq,
+    },
+    packetKey,
+    packetText,
+    run: { runId, status: "completed", agentId: COMPACTOR, boundaryId: id },
+  };
+}
+
+/** The frozen block's derived fields, recomputed from its turns as the planner does. */
+function frozenSlice(turns: readonly FrozenTurn[]): Packet["frozen"] {
+  const first = turns[0];
+  const last = turns.at(-1);
+  if (first === undefined || last === undefined) throw new Error("a frozen slice needs a turn");
+  return {
+    turns: [...turns],
+    fromSeq: first.group,
+    throughSeq: last.group,
+    throughTurnId: last.id,
+    sourceCount: new Set(turns.map((t) => t.group)).size,
+    eventCount: turns.length,
+    chars: turns.reduce((n, t) => n + t.nativeChars, 0),
+    turnIdsHash: hashCanonical(turns.map((t) => t.id)),
+    renderedHash: hashCanonical(turns.map((t) => t.rendered)),
+  };
+}
+
+interface World {
+  readonly boundaries: AuditBoundary[];
+  readonly plans: Map<string, AuditPlan>;
+  /** The R2 bucket: key → object text. */
+  readonly bucket: Map<string, string>;
+  readonly runs: AuditRun[];
+  readonly log: StoredEvent[];
+  readonly currentEpochId: string;
+}
+
+function world(links: readonly Built[], options: { log?: StoredEvent[]; currentEpochId?: string } = {}): World {
+  return {
+    boundaries: links.map((l) => l.row),
+    plans: new Map(links.map((l) => [l.plan.runId, l.plan])),
+    bucket: new Map(links.map((l) => [l.packetKey, l.packetText])),
+    runs: [
+      ...links.flatMap((l) => [{ ...l.run, status: "planned", boundaryId: null }, l.run]),
+      { runId: "pf_helper.compactor_5", status: "skipped", agentId: COMPACTOR, boundaryId: null },
+    ],
+    log: options.log ?? LOG,
+    currentEpochId: options.currentEpochId ?? EPOCH.id,
+  };
+}
+
+/** Reads the in-memory bucket the way `readDocument` reads R2: missing, or re-hashed and refused on mismatch. */
+function audit(w: World): ChainAuditReport {
+  const packets = new Map<string, PacketRead>();
+  for (const boundary of w.boundaries) {
+    const location = packetLocation(boundary, w.plans.get(boundary.runId));
+    if (location === undefined) continue;
+    const text = w.bucket.get(location.key);
+    const outcome: PacketRead["outcome"] =
+      text === undefined ? { ok: false, reason: "missing" } : sha256Hex(text) === location.hash ? { ok: true, text } : { ok: false, reason: "hash_mismatch" };
+    packets.set(boundary.id, { ...location, outcome });
+  }
+  return auditChain({
+    conversationId: CONVERSATION,
+    agentId: AGENT,
+    currentEpochId: w.currentEpochId,
+    boundaries: w.boundaries,
+    plans: w.plans,
+    packets,
+    runs: w.runs,
+    log: w.log,
+  });
+}
+
+/** Every failing check of the report, as `boundary id → names`. */
+function failures(report: ChainAuditReport): Record<string, CheckName[]> {
+  const out: Record<string, CheckName[]> = {};
+  for (const link of report.epochs.flatMap((e) => e.links)) {
+    const failing = link.checks.filter((c) => !c.ok).map((c) => c.name);
+    if (failing.length > 0) out[link.boundaryId] = failing;
+  }
+  return out;
+}
+
+function check(report: ChainAuditReport, boundaryId: string, name: CheckName) {
+  const found = report.epochs.flatMap((e) => e.links).find((l) => l.boundaryId === boundaryId)?.checks.find((c) => c.name === name);
+  if (found === undefined) throw new Error(`no ${name} check for ${boundaryId}`);
+  return found;
+}
+
+// Three links: groups 1–2 (with the reply p3), 5–6, 7–8.
+function chain(overrides: { 1?: Partial<LinkSpec>; 2?: Partial<LinkSpec>; 3?: Partial<LinkSpec> } = {}): [Built, Built, Built] {
+  const b1 = buildLink({ n: 1, position: 1, triggerSeq: 6, throughSeq: 2, previous: null, ...overrides[1] });
+  const b2 = buildLink({ n: 2, position: 2, triggerSeq: 9, throughSeq: 6, previous: b1, ...overrides[2] });
+  const b3 = buildLink({ n: 3, position: 3, triggerSeq: 12, throughSeq: 8, previous: b2, ...overrides[3] });
+  return [b1, b2, b3];
+}
+
+const mutableBody = (row: AuditBoundary): Record<string, unknown> => structuredClone(row.body) as Record<string, unknown>;
+
+describe("auditChain: a chain built the way the engine builds it", () => {
+  it("passes every check on every link of a valid three-link chain", () => {
+    const links = chain();
+    const report = audit(world(links));
+    expect(report.valid).toBe(true);
+    expect(report.epochs).toHaveLength(1);
+    const [epoch] = report.epochs;
+    expect(epoch?.current).toBe(true);
+    expect(epoch?.valid).toBe(true);
+    expect(epoch?.links.map((l) => [l.boundaryId, l.position, l.current, l.valid])).toEqual([
+      ["bnd_run-1", 1, true, true],
+      ["bnd_run-2", 2, true, true],
+      ["bnd_run-3", 3, true, true],
+    ]);
+    for (const link of epoch?.links ?? []) {
+      expect(link.checks.map((c) => c.name)).toEqual([...CHECK_NAMES]);
+      expect(link.checks.every((c) => c.ok && c.detail === undefined)).toBe(true);
+    }
+    // The fixture really chains: what each link names is its predecessor's stored row.
+    expect(links[1].row.previousId).toBe(links[0].row.id);
+    expect(links[2].row.previousHash).toBe(links[1].row.hash);
+  });
+
+  it("does not let a correction made after a run invalidate the boundary that froze the older text", () => {
+    const links = chain();
+    const later = [...LOG, stored(13, { ...edit("m1", "Evening! Shall we plan the offsite?"), idempotencyKey: "k13" })];
+    expect(audit(world(links, { log: later })).valid).toBe(true);
+    // The same edit before the first run's trigger is history that run should have frozen.
+    const earlier = [...LOG.slice(0, 5), stored(6, { ...edit("m1", "Evening! Shall we plan the offsite?"), idempotencyKey: "k6" })];
+    const moved = [...earlier, ...LOG.slice(5).map((e) => ({ ...e, seq: e.seq + 1 }))];
+    const report = audit(world(links, { log: moved }));
+    expect(check(report, "bnd_run-1", "frozen_turns_match_log").ok).toBe(false);
+  });
+
+  it("never puts conversation text in the report", () => {
+    const links = chain({ 2: { mutate: (p) => ({ ...p, frozen: { ...p.frozen, turns: p.frozen.turns.map((t) => (t.id === "s5" ? frozenTurn({ ...t, text: "SECRET EDIT" }) : t)) } }) } });
+    const w = world(links);
+    const body = mutableBody(links[0].row);
+    (body["content"] as Record<string, unknown>)["summary"] = "SECRET SUMMARY";
+    w.boundaries[0] = { ...links[0].row, body };
+    const text = JSON.stringify(audit(w));
+    expect(text).toContain("frozen_turns_match_log");
+    for (const secret of ["SECRET", "Lisbon", "Summary of link", "offsite"]) expect(text).not.toContain(secret);
+  });
+});
+
+describe("auditChain: each corruption fails exactly the check aimed at it", () => {
+  interface Case {
+    readonly name: string;
+    readonly make: () => World;
+    readonly expected: Record<string, CheckName[]>;
+    readonly detail?: RegExp;
+  }
+
+  const cases: Case[] = [
+    {
+      name: "edited body text kept with the old hash",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        const body = mutableBody(links[1].row);
+        (body["content"] as Record<string, unknown>)["summary"] = "A rewritten summary.";
+        w.boundaries[1] = { ...links[1].row, body };
+        return w;
+      },
+      expected: { "bnd_run-2": ["body_hash"] },
+      detail: /hashCanonical\(body\) differs/,
+    },
+    {
+      name: "a wrong previous hash (bound consistently from a bad packet)",
+      make: () => world(chain({ 2: { mutate: (p) => ({ ...p, previousBoundary: p.previousBoundary && { ...p.previousBoundary, hash: sha256Hex("not the predecessor") } }) } })),
+      expected: { "bnd_run-2": ["link"] },
+      detail: /is stored with hash/,
+    },
+    {
+      name: "a missing previous boundary",
+      make: () => {
+        const w = world(chain());
+        w.boundaries.splice(0, 1);
+        return w;
+      },
+      expected: { "bnd_run-2": ["link"] },
+      detail: /bnd_run-1 is missing/,
+    },
+    {
+      name: "a fork: two complete boundaries after one predecessor",
+      make: () => {
+        const links = chain();
+        const sibling = buildLink({ n: 20, position: 2, triggerSeq: 9, throughSeq: 6, previous: links[0], summary: "Another take on the same slice." });
+        const w = world([...links, sibling]);
+        return w;
+      },
+      expected: { "bnd_run-2": ["no_fork"], "bnd_run-20": ["no_fork"] },
+      detail: /bnd_run-20 also follow bnd_run-1; bnd_run-20 also hold position 2/,
+    },
+    {
+      name: "coverage that does not advance (the same groups frozen again)",
+      make: () => world(chain({ 2: { throughSeq: 2, after: 0 } })),
+      expected: { "bnd_run-2": ["coverage_advances"] },
+      detail: /covers through 2, not past/,
+    },
+    {
+      name: "a slice that advances but re-freezes groups the previous boundary covers",
+      make: () => world(chain({ 2: { after: 0 } })),
+      expected: { "bnd_run-2": ["coverage_advances"] },
+      detail: /re-freezes turns at or before 2: s1, s2, p3/,
+    },
+    {
+      name: "a plan naming another copy of the packet",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        w.bucket.set("packets/elsewhere.json", links[1].packetText);
+        w.plans.set(links[1].plan.runId, { ...links[1].plan, packetKey: "packets/elsewhere.json" });
+        return w;
+      },
+      expected: { "bnd_run-2": ["plan"] },
+      detail: /the plan's packet is packets\/elsewhere.json/,
+    },
+    {
+      name: "a plan naming a different packet (another run's)",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        w.plans.set(links[1].plan.runId, { ...links[1].plan, packetKey: links[0].packetKey, packetHash: links[0].plan.packetHash });
+        return w;
+      },
+      expected: { "bnd_run-2": ["plan", "packet_binding"] },
+    },
+    {
+      name: "a tampered packet in R2 (the packet checks cannot run on it)",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        w.bucket.set(links[1].packetKey, links[1].packetText.replace("Lisbon then", "Porto then"));
+        return w;
+      },
+      expected: { "bnd_run-2": ["packet_hash", "packet_binding", "frozen_turns_match_log"] },
+      detail: /hash_mismatch/,
+    },
+    {
+      name: "a frozen turn whose text is not the log's",
+      make: () =>
+        world(chain({ 2: { mutate: (p) => ({ ...p, frozen: { ...p.frozen, turns: p.frozen.turns.map((t) => (t.id === "s5" ? frozenTurn({ ...t, text: "Porto then." }) : t)) } }) } })),
+      expected: { "bnd_run-2": ["frozen_turns_match_log"] },
+      detail: /s5 \(text, hash, rendered\)/,
+    },
+    {
+      name: "a frozen slice that silently drops a turn",
+      make: () => world(chain({ 1: { mutate: (p) => ({ ...p, frozen: { ...p.frozen, turns: p.frozen.turns.filter((t) => t.id !== "p3") } }) } })),
+      expected: { "bnd_run-1": ["frozen_turns_match_log"] },
+      detail: /missing from the frozen slice: p3/,
+    },
+    {
+      name: "no completed run event",
+      make: () => {
+        const w = world(chain());
+        const index = w.runs.findIndex((r) => r.runId === "cmp_run-2" && r.status === "completed");
+        w.runs.splice(index, 1);
+        return w;
+      },
+      expected: { "bnd_run-2": ["completed_run"] },
+      detail: /no completed run event for cmp_run-2/,
+    },
+    {
+      name: "a completed run from someone other than the compactor",
+      make: () => {
+        const w = world(chain());
+        const index = w.runs.findIndex((r) => r.runId === "cmp_run-2" && r.status === "completed");
+        w.runs[index] = { runId: "cmp_run-2", status: "completed", agentId: AGENT, boundaryId: "bnd_run-2" };
+        return w;
+      },
+      expected: { "bnd_run-2": ["completed_run"] },
+      detail: /not the compactor helper.compactor/,
+    },
+    {
+      name: "a language-model receipt without usage",
+      make: () => world(chain({ 2: { model: { ...OFFLINE, provider: "openai-compatible", model: "gpt-test" } } })),
+      expected: { "bnd_run-2": ["model_evidence"] },
+      detail: /openai-compatible receipt without usage/,
+    },
+  ];
+
+  it.each(cases)("$name", ({ make, expected, detail }) => {
+    const report = audit(make());
+    expect(failures(report)).toEqual(expected);
+    expect(report.valid).toBe(false);
+    expect(report.epochs[0]?.valid).toBe(false);
+    if (detail !== undefined) {
+      const details = report.epochs.flatMap((e) => e.links).flatMap((l) => l.checks.map((c) => c.detail ?? ""));
+      expect(details.some((d) => detail.test(d))).toBe(true);
+    }
+  });
+
+  it("reports the packet checks as not checked when the packet is unreadable, rather than as agreeing", () => {
+    const links = chain();
+    const w = world(links);
+    w.bucket.delete(links[2].packetKey);
+    const report = audit(w);
+    expect(check(report, "bnd_run-3", "packet_hash")).toEqual({ name: "packet_hash", ok: false, detail: `packet ${links[2].packetKey}: missing` });
+    expect(check(report, "bnd_run-3", "packet_binding").detail).toBe("not checked: the packet could not be read (missing)");
+    expect(check(report, "bnd_run-3", "frozen_turns_match_log").detail).toBe("not checked: the packet could not be read (missing)");
+  });
+
+  it("reports a hand-forced row that is not a boundary without throwing", () => {
+    const links = chain();
+    const w = world(links);
+    w.boundaries.push({ ...links[2].row, id: "bnd_forced", position: 4, previousId: "bnd_run-3", runId: "cmp_forced", body: {} });
+    w.boundaries.push({ ...links[2].row, id: "bnd_not_json", position: 5, previousId: "bnd_forced", runId: "cmp_not_json", body: undefined });
+    const report = audit(w);
+    const forced = failures(report)["bnd_forced"] ?? [];
+    expect(forced).toEqual(expect.arrayContaining(["body_hash", "link", "plan", "completed_run", "model_evidence"]));
+    expect(check(report, "bnd_forced", "body_hash").detail).toBe("the stored body does not match the boundary event schema");
+    expect(check(report, "bnd_not_json", "body_hash").detail).toBe("the stored body is not JSON");
+    expect(failures(report)["bnd_run-3"]).toBeUndefined();
+  });
+});
+
+describe("auditChain: epochs", () => {
+  it("lists the current epoch first (even empty) and a retired one as not current, still audited", () => {
+    const links = chain();
+    const report = audit(world(links, { currentEpochId: "foldline-compactor/1:new" }));
+    expect(report.currentEpochId).toBe("foldline-compactor/1:new");
+    expect(report.epochs.map((e) => [e.epochId, e.current, e.valid, e.links.length])).toEqual([
+      ["foldline-compactor/1:new", true, true, 0],
+      [EPOCH.id, false, true, 3],
+    ]);
+    expect(report.epochs[1]?.links.every((l) => !l.current && l.valid)).toBe(true);
+    expect(report.valid).toBe(true);
+  });
+
+  it("judges links only within their own epoch: a predecessor in another epoch is missing", () => {
+    const links = chain();
+    const w = world(links);
+    w.boundaries[0] = { ...links[0].row, epochId: "foldline-compactor/1:other" };
+    const report = audit(w);
+    expect(report.epochs.map((e) => e.epochId)).toEqual([EPOCH.id, "foldline-compactor/1:other"]);
+    expect(failures(report)["bnd_run-2"]).toEqual(["link"]);
+    // The moved row itself no longer matches its body's epoch or its plan's.
+    expect(failures(report)["bnd_run-1"]).toEqual(["body_hash", "plan"]);
+  });
+});
+
+describe("auditChain: properties", () => {
+  /** One variant per leaf of a JSON value, each leaf changed. */
+  function leafVariants(value: unknown, path = ""): { path: string; value: unknown }[] {
+    if (Array.isArray(value)) {
+      if (value.length === 0) return [{ path, value: ["added"] }];
+      return value.flatMap((item: unknown, i) => leafVariants(item, `${path}[${i}]`).map((v) => ({ path: v.path, value: value.map((x: unknown, j) => (j === i ? v.value : x)) })));
+    }
+    if (value !== null && typeof value === "object") {
+      return Object.entries(value).flatMap(([key, item]) =>
+        leafVariants(item, path === "" ? key : `${path}.${key}`).map((v) => ({ path: v.path, value: { ...value, [key]: v.value } })),
+      );
+    }
+    if (value === null) return [{ path, value: "was null" }];
+    if (typeof value === "string") return [{ path, value: `${value}x` }];
+    if (typeof value === "number") return [{ path, value: value + 1 }];
+    return [{ path, value: !value }];
+  }
+
+  const links = chain();
+  const variants = leafVariants(links[1].row.body);
+
+  it("any single change to a stored body under its old hash fails body_hash and invalidates the chain", () => {
+    expect(variants.length).toBeGreaterThan(50);
+    fc.assert(
+      fc.property(fc.constantFrom(...variants), ({ value }) => {
+        const w = world(links);
+        w.boundaries[1] = { ...links[1].row, body: value };
+        const report = audit(w);
+        expect(check(report, "bnd_run-2", "body_hash").ok).toBe(false);
+        expect(report.valid).toBe(false);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("the report does not depend on the order rows arrive in", () => {
+    const w = world([...links, buildLink({ n: 20, position: 2, triggerSeq: 9, throughSeq: 6, previous: links[0], summary: "A fork." })]);
+    const reference = audit(w);
+    fc.assert(
+      fc.property(fc.shuffledSubarray(w.boundaries, { minLength: w.boundaries.length, maxLength: w.boundaries.length }), (shuffled) => {
+        expect(audit({ ...w, boundaries: shuffled })).toEqual(reference);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});

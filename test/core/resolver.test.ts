@@ -1,0 +1,320 @@
+import { describe, expect, it } from "vitest";
+import type { Boundary, ModelEvidence } from "../../src/core/boundary";
+import { buildBoundary } from "../../src/core/boundary";
+import { hashCanonical, sha256Hex } from "../../src/core/hash";
+import type { CompactionContent, Packet } from "../../src/core/packet";
+import { OUTPUT_CONTRACT } from "../../src/core/packet";
+import type { HeadEvidence, ResolverFailureCode, StoredLink } from "../../src/core/resolver";
+import { verifyHead } from "../../src/core/resolver";
+import type { TurnSpec } from "../support/packet-fixture";
+import { BOB, packetFixture } from "../support/packet-fixture";
+
+// ---------------------------------------------------------------------------------------------
+// A real two-link chain: each boundary built by `buildBoundary` from a fixture packet, the second
+// naming the first, and the rows, plan and packet the resolver would read for each.
+
+const MODEL: ModelEvidence = {
+  provider: "openai-compatible",
+  model: "gpt-test-2026-01-01",
+  responseId: "resp_1",
+  finishReason: "stop",
+  usage: { inputTokens: 900, outputTokens: 80 },
+  latencyMs: 412,
+};
+
+function content(summary: string): CompactionContent {
+  return {
+    contract: OUTPUT_CONTRACT,
+    mode: "plain",
+    summary,
+    preview: summary,
+    salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] },
+    degraded: false,
+  };
+}
+
+const packetKey = (packet: Packet): string => `packets/${packet.runId}.json`;
+
+function boundaryOf(id: string, position: number, packet: Packet, summary: string): Boundary {
+  return buildBoundary({ id, position, packet, packetKey: packetKey(packet), packetHash: hashCanonical(packet), content: content(summary), model: MODEL, createdAt: "2026-11-20T12:05:00.000Z" });
+}
+
+/** The boundary's row as D1 stores it. */
+function linkOf(boundary: Boundary, previousId: string): StoredLink {
+  return {
+    id: boundary.body.id,
+    position: boundary.body.position,
+    previousId,
+    coveredThroughSeq: boundary.body.coveredThrough.seq,
+    runId: boundary.body.run.id,
+    hash: boundary.hash,
+    body: boundary.body,
+  };
+}
+
+/** The plan the parent froze for the run, written from the packet (not from the boundary). */
+function planOf(packet: Packet): NonNullable<HeadEvidence["plan"]> {
+  return {
+    conversationId: packet.conversationId,
+    agentId: packet.agentId,
+    epochId: packet.epoch.id,
+    previousBoundaryId: packet.previousBoundary?.id ?? "",
+    packetKey: packetKey(packet),
+    packetHash: hashCanonical(packet),
+  };
+}
+
+const FIRST_PACKET = packetFixture({ runId: "run-1" });
+const FIRST = boundaryOf("boundary-1", 1, FIRST_PACKET, "Ada chose vendor B; Bob preferred vendor A on price.");
+
+/** A second run whose frozen slice is `turns`, chained to the first boundary. */
+function secondPacket(turns: readonly TurnSpec[]): Packet {
+  return packetFixture({
+    runId: "run-2",
+    triggerSeq: 60,
+    previousBoundary: { id: FIRST.body.id, hash: FIRST.hash, coveredThroughSeq: FIRST.body.coveredThrough.seq, body: FIRST.body.content.summary },
+    turns,
+  });
+}
+
+const SECOND_TURNS: readonly TurnSpec[] = [
+  { text: "Did legal sign the vendor B contract?", group: 20 },
+  { text: "Not yet: Bob sent the draft on Monday.", role: "assistant", group: 20 },
+  { text: "I'll chase them tomorrow.", author: BOB, group: 23 },
+];
+const SECOND_PACKET = secondPacket(SECOND_TURNS);
+const SECOND = boundaryOf("boundary-2", 2, SECOND_PACKET, "Vendor B contract is with legal; Bob will chase.");
+
+/** A correctly chained second boundary whose slice ends where the first boundary's coverage does. */
+const STALLED_PACKET = secondPacket([{ text: "already covered", group: FIRST.body.coveredThrough.seq }]);
+const STALLED = boundaryOf("boundary-2", 2, STALLED_PACKET, "repeats the first");
+
+/** What the resolver is handed when the current declaration is the fixture's. */
+function evidence(head: Boundary, packet: Packet, previous: Boundary | undefined): HeadEvidence {
+  return {
+    conversationId: "api:fixture",
+    agentId: "helper",
+    epoch: FIRST_PACKET.epoch,
+    promptHash: sha256Hex(FIRST_PACKET.prompt),
+    historyAgents: ["helper"],
+    admitSensitive: false,
+    frontier: { id: FIRST_PACKET.frontier.id, hash: FIRST_PACKET.frontier.hash },
+    head: linkOf(head, head.body.previous?.id ?? ""),
+    previous: previous === undefined ? undefined : linkOf(previous, previous.body.previous?.id ?? ""),
+    siblings: 1,
+    plan: planOf(packet),
+    packet,
+    completedRun: true,
+  };
+}
+
+const FIRST_EVIDENCE = evidence(FIRST, FIRST_PACKET, undefined);
+const SECOND_EVIDENCE = evidence(SECOND, SECOND_PACKET, FIRST);
+
+function failureCode(e: HeadEvidence): ResolverFailureCode | "ok" {
+  const verdict = verifyHead(e);
+  return verdict.ok ? "ok" : verdict.error.code;
+}
+
+/** Evidence with one field of the head's (or the predecessor's) stored link replaced. */
+const withHead = (e: HeadEvidence, change: Partial<StoredLink>): HeadEvidence => ({ ...e, head: { ...e.head, ...change } });
+function withPrevious(e: HeadEvidence, change: Partial<StoredLink>): HeadEvidence {
+  if (e.previous === undefined) throw new Error("this evidence has no predecessor");
+  return { ...e, previous: { ...e.previous, ...change } };
+}
+function withPacket(e: HeadEvidence, change: (p: Packet) => Packet): HeadEvidence {
+  if (e.packet === undefined) throw new Error("this evidence has no packet");
+  return { ...e, packet: change(e.packet) };
+}
+function withPlan(e: HeadEvidence, change: Partial<NonNullable<HeadEvidence["plan"]>>): HeadEvidence {
+  if (e.plan === undefined) throw new Error("this evidence has no plan");
+  return { ...e, plan: { ...e.plan, ...change } };
+}
+
+const OTHER = sha256Hex("something else");
+
+// ---------------------------------------------------------------------------------------------
+
+describe("verifyHead: a valid chain", () => {
+  it("the fixture chain is what the test says it is: the second boundary names the first by id, hash and coverage", () => {
+    expect(FIRST.body.previous).toBeNull();
+    expect(SECOND.body.previous).toEqual({ id: "boundary-1", hash: FIRST.hash, coveredThroughSeq: FIRST.body.coveredThrough.seq });
+    expect(SECOND_PACKET.previousBoundary?.id).toBe("boundary-1");
+    expect(SECOND.body.coveredThrough.seq).toBeGreaterThan(FIRST.body.coveredThrough.seq);
+  });
+
+  it("accepts the first boundary of the epoch, starting at its activation frontier", () => {
+    expect(verifyHead(FIRST_EVIDENCE)).toEqual({ ok: true });
+  });
+
+  it("accepts a second boundary chained to the first", () => {
+    expect(verifyHead(SECOND_EVIDENCE)).toEqual({ ok: true });
+  });
+
+  it("accepts the declaration's history agents in any order (the boundary holds them sorted)", () => {
+    const packet = packetFixture({ runId: "run-1", historyAgents: ["scribe", "helper"] });
+    const boundary = boundaryOf("boundary-1", 1, packet, "summary");
+    expect(boundary.body.historyAgents).toEqual(["helper", "scribe"]);
+    expect(verifyHead({ ...evidence(boundary, packet, undefined), historyAgents: ["scribe", "helper"] })).toEqual({ ok: true });
+    expect(verifyHead({ ...evidence(boundary, packet, undefined), historyAgents: ["helper", "scribe"] })).toEqual({ ok: true });
+  });
+
+  it("accepts a chain that advances coverage by a single sequence", () => {
+    const packet = secondPacket([{ text: "one more", group: FIRST.body.coveredThrough.seq + 1 }]);
+    const boundary = boundaryOf("boundary-2", 2, packet, "one more");
+    expect(verifyHead(evidence(boundary, packet, FIRST))).toEqual({ ok: true });
+  });
+});
+
+describe("verifyHead: each failure, one corruption at a time", () => {
+  const rows: { code: ResolverFailureCode; name: string; corrupted: () => HeadEvidence }[] = [
+    // divergent_hash
+    {
+      code: "divergent_hash",
+      name: "the head's body was edited but its stored hash kept",
+      corrupted: () => withHead(SECOND_EVIDENCE, { body: { ...SECOND.body, content: content("Vendor A was chosen.") } }),
+    },
+    { code: "divergent_hash", name: "the head's stored hash is another value", corrupted: () => withHead(SECOND_EVIDENCE, { hash: OTHER }) },
+    { code: "divergent_hash", name: "the head's row disagrees with its body on coverage", corrupted: () => withHead(SECOND_EVIDENCE, { coveredThroughSeq: SECOND.body.coveredThrough.seq + 1 }) },
+    { code: "divergent_hash", name: "the head's row disagrees with its body on the run", corrupted: () => withHead(SECOND_EVIDENCE, { runId: "run-9" }) },
+    { code: "divergent_hash", name: "the head's row disagrees with its body on the id", corrupted: () => withHead(SECOND_EVIDENCE, { id: "boundary-9" }) },
+    { code: "divergent_hash", name: "the predecessor's hash is not the one the head names", corrupted: () => withPrevious(SECOND_EVIDENCE, { hash: OTHER }) },
+    {
+      code: "divergent_hash",
+      name: "the predecessor's body was edited but its stored hash kept",
+      corrupted: () => withPrevious(SECOND_EVIDENCE, { body: { ...FIRST.body, content: content("Vendor A was chosen.") } }),
+    },
+    {
+      code: "divergent_hash",
+      name: "a first boundary does not start at this epoch's activation frontier",
+      corrupted: () => ({ ...FIRST_EVIDENCE, frontier: { ...FIRST_EVIDENCE.frontier, hash: OTHER } }),
+    },
+    {
+      code: "divergent_hash",
+      name: "a first boundary starts at another frontier id",
+      corrupted: () => ({ ...FIRST_EVIDENCE, frontier: { ...FIRST_EVIDENCE.frontier, id: "frontier-other" } }),
+    },
+    { code: "divergent_hash", name: "the packet's turnIdsHash differs", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, frozen: { ...p.frozen, turnIdsHash: OTHER } })) },
+    { code: "divergent_hash", name: "the packet's renderedHash differs", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, frozen: { ...p.frozen, renderedHash: OTHER } })) },
+    { code: "divergent_hash", name: "the packet froze through another turn", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, frozen: { ...p.frozen, throughTurnId: "s1" } })) },
+    { code: "divergent_hash", name: "the packet froze through another sequence", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, frozen: { ...p.frozen, throughSeq: p.frozen.throughSeq + 1 } })) },
+    { code: "divergent_hash", name: "the packet belongs to another run", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, runId: "run-9" })) },
+    { code: "divergent_hash", name: "the packet belongs to another epoch", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, epoch: { ...p.epoch, id: "foldline-compactor/0:old" } })) },
+    { code: "divergent_hash", name: "the packet names no previous boundary", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, previousBoundary: null })) },
+    { code: "divergent_hash", name: "the packet is undefined (missing or failed its hash)", corrupted: () => ({ ...SECOND_EVIDENCE, packet: undefined }) },
+    { code: "divergent_hash", name: "the first boundary's packet is undefined", corrupted: () => ({ ...FIRST_EVIDENCE, packet: undefined }) },
+
+    // stale_declaration
+    { code: "stale_declaration", name: "the epoch fingerprint differs", corrupted: () => ({ ...SECOND_EVIDENCE, epoch: { ...SECOND_EVIDENCE.epoch, fingerprint: OTHER } }) },
+    { code: "stale_declaration", name: "the epoch id differs", corrupted: () => ({ ...SECOND_EVIDENCE, epoch: { ...SECOND_EVIDENCE.epoch, id: "foldline-compactor/2:new" } }) },
+    { code: "stale_declaration", name: "the compactor version differs", corrupted: () => ({ ...SECOND_EVIDENCE, epoch: { ...SECOND_EVIDENCE.epoch, compactorVersion: "foldline-compactor/2" } }) },
+    { code: "stale_declaration", name: "the prompt hash differs", corrupted: () => ({ ...SECOND_EVIDENCE, promptHash: OTHER }) },
+    { code: "stale_declaration", name: "the prompt hash differs (first boundary)", corrupted: () => ({ ...FIRST_EVIDENCE, promptHash: sha256Hex("Another prompt.") }) },
+
+    // wrong_route
+    { code: "wrong_route", name: "the conversation id differs", corrupted: () => ({ ...SECOND_EVIDENCE, conversationId: "api:other" }) },
+    { code: "wrong_route", name: "the target agent differs", corrupted: () => ({ ...SECOND_EVIDENCE, agentId: "scribe" }) },
+    { code: "wrong_route", name: "the privacy admission differs", corrupted: () => ({ ...SECOND_EVIDENCE, admitSensitive: true }) },
+    { code: "wrong_route", name: "a history agent was added", corrupted: () => ({ ...SECOND_EVIDENCE, historyAgents: ["helper", "scribe"] }) },
+    { code: "wrong_route", name: "the history agents were replaced", corrupted: () => ({ ...SECOND_EVIDENCE, historyAgents: ["scribe"] }) },
+    { code: "wrong_route", name: "the history agents are empty", corrupted: () => ({ ...SECOND_EVIDENCE, historyAgents: [] }) },
+
+    // fork
+    { code: "fork", name: "the head has one sibling", corrupted: () => ({ ...SECOND_EVIDENCE, siblings: 2 }) },
+    { code: "fork", name: "the first boundary has a sibling", corrupted: () => ({ ...FIRST_EVIDENCE, siblings: 2 }) },
+    { code: "fork", name: "the head has two siblings", corrupted: () => ({ ...SECOND_EVIDENCE, siblings: 3 }) },
+
+    // missing_link
+    { code: "missing_link", name: "position 2 with no predecessor found", corrupted: () => ({ ...SECOND_EVIDENCE, previous: undefined }) },
+    { code: "missing_link", name: "a first boundary's row names a predecessor", corrupted: () => withHead(FIRST_EVIDENCE, { previousId: "boundary-0" }) },
+    { code: "missing_link", name: "the predecessor found is another boundary", corrupted: () => withPrevious(SECOND_EVIDENCE, { id: "boundary-x" }) },
+    { code: "missing_link", name: "the predecessor sits at the wrong position", corrupted: () => withPrevious(SECOND_EVIDENCE, { position: 2 }) },
+    { code: "missing_link", name: "the head's row names another predecessor than its body", corrupted: () => withHead(SECOND_EVIDENCE, { previousId: "boundary-x" }) },
+
+    // non_advancing
+    {
+      code: "non_advancing",
+      name: "the second run froze only turns the first already covers (coverage equal to the predecessor's)",
+      corrupted: () => evidence(STALLED, STALLED_PACKET, FIRST),
+    },
+
+    // fabricated_run
+    { code: "fabricated_run", name: "there is no plan", corrupted: () => ({ ...SECOND_EVIDENCE, plan: undefined }) },
+    { code: "fabricated_run", name: "there is no plan (first boundary)", corrupted: () => ({ ...FIRST_EVIDENCE, plan: undefined }) },
+    { code: "fabricated_run", name: "the plan is for another agent", corrupted: () => withPlan(SECOND_EVIDENCE, { agentId: "scribe" }) },
+    { code: "fabricated_run", name: "the plan is for another conversation", corrupted: () => withPlan(SECOND_EVIDENCE, { conversationId: "api:other" }) },
+    { code: "fabricated_run", name: "the plan is for another epoch", corrupted: () => withPlan(SECOND_EVIDENCE, { epochId: "foldline-compactor/0:old" }) },
+    { code: "fabricated_run", name: "the plan chains to another predecessor", corrupted: () => withPlan(SECOND_EVIDENCE, { previousBoundaryId: "" }) },
+    { code: "fabricated_run", name: "the plan froze another packet key", corrupted: () => withPlan(SECOND_EVIDENCE, { packetKey: "packets/run-9.json" }) },
+    { code: "fabricated_run", name: "the plan froze another packet hash", corrupted: () => withPlan(SECOND_EVIDENCE, { packetHash: OTHER }) },
+    { code: "fabricated_run", name: "the run did not complete", corrupted: () => ({ ...SECOND_EVIDENCE, completedRun: false }) },
+    { code: "fabricated_run", name: "the first boundary's run did not complete", corrupted: () => ({ ...FIRST_EVIDENCE, completedRun: false }) },
+  ];
+
+  it.each(rows)("$code: $name", ({ code, corrupted }) => {
+    const e = corrupted();
+    expect(e).not.toEqual(e.head.position === 1 ? FIRST_EVIDENCE : SECOND_EVIDENCE);
+    const verdict = verifyHead(e);
+    expect(verdict.ok).toBe(false);
+    if (verdict.ok) return;
+    expect(verdict.error.code).toBe(code);
+    expect(verdict.error.message).toContain(e.head.id);
+  });
+
+  it("covers every failure code", () => {
+    const codes: ResolverFailureCode[] = ["missing_link", "fork", "stale_declaration", "divergent_hash", "wrong_route", "fabricated_run", "non_advancing"];
+    expect(new Set(rows.map((r) => r.code))).toEqual(new Set(codes));
+  });
+});
+
+describe("verifyHead: chains built wrongly from the start", () => {
+  it("missing_link: a boundary at position 1 whose body names a predecessor", () => {
+    const boundary = boundaryOf("boundary-1b", 1, SECOND_PACKET, "claims to be first");
+    expect(boundary.body.previous).not.toBeNull();
+    // Its row faithfully records the predecessor the body names.
+    expect(failureCode(evidence(boundary, SECOND_PACKET, undefined))).toBe("missing_link");
+    // Even a row that hides the predecessor does not rescue it.
+    expect(failureCode(withHead(evidence(boundary, SECOND_PACKET, undefined), { previousId: "" }))).toBe("missing_link");
+  });
+
+  it("missing_link: a boundary at position 2 whose body names no predecessor", () => {
+    const boundary = boundaryOf("boundary-2", 2, FIRST_PACKET, "claims to be second");
+    expect(failureCode(evidence(boundary, FIRST_PACKET, FIRST))).toBe("missing_link");
+  });
+
+  it.each([
+    { name: "coverage equal to the predecessor's", group: FIRST.body.coveredThrough.seq },
+    { name: "coverage behind the predecessor's", group: FIRST.body.coveredThrough.seq - 5 },
+  ])("non_advancing: a correctly chained second boundary with $name", ({ group }) => {
+    const packet = secondPacket([{ text: "already covered", group }]);
+    const boundary = boundaryOf("boundary-2", 2, packet, "repeats the first");
+    expect(boundary.body.coveredThrough.seq).toBeLessThanOrEqual(FIRST.body.coveredThrough.seq);
+    expect(failureCode(evidence(boundary, packet, FIRST))).toBe("non_advancing");
+  });
+
+  it("stale_declaration: a boundary produced under a retired epoch, verified against the current one", () => {
+    const retired = packetFixture({ runId: "run-1", epoch: { id: `foldline-compactor/0:${sha256Hex("old")}`, compactorVersion: "foldline-compactor/0", fingerprint: sha256Hex("old") } });
+    const boundary = boundaryOf("boundary-1", 1, retired, "old epoch");
+    expect(failureCode({ ...evidence(boundary, retired, undefined), epoch: FIRST_PACKET.epoch })).toBe("stale_declaration");
+  });
+
+  it("wrong_route: a boundary built for a sensitive-admitting route, served to one that does not admit", () => {
+    const packet = packetFixture({ runId: "run-1", admitSensitive: true });
+    const boundary = boundaryOf("boundary-1", 1, packet, "sensitive");
+    expect(failureCode({ ...evidence(boundary, packet, undefined), admitSensitive: true })).toBe("ok");
+    expect(failureCode(evidence(boundary, packet, undefined))).toBe("wrong_route");
+  });
+});
+
+describe("verifyHead: trusts only what is hashed", () => {
+  // The head's row is checked against its hashed body; the predecessor's row is not. A predecessor
+  // row that understates its own coverage lets a head that does not advance past the predecessor's
+  // real (hashed) coverage through. Found while writing these tests: see the report.
+  it("BUG: judges advancement on the predecessor's hashed body, not on its row's coveredThroughSeq", () => {
+    const honest = evidence(STALLED, STALLED_PACKET, FIRST);
+    expect(failureCode(honest)).toBe("non_advancing");
+    // One change: the predecessor's row claims one sequence less than its hashed body covers.
+    const lying = withPrevious(honest, { coveredThroughSeq: FIRST.body.coveredThrough.seq - 1 });
+    expect(["non_advancing", "divergent_hash"]).toContain(failureCode(lying));
+  });
+});
