@@ -174,7 +174,6 @@ describe("bad input changes nothing", () => {
   });
 
   it("rejects a malformed conversation id", async () => {
-    const CONV = freshConversation();
     const token = await tokenFor("*");
     const before = await totalEventRows();
     const res = await call("POST", eventsPath("mastodon:123"), { token, body: sourceEvent("k", "m", "x") });

@@ -3,27 +3,10 @@ import { describe, expect, it } from "vitest";
 import type { ChainAuditReport } from "../../src/core/chain-audit";
 import { canonicalJson, hashCanonical } from "../../src/core/hash";
 import { conversationStub } from "../../src/durable/stub";
-import { readChainBoundaries } from "../../src/storage/compaction-store";
 import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
-
-/**
- * The chain listing and the audit, through the Worker's HTTP entry point against real local D1,
- * R2, Durable Objects and Queues. Chains are produced by the offline compactor exactly as in
- * production (messages in, preflight, plan, queue, settle); corruptions are then made directly in
- * storage, the way an operator would fear them: an overwritten R2 object, a hand-inserted row.
- */
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { insertPlan, settledChain, waitFor } from "../support/chain";
 
 let agentCounter = 0;
 const freshAgent = (): string => `chain-${Date.now().toString(36)}-${agentCounter++}`;
@@ -36,29 +19,6 @@ async function say(token: string, conversation: string, from: number, to: number
     const res = await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, talk(i)) });
     expect(res.status).toBe(201);
   }
-}
-
-/**
- * The chain once nothing is in flight. The object is asked first: with no run open and no message
- * arriving nothing can settle afterwards, so the rows read next are final (read the other way
- * round, a run settling in between would leave the rows one boundary short).
- */
-async function settledChain(conversation: string, agentId: string, atLeast: number) {
-  return waitFor(async () => {
-    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    if (state?.openRunId !== null) return undefined;
-    const chain = await readChainBoundaries(env.DB, conversation, agentId, state.epochId);
-    return chain.length >= atLeast && chain.at(-1)?.body.id === state.headId ? { chain, state } : undefined;
-  }, `${atLeast} boundaries`);
-}
-
-async function insertPlan(conversation: string, agentId: string, epochId: string, runId: string, previousId: string): Promise<void> {
-  await env.DB.prepare(
-    `INSERT INTO compaction_plans (run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?)`,
-  )
-    .bind(runId, conversation, agentId, epochId, previousId, `packets/forged/${runId}.json`, "0".repeat(64), new Date().toISOString())
-    .run();
 }
 
 async function setup() {

@@ -5,6 +5,7 @@ import { readChainBoundaries, readIncidents } from "../../src/storage/compaction
 import type { ScriptStep } from "../fake-openai/server";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
+import { settledChain } from "../support/chain";
 
 /**
  * The compactor through a real model path: declarations on the provider profile "fake" reach the
@@ -28,16 +29,6 @@ async function requests(): Promise<Recorded[]> {
 beforeEach(async () => {
   await fetch(`${origin}/__reset`, { method: "POST" });
 });
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 let counter = 0;
 async function setup(outputMode: "projection" | "plain") {
@@ -64,12 +55,7 @@ async function runs(token: string, conversation: string): Promise<RunEvent[]> {
   return page.events.filter((e) => e.kind === "run");
 }
 
-const idle = (conversation: string, agentId: string, boundaries: number) =>
-  waitFor(async () => {
-    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    const chain = await readChainBoundaries(env.DB, conversation, agentId);
-    return chain.length >= boundaries && state?.openRunId === null && chain.at(-1)?.body.id === state.headId ? chain : undefined;
-  }, `${boundaries} boundary(ies) and nothing in flight`);
+const idle = async (conversation: string, agentId: string, boundaries: number) => (await settledChain(conversation, agentId, boundaries)).chain;
 
 describe("the compactor through an OpenAI-compatible endpoint", () => {
   it("runs as its own consumer, wraps plain text, and records the provider's model and usage", async () => {

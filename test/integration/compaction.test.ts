@@ -9,16 +9,7 @@ import { readChainBoundaries, readIncidents } from "../../src/storage/compaction
 import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { insertPlan, settledChain, waitFor } from "../support/chain";
 
 let agentCounter = 0;
 const freshAgent = (): string => `agent-${Date.now().toString(36)}-${agentCounter++}`;
@@ -42,24 +33,6 @@ async function say(token: string, conversation: string, from: number, to: number
     const res = await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, talk(i)) });
     expect(res.status).toBe(201);
   }
-}
-
-async function settledChain(conversation: string, agentId: string, atLeast: number) {
-  return waitFor(async () => {
-    // Ask the object first: rows read after an idle answer include everything it settled.
-    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    const chain = await readChainBoundaries(env.DB, conversation, agentId);
-    return chain.length >= atLeast && state?.openRunId === null && chain.at(-1)?.body.id === state.headId ? { chain, state } : undefined;
-  }, `${atLeast} boundaries`);
-}
-
-async function insertPlan(conversation: string, agentId: string, epochId: string, runId: string, previousId: string): Promise<void> {
-  await env.DB.prepare(
-    `INSERT INTO compaction_plans (run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?)`,
-  )
-    .bind(runId, conversation, agentId, epochId, previousId, `packets/forged/${runId}.json`, "0".repeat(64), new Date().toISOString())
-    .run();
 }
 
 async function setup(options: { trigger?: number; retain?: number } = {}) {

@@ -1,22 +1,14 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
-import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries, readIncidents } from "../../src/storage/compaction-store";
 import type { PairOptions } from "../support/declarations";
 import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
+import { settledChain } from "../support/chain";
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const idle = async (conversation: string, agentId: string, boundaries: number) => (await settledChain(conversation, agentId, boundaries)).chain;
 
 let counter = 0;
 async function setup(options: Partial<PairOptions> = {}) {
@@ -34,15 +26,6 @@ async function say(token: string, conversation: string, from: number, to: number
   for (let i = from; i < to; i++) {
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, text(i)) })).status).toBe(201);
   }
-}
-
-/** Waits until at least `boundaries` exist and nothing is in flight; the chain, oldest first. */
-async function idle(conversation: string, agentId: string, boundaries: number) {
-  return waitFor(async () => {
-    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    const chain = await readChainBoundaries(env.DB, conversation, agentId);
-    return chain.length >= boundaries && state?.openRunId === null && chain.at(-1)?.body.id === state.headId ? chain : undefined;
-  }, `${boundaries} boundary(ies)`);
 }
 
 interface Context {
