@@ -1,4 +1,5 @@
 import type { Boundary } from "../core/boundary";
+import type { AuditBoundary } from "../core/chain-audit";
 import { boundaryBodySchema } from "../core/boundary";
 import type { Epoch, Registration } from "../core/declarations";
 import { registrationSchema } from "../core/declarations";
@@ -321,22 +322,11 @@ export async function readIncidents(db: D1Database, conversationId: string, limi
 }
 
 /**
- * A boundary row for the chain audit and listing: every column the audit compares, with the body
- * parsed as JSON but not validated, so a malformed or hand-forced row is reported, never thrown.
+ * A boundary row for the chain audit and listing (`AuditBoundary`): every column the audit
+ * compares, with the body parsed as JSON but not validated, so a malformed or hand-forced row is
+ * reported, never thrown.
  */
-export interface BoundaryAuditRow {
-  readonly id: string;
-  readonly epochId: string;
-  readonly position: number;
-  readonly previousId: string;
-  readonly previousHash: string | null;
-  readonly coveredThroughSeq: number;
-  readonly runId: string;
-  readonly hash: string;
-  readonly createdAt: string;
-  /** The body column as JSON; `undefined` when it is not JSON. */
-  readonly body: unknown;
-}
+export type BoundaryAuditRow = AuditBoundary;
 
 function parseJsonColumn(text: string): unknown {
   try {
@@ -389,38 +379,8 @@ export async function readBoundaryAuditRows(db: D1Database, conversationId: stri
 export async function readPlansByRunIds(db: D1Database, runIds: readonly string[]): Promise<Map<string, PlanRecord>> {
   if (runIds.length === 0) return new Map();
   const { results } = await db
-    .prepare(
-      `SELECT run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at
-       FROM compaction_plans WHERE run_id IN (SELECT value FROM json_each(?))`,
-    )
+    .prepare("SELECT * FROM compaction_plans WHERE run_id IN (SELECT value FROM json_each(?))")
     .bind(JSON.stringify(runIds))
-    .all<{
-      run_id: string;
-      conversation_id: string;
-      agent_id: string;
-      epoch_id: string;
-      previous_boundary_id: string;
-      packet_key: string;
-      packet_hash: string;
-      trigger_seq: number;
-      through_seq: number;
-      created_at: string;
-    }>();
-  return new Map(
-    results.map((r) => [
-      r.run_id,
-      {
-        runId: r.run_id,
-        conversationId: r.conversation_id,
-        agentId: r.agent_id,
-        epochId: r.epoch_id,
-        previousBoundaryId: r.previous_boundary_id,
-        packetKey: r.packet_key,
-        packetHash: r.packet_hash,
-        triggerSeq: r.trigger_seq,
-        throughSeq: r.through_seq,
-        createdAt: r.created_at,
-      },
-    ]),
-  );
+    .all<PlanRow>();
+  return new Map(results.map((row) => [row.run_id, toPlan(row)]));
 }
