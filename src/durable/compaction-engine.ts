@@ -52,6 +52,8 @@ import type { CompactionJob } from "../queue/jobs";
 const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposal", "delivery", "correction"]);
 const MAX_RECALLED_PAGES = 8;
 const BACKOFF_MAX_MS = 3_600_000;
+/** A plan with no boundary this long after it was made gets its job sent again. */
+const PLAN_WATCHDOG_MS = 15 * 60_000;
 
 interface Chain {
   readonly declaration: StoredDeclaration;
@@ -137,10 +139,20 @@ export class CompactionEngine {
   }
 
   /** Alarm: re-plan chains whose backoff has passed, without waiting for a new message. */
+  /**
+   * Alarm: re-plan chains whose backoff has passed, without waiting for a new message; re-send the
+   * job of a plan that has waited past the watchdog (its job may never have reached the queue —
+   * settling is idempotent, so a duplicate delivery costs nothing); catch up after a failed preflight.
+   */
   async onAlarm(now: Date): Promise<void> {
     for (const declaration of await this.#servingDeclarations()) {
       const chain = await this.#chain(declaration, [], now);
-      if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) continue;
+      const plan = chain.openPlan;
+      if (plan !== undefined) {
+        if (now.getTime() - Date.parse(plan.createdAt) >= PLAN_WATCHDOG_MS) await this.#dispatch(chain, plan, now);
+        continue;
+      }
+      if (now.getTime() < chain.backoffUntil) continue;
       const latest = chain.window.findLast((event) => event.kind === "source");
       if (latest !== undefined) await this.#planIfDue(chain, latest.seq, now);
     }
@@ -683,7 +695,23 @@ export class CompactionEngine {
       [insertPlanStatement(this.env.DB, plan)],
     );
     chain.openPlan = plan;
-    const job: CompactionJob = { type: "compaction", conversationId: this.conversationId, agentId: agent.id, runId, packetKey, packetHash, model: compactor.provider.model, profile: compactor.provider.profile };
+    await this.#dispatch(chain, plan, now);
+  }
+
+  /** Queues the job naming the plan's packet, and arms the watchdog that re-sends it if it stalls. */
+  async #dispatch(chain: Chain, plan: PlanRecord, now: Date): Promise<void> {
+    const { compactor } = chain.declaration.registration;
+    await this.scheduleAlarm(now.getTime() + PLAN_WATCHDOG_MS);
+    const job: CompactionJob = {
+      type: "compaction",
+      conversationId: this.conversationId,
+      agentId: plan.agentId,
+      runId: plan.runId,
+      packetKey: plan.packetKey,
+      packetHash: plan.packetHash,
+      model: compactor.provider.model,
+      profile: compactor.provider.profile,
+    };
     await this.env.COMPACTION_QUEUE.send(job);
   }
 

@@ -1,12 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../../src/core/hash";
+import { boundaryHash } from "../../src/core/boundary";
+import { canonicalJson, sha256Hex } from "../../src/core/hash";
 import { readChainBoundaries, readIncidents } from "../../src/storage/compaction-store";
 import type { PairOptions } from "../support/declarations";
 import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
-import { settledChain } from "../support/chain";
+import { insertPlan, settledChain } from "../support/chain";
 
 const idle = async (conversation: string, agentId: string, boundaries: number) => (await settledChain(conversation, agentId, boundaries)).chain;
 
@@ -186,6 +187,32 @@ describe("GET /v1/conversations/{conversation}/context", () => {
     expect(error["reason"]).toBe("divergent_hash");
     const incidents = await readIncidents(env.DB, conversation, 10);
     expect(incidents.some((i) => i.kind === "resolver_failure" && i.runId === runId)).toBe(true);
+  });
+
+  it("fails closed on a head produced under another declaration, even with a self-consistent hash", async () => {
+    const { conversation, agentId, token } = await setup();
+    await say(token, conversation, 0, 20);
+    const head = (await idle(conversation, agentId, 1)).at(-1);
+    if (head === undefined) throw new Error("no boundary");
+    const runId = "cmp_44444444-4444-4444-8444-444444444444";
+    await insertPlan(conversation, agentId, head.epochId, runId, head.body.id, `${head.body.packet.key}.stale`, head.body.packet.hash);
+    const position = head.position + 1;
+    const stale = {
+      ...head.body,
+      id: "bnd_stale",
+      position,
+      previous: { id: head.body.id, hash: head.hash, coveredThroughSeq: head.coveredThroughSeq },
+      run: { id: runId, triggerSeq: head.body.run.triggerSeq },
+      coveredThrough: { turnId: "s998", seq: 998 },
+      compactor: { ...head.body.compactor, fingerprint: sha256Hex("another declaration pair") },
+    };
+    await env.DB.prepare(
+      `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
+       VALUES ('bnd_stale', ?, ?, ?, ?, ?, ?, 998, ?, ?, ?, ?)`,
+    )
+      .bind(conversation, agentId, head.epochId, position, head.body.id, head.hash, runId, canonicalJson(stale), boundaryHash(stale), new Date().toISOString())
+      .run();
+    expect(await contextError(token, conversation, agentId)).toMatchObject({ code: "chain_invalid", reason: "stale_declaration" });
   });
 
   it("fails closed when the head's packet was altered in R2", async () => {
