@@ -26,12 +26,21 @@ export default defineConfig(async () => {
             // Retries and backoff without waiting: the tests observe their order, not their timing.
             COMPACTION_RETRY_BASE_SECONDS: "0",
             COMPACTION_BACKOFF_BASE_SECONDS: "0",
+            // The loopback fake Bot API (test/fake-telegram) and the test bot's token for it.
+            TELEGRAM_API_BASE_URL: inject("fakeTelegramOrigin"),
+            [`TELEGRAM_BOT_TOKEN_${TEST_BOT_ID}`]: `${TEST_BOT_ID}:test-token`,
+            // The direct-reply allowlist of the dispatcher tests; their compactors are never on it.
+            DIRECT_REPLY_AGENTS: "tg-concierge,tg-failing",
+            // The provider profile "faketg": its own session on the fake model endpoint, so the
+            // dispatcher tests can script compactor failures without touching other files' scripts.
+            OPENAI_API_KEY_FAKETG: "test-key",
+            OPENAI_BASE_URL_FAKETG: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch/v1`,
           },
         },
       })),
     ],
     test: {
-      globalSetup: ["./test/fake-openai/global-setup.ts"],
+      globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts"],
       setupFiles: ["./test/apply-migrations.ts"],
       include: ["test/**/*.test.ts"],
       // Integration tests wait for queued compactions; they poll with their own deadlines.

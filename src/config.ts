@@ -82,3 +82,31 @@ export const compactionRetryBaseSeconds = (env: Env): number => seconds(env.COMP
 
 /** First backoff of a chain after a dead-lettered compaction, `COMPACTION_BACKOFF_BASE_SECONDS`. */
 export const compactionBackoffBaseSeconds = (env: Env): number => seconds(env.COMPACTION_BACKOFF_BASE_SECONDS, 30);
+
+/** The direct-reply allowlist, `DIRECT_REPLY_AGENTS`: the only agents whose runs reach a chat. */
+export function directReplyAgents(env: Env): ReadonlySet<string> {
+  return new Set(env.DIRECT_REPLY_AGENTS.split(",").map((id) => id.trim()).filter((id) => id !== ""));
+}
+
+/**
+ * The Bot API token of one bot: the Worker secret `TELEGRAM_BOT_TOKEN_<botId>`, per bot like the
+ * webhook secret. Only a value shaped like a Bot API token (`<bot id>:<secret>`) is returned: the
+ * token becomes part of a URL path, so anything else is a misconfiguration, never a request.
+ */
+export function telegramBotToken(env: Env, botId: string): string | undefined {
+  const value: unknown = Reflect.get(env, `TELEGRAM_BOT_TOKEN_${botId}`);
+  return typeof value === "string" && /^\d+:[A-Za-z0-9_-]+$/.test(value.trim()) ? value.trim() : undefined;
+}
+
+const DEFAULT_TELEGRAM_API_BASE_URL = "https://api.telegram.org";
+
+/**
+ * The Bot API server, `TELEGRAM_API_BASE_URL` (a self-hosted Bot API server or a test double can
+ * stand in), without a trailing slash. `undefined` when it is set but is not an http(s) URL.
+ */
+export function telegramApiBaseUrl(env: Env): string | undefined {
+  const value: unknown = Reflect.get(env, "TELEGRAM_API_BASE_URL");
+  const text = typeof value === "string" && value.trim() !== "" ? value.trim() : DEFAULT_TELEGRAM_API_BASE_URL;
+  const url = URL.parse(text);
+  return url !== null && (url.protocol === "https:" || url.protocol === "http:") ? text.replace(/\/+$/, "") : undefined;
+}

@@ -42,22 +42,24 @@ export function renderDocuments(documents: readonly TrustedDocument[]): string {
   return ["Trusted identity and memory documents of this agent:", ...blocks].join("\n\n");
 }
 
-export function buildChatRequest(model: string, documents: readonly TrustedDocument[], history: readonly NativeMessage[], prompt: ComposeRequest["prompt"]): ChatRequest {
+/** `prompt` absent: the history already ends with the message to answer (the built-in reply agent). */
+export function buildChatRequest(model: string, documents: readonly TrustedDocument[], history: readonly NativeMessage[], prompt?: ComposeRequest["prompt"]): ChatRequest {
   const system = documents.length === 0 ? [] : [{ role: "system" as const, content: renderDocuments(documents) }];
-  const current =
-    prompt.images.length === 0
-      ? { role: "user" as const, content: prompt.text }
-      : {
-          role: "user" as const,
-          content: [
-            ...(prompt.text === "" ? [] : [{ type: "text" as const, text: prompt.text }]),
-            ...prompt.images.map((image) => ({
-              type: "image_url" as const,
-              image_url: image.detail === undefined ? { url: image.url } : { url: image.url, detail: image.detail },
-            })),
-          ],
-        };
   // History never speaks as system: only trusted documents do (envelopes and turns are user/assistant).
   const past = history.map((m) => ({ role: m.role === "system" ? ("user" as const) : m.role, content: m.content }));
-  return { model, messages: [...system, ...past, current] };
+  return { model, messages: [...system, ...past, ...(prompt === undefined ? [] : [promptMessage(prompt)])] };
+}
+
+function promptMessage(prompt: ComposeRequest["prompt"]): ChatRequest["messages"][number] {
+  if (prompt.images.length === 0) return { role: "user", content: prompt.text };
+  return {
+    role: "user",
+    content: [
+      ...(prompt.text === "" ? [] : [{ type: "text" as const, text: prompt.text }]),
+      ...prompt.images.map((image) => ({
+        type: "image_url" as const,
+        image_url: image.detail === undefined ? { url: image.url } : { url: image.url, detail: image.detail },
+      })),
+    ],
+  };
 }

@@ -68,10 +68,17 @@ export const compactionPolicySchema = z
     path: ["maxFrozenChars"],
   });
 
+/**
+ * How the agent replies. `none`: an external bot reads context and posts its own proposals.
+ * `builtin`: Foldline composes the context, asks the agent's model, and records the reply.
+ */
+export const replySchema = z.discriminatedUnion("mode", [z.strictObject({ mode: z.literal("none") }), z.strictObject({ mode: z.literal("builtin") })]);
+
 export const agentDeclarationSchema = z.strictObject({
   id: agentIdSchema,
   compactorId: agentIdSchema,
   ...sharedFields,
+  reply: replySchema.default({ mode: "none" }),
   context: contextPolicySchema.default({ maxChars: 120_000, maxMessages: 400, maxAmendmentChars: 16_000 }),
 });
 

@@ -195,10 +195,10 @@ export function eventHash(conversationId: string, event: EventInput): string {
 /**
  * What only Foldline itself may write: compactor runs (their receipts are evidence the resolver
  * trusts) and the idempotency namespaces of its own writers (`run:` for run bookkeeping, `tg:` for
- * Telegram updates). A client event claiming either would forge evidence or pre-empt a key.
+ * Telegram updates, `reply:` for the built-in agent, `dispatch:` for delivery evidence). A client event claiming either would forge evidence or pre-empt a key.
  */
 export function reservedForFoldline(event: EventInput): string | undefined {
   if (event.kind === "run" && event.body.role === "compactor") return "compactor runs are recorded by Foldline only";
-  if (/^(run|tg):/.test(event.idempotencyKey)) return "idempotency keys starting with run: or tg: are reserved";
+  if (/^(run|tg|reply|dispatch):/.test(event.idempotencyKey)) return "idempotency keys starting with run:, tg:, reply: or dispatch: are reserved";
   return undefined;
 }

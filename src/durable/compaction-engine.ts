@@ -121,13 +121,18 @@ export class CompactionEngine {
     private readonly scheduleAlarm: (at: number) => Promise<void>,
   ) {}
 
-  /** Runs after every durable append: preflight for each admitted new source, per compactor. */
-  async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<void> {
+  /**
+   * Runs after every durable append: preflight for each admitted new source, per compactor.
+   * Returns the declarations serving this conversation (read once per source append), so the
+   * reply hand-off does not read them again.
+   */
+  async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<StoredDeclaration[]> {
     if (!appended.some((event) => event.kind === "source")) {
       for (const chain of this.#chains.values()) this.#observe(chain, appended);
-      return;
+      return [];
     }
-    for (const declaration of await this.#servingDeclarations()) {
+    const serving = await this.#servingDeclarations();
+    for (const declaration of serving) {
       const chain = await this.#chain(declaration, appended, now);
       this.#observe(chain, appended);
       for (const source of appended) {
@@ -136,9 +141,9 @@ export class CompactionEngine {
         await this.#preflight(chain, source.seq, now);
       }
     }
+    return serving;
   }
 
-  /** Alarm: re-plan chains whose backoff has passed, without waiting for a new message. */
   /**
    * Alarm: re-plan chains whose backoff has passed, without waiting for a new message; re-send the
    * job of a plan that has waited past the watchdog (its job may never have reached the queue —

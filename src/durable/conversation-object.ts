@@ -11,6 +11,7 @@ import type { CompactionContent } from "../core/packet";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
 import type { ContextSelection, SettleError } from "./compaction-engine";
 import { CompactionEngine } from "./compaction-engine";
+import { replyJobs } from "./reply-jobs";
 
 export interface AppendRequest {
   readonly conversationId: string;
@@ -55,7 +56,9 @@ export class ConversationObject extends DurableObject<Env> {
       const fresh = appended.value.results.filter((r) => !r.duplicate).map((r) => r.event);
       if (fresh.length > 0) {
         try {
-          await this.#compaction(request.conversationId).afterAppend(fresh, new Date());
+          const serving = await this.#compaction(request.conversationId).afterAppend(fresh, new Date());
+          const jobs = replyJobs(request.conversationId, serving, fresh);
+          if (jobs.length > 0) await this.env.COMPACTION_QUEUE.sendBatch(jobs.map((body) => ({ body })));
         } catch (error) {
           // The events are durable and acknowledged; compaction bookkeeping catches up from an
           // alarm rather than failing an append that already succeeded (a retry would only

@@ -1,4 +1,5 @@
 import type { ComposeRequest, TrustedDocument } from "../core/compose";
+import type { AgentDeclaration } from "../core/declarations";
 import { buildChatRequest } from "../core/compose";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -6,11 +7,8 @@ import type { ContextSelection } from "../durable/compaction-engine";
 import { currentDeclaration } from "../storage/compaction-store";
 import { readDocument } from "../storage/document-store";
 
-/** Reads the agent's subscribed documents (hash-verified) and builds the provider request. */
-export async function compose(env: Env, request: ComposeRequest, selection: ContextSelection) {
-  const declaration = await currentDeclaration(env.DB, request.agent);
-  if (declaration === undefined) return fail("not_found", `agent ${request.agent} has no declaration`);
-  const { agent } = declaration.registration;
+/** The agent's subscribed trusted documents, each hash-verified, within the document budget. */
+export async function readTrustedDocuments(env: Env, agent: AgentDeclaration): Promise<Result<TrustedDocument[]>> {
   const documents: TrustedDocument[] = [];
   for (const ref of agent.documents) {
     const read = await readDocument(env.DOCUMENTS, `documents/${agent.id}/${ref.name}/${ref.hash}`, ref.hash);
@@ -21,6 +19,17 @@ export async function compose(env: Env, request: ComposeRequest, selection: Cont
   if (documentChars > agent.documentBudgetChars) {
     return fail("document_budget_exceeded", `the subscribed documents need ${documentChars} characters; the budget is ${agent.documentBudgetChars}`);
   }
+  return ok(documents);
+}
+
+/** Reads the agent's subscribed documents (hash-verified) and builds the provider request. */
+export async function compose(env: Env, request: ComposeRequest, selection: ContextSelection) {
+  const declaration = await currentDeclaration(env.DB, request.agent);
+  if (declaration === undefined) return fail("not_found", `agent ${request.agent} has no declaration`);
+  const { agent } = declaration.registration;
+  const trusted = await readTrustedDocuments(env, agent);
+  if (!trusted.ok) return trusted;
+  const documents = trusted.value;
   const composed: Result<{ request: ReturnType<typeof buildChatRequest>; manifest: ContextSelection["manifest"] & { documents: { name: string; hash: string; chars: number }[] } }> = ok({
     request: buildChatRequest(agent.provider.model, documents, selection.messages, request.prompt),
     manifest: { ...selection.manifest, documents: documents.map((d) => ({ name: d.name, hash: d.hash, chars: d.content.length })) },

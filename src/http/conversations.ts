@@ -1,21 +1,21 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { agentIdSchema, appendBatchRequestSchema, appendEventRequestSchema, reservedForFoldline } from "../core/events";
-import type { StoredEvent } from "../core/events";
+import { composeRequest, eventView, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
+import { pageQuery } from "../api/queries";
+import { agentIdSchema } from "../core/events";
 import { reconstruct } from "../core/reconstruction";
-import { composeRequestSchema } from "../core/compose";
-import { compose } from "./compose";
-import { appendToConversation, contextFor } from "../durable/stub";
 import { listEvents, readAllEvents } from "../storage/event-store";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 
-const pageQuery = z.object({
-  after: z.coerce.number().int().nonnegative().default(0),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
+/**
+ * The conversation routes. Ingest, context and compose are thin wrappers over `api/conversations`
+ * (shared with the RPC entrypoint): the route checks scope, reads the body, and maps the Result.
+ * The body is read as any JSON here and validated by the operation, so both transports validate
+ * with the same schema in the same order (scope, then media type and JSON, then shape).
+ */
 
 const turnsQuery = pageQuery.extend({
   /** Comma-separated agent ids whose delivered replies count as history; omitted: every agent. */
@@ -28,62 +28,27 @@ const turnsQuery = pageQuery.extend({
   sensitive: z.enum(["include", "exclude"]).default("exclude"),
 });
 
-const contextQuery = z.object({ agent: agentIdSchema });
-
-/** The wire form of a stored event. */
-export function eventView(event: StoredEvent) {
-  return {
-    conversationId: event.conversationId,
-    seq: event.seq,
-    kind: event.kind,
-    idempotencyKey: event.idempotencyKey,
-    sensitive: event.sensitive,
-    body: event.body,
-    hash: event.hash,
-    recordedAt: event.recordedAt,
-  };
-}
+const anyJson = z.unknown();
 
 export const conversations = new Hono<AppEnv>()
   .post("/:conversation/events", async (c) => {
     const conversation = scopedConversation(c);
     if (!conversation.ok) return problem(c, conversation.error);
-    const request = await readJson(c, appendEventRequestSchema);
-    if (!request.ok) return problem(c, request.error);
-    const { expectedSeq, ...event } = request.value;
-    const reserved = reservedForFoldline(event);
-    if (reserved !== undefined) return problem(c, { code: "forbidden", message: reserved });
-    const appended = await appendToConversation(c.env, {
-      conversationId: conversation.value,
-      events: [event],
-      expectedSeq,
-    });
+    const body = await readJson(c, anyJson);
+    if (!body.ok) return problem(c, body.error);
+    const appended = await ingestEvent(c.env, conversation.value, body.value);
     if (!appended.ok) return problem(c, appended.error);
-    const [result] = appended.value.results;
-    if (result === undefined) return problem(c, { code: "internal", message: "append returned no result" });
-    return c.json({ event: eventView(result.event), duplicate: result.duplicate }, result.duplicate ? 200 : 201);
+    return c.json(appended.value, appended.value.duplicate ? 200 : 201);
   })
   .post("/:conversation/events/batch", async (c) => {
     const conversation = scopedConversation(c);
     if (!conversation.ok) return problem(c, conversation.error);
-    const request = await readJson(c, appendBatchRequestSchema);
-    if (!request.ok) return problem(c, request.error);
-    for (const [index, event] of request.value.events.entries()) {
-      const reserved = reservedForFoldline(event);
-      if (reserved !== undefined) return problem(c, { code: "forbidden", message: `events.${index}: ${reserved}`, details: { index } });
-    }
-    const appended = await appendToConversation(c.env, {
-      conversationId: conversation.value,
-      events: request.value.events,
-      expectedSeq: request.value.expectedSeq,
-    });
+    const body = await readJson(c, anyJson);
+    if (!body.ok) return problem(c, body.error);
+    const appended = await ingestBatch(c.env, conversation.value, body.value);
     if (!appended.ok) return problem(c, appended.error);
-    const { results, lastSeq } = appended.value;
-    const created = results.some((r) => !r.duplicate);
-    return c.json(
-      { results: results.map((r) => ({ event: eventView(r.event), duplicate: r.duplicate })), lastSeq },
-      created ? 201 : 200,
-    );
+    const created = appended.value.results.some((r) => !r.duplicate);
+    return c.json(appended.value, created ? 201 : 200);
   })
   .get("/:conversation/events", async (c) => {
     const conversation = scopedConversation(c);
@@ -98,20 +63,16 @@ export const conversations = new Hono<AppEnv>()
   .get("/:conversation/context", async (c) => {
     const conversation = scopedConversation(c);
     if (!conversation.ok) return problem(c, conversation.error);
-    const query = validate(contextQuery, c.req.query());
-    if (!query.ok) return problem(c, query.error);
-    const selected = await contextFor(c.env, conversation.value, query.value.agent);
+    const selected = await selectContext(c.env, conversation.value, c.req.query());
     if (!selected.ok) return problem(c, selected.error);
     return c.json(selected.value);
   })
   .post("/:conversation/compose", async (c) => {
     const conversation = scopedConversation(c);
     if (!conversation.ok) return problem(c, conversation.error);
-    const request = await readJson(c, composeRequestSchema);
-    if (!request.ok) return problem(c, request.error);
-    const selected = await contextFor(c.env, conversation.value, request.value.agent);
-    if (!selected.ok) return problem(c, selected.error);
-    const composed = await compose(c.env, request.value, selected.value);
+    const body = await readJson(c, anyJson);
+    if (!body.ok) return problem(c, body.error);
+    const composed = await composeRequest(c.env, conversation.value, body.value);
     if (!composed.ok) return problem(c, composed.error);
     return c.json(composed.value);
   })

@@ -20,7 +20,7 @@ import type { NativeMessage } from "../core/render";
  */
 
 export interface ModelReceipt {
-  readonly provider: "openai-compatible" | "foldline-extractive";
+  readonly provider: "openai-compatible" | "foldline-extractive" | "foldline-offline-reply";
   /** The model that produced the text, as the provider reported it (the requested one if it did not say). */
   readonly model: string;
   readonly responseId: string | null;
@@ -123,15 +123,25 @@ export async function runCompactorModel(
 ): Promise<Result<ModelReceipt, ModelFailure>> {
   // Workers freeze the clock during synchronous work, so latency counts only time spent waiting on I/O.
   const started = Date.now();
-  const apiKey = openAiApiKey(env, profile);
-  if (apiKey === undefined && profile !== DEFAULT_PROFILE) {
-    // A named profile without its key is a misconfiguration, never a silent switch to offline.
-    return failure("rejected", null, `provider profile ${profile} has no API key configured`);
-  }
-  if (apiKey === undefined) {
+  if (openAiApiKey(env, profile) === undefined && profile === DEFAULT_PROFILE) {
     const text = offlineCompaction(packet);
     return ok({ provider: OFFLINE_COMPACTOR.provider, model: OFFLINE_COMPACTOR.model, responseId: null, finishReason: null, usage: null, latencyMs: Date.now() - started, text });
   }
+  return chatCompletion(env, profile, { model, messages: compactorMessages(packet), maxCompletionTokens: maxCompletionTokens(packet) });
+}
+
+/**
+ * One chat completion on a provider profile (no tools). The caller decides what happens without a
+ * key on the default profile; a named profile without its key is a misconfiguration, reported.
+ */
+export async function chatCompletion(
+  env: Env,
+  profile: string,
+  request: { readonly model: string; readonly messages: readonly NativeMessage[]; readonly maxCompletionTokens?: number },
+): Promise<Result<ModelReceipt, ModelFailure>> {
+  const started = Date.now();
+  const apiKey = openAiApiKey(env, profile);
+  if (apiKey === undefined) return failure("rejected", null, `provider profile ${profile} has no API key configured`);
   const baseURL = openAiBaseUrl(env, profile);
   if (baseURL === undefined) return failure("rejected", null, "OPENAI_BASE_URL is not an http(s) URL");
 
@@ -149,10 +159,10 @@ export async function runCompactorModel(
       webhookSecret: null,
     });
     response = await client.chat.completions.create({
-      model,
-      messages: compactorMessages(packet).map(toChatMessage),
+      model: request.model,
+      messages: request.messages.map(toChatMessage),
       temperature: 0,
-      max_completion_tokens: maxCompletionTokens(packet),
+      ...(request.maxCompletionTokens === undefined ? {} : { max_completion_tokens: request.maxCompletionTokens }),
     });
   } catch (error) {
     return modelFailure(error);
@@ -167,7 +177,7 @@ export async function runCompactorModel(
   const outputTokens = usage?.completion_tokens;
   return ok({
     provider: "openai-compatible",
-    model: reportedModel !== undefined && reportedModel !== null && reportedModel !== "" ? reportedModel : model,
+    model: reportedModel !== undefined && reportedModel !== null && reportedModel !== "" ? reportedModel : request.model,
     responseId: id ?? null,
     finishReason: choice?.finish_reason ?? null,
     usage: typeof inputTokens === "number" && typeof outputTokens === "number" ? { inputTokens, outputTokens } : null,

@@ -5,7 +5,9 @@ import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
 import type { CompactionJob } from "./jobs";
-import { compactionJobSchema } from "./jobs";
+import { jobSchema } from "./jobs";
+import { abandonReply, reply } from "./reply";
+import { retryDelaySeconds } from "./retry";
 
 /**
  * Queue consumers: the compactor runs here, off the request path, at least once.
@@ -19,19 +21,21 @@ import { compactionJobSchema } from "./jobs";
  */
 
 const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
-const RETRY_MAX_SECONDS = 600;
 
-export function retryDelaySeconds(baseSeconds: number, attempts: number, retryAfterSeconds: number | null): number {
-  const backoff = Math.min(baseSeconds * 2 ** Math.max(0, attempts - 1), RETRY_MAX_SECONDS);
-  return Math.max(backoff, Math.min(retryAfterSeconds ?? 0, RETRY_MAX_SECONDS));
-}
 
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {
-    const job = compactionJobSchema.safeParse(message.body);
+    const job = jobSchema.safeParse(message.body);
     if (!job.success) {
       console.error("dropping unrecognized queue message", { queue: batch.queue, id: message.id });
       message.ack();
+      continue;
+    }
+    if (job.data.type === "reply") {
+      if (batch.queue === DEAD_LETTER_QUEUE) await abandonReply(env, job.data);
+      const outcome = batch.queue === DEAD_LETTER_QUEUE ? { kind: "done" as const } : await reply(env, job.data, message.attempts);
+      if (outcome.kind === "retry") message.retry({ delaySeconds: outcome.delaySeconds });
+      else message.ack();
       continue;
     }
     if (batch.queue === DEAD_LETTER_QUEUE) {

@@ -13,3 +13,16 @@ export const compactionJobSchema = z.strictObject({
   profile: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/),
 });
 export type CompactionJob = z.infer<typeof compactionJobSchema>;
+
+/** A reply job: the built-in agent answers one admitted source message. */
+export const replyJobSchema = z.strictObject({
+  type: z.literal("reply"),
+  conversationId: z.string().min(1).max(256),
+  agentId: z.string().min(1).max(64),
+  sourceSeq: z.number().int().positive(),
+  sourceMessageId: z.string().min(1).max(128),
+});
+export type ReplyJob = z.infer<typeof replyJobSchema>;
+
+export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, replyJobSchema]);
+export type Job = z.infer<typeof jobSchema>;

@@ -302,7 +302,7 @@ export async function readHeadBoundary(db: D1Database, conversationId: string, a
   return row === null ? undefined : toBoundary(row);
 }
 
-export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure" | "resolver_failure";
+export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure" | "resolver_failure" | "agent_failure" | "delivery_failure";
 
 export function insertIncidentStatement(
   db: D1Database,
@@ -383,4 +383,38 @@ export async function readPlansByRunIds(db: D1Database, runIds: readonly string[
     .bind(JSON.stringify(runIds))
     .all<PlanRow>();
   return new Map(results.map((row) => [row.run_id, toPlan(row)]));
+}
+
+/** A stored incident as the read API serves it. */
+export interface IncidentRecord {
+  readonly id: number;
+  readonly agentId: string;
+  readonly runId: string | null;
+  readonly kind: IncidentKind;
+  readonly code: string;
+  readonly message: string;
+  readonly createdAt: string;
+}
+
+/**
+ * One page of a conversation's incidents, oldest first, after the id `after`, at most `limit`.
+ * Ids are AUTOINCREMENT and D1 commits one writer at a time, so an incident recorded while a
+ * reader pages always gets an id above every id already read: ascending paging never skips one.
+ * One row beyond `limit` is read to tell a full last page from a page with more behind it.
+ * `incidents_by_conversation (conversation_id, id)` serves the range without a sort.
+ */
+export async function readIncidentPage(
+  db: D1Database,
+  conversationId: string,
+  after: number,
+  limit: number,
+): Promise<{ incidents: IncidentRecord[]; more: boolean }> {
+  const { results } = await db
+    .prepare("SELECT id, agent_id, run_id, kind, code, message, created_at FROM incidents WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?")
+    .bind(conversationId, after, limit + 1)
+    .all<{ id: number; agent_id: string; run_id: string | null; kind: IncidentKind; code: string; message: string; created_at: string }>();
+  return {
+    incidents: results.slice(0, limit).map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, createdAt: r.created_at })),
+    more: results.length > limit,
+  };
 }

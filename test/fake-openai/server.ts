@@ -37,6 +37,11 @@ export interface ScriptStep {
   readonly delayMs?: number;
   /** A raw body to send as is, instead of a chat completion (malformed-response tests). */
   readonly rawBody?: string;
+  /**
+   * Only requests whose system message contains this text take the step (e.g. the compactor's
+   * prompt, to inject compactor failures while the agent's replies go through); others skip it.
+   */
+  readonly whenSystemIncludes?: string;
 }
 
 export interface RecordedRequest {
@@ -168,7 +173,9 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
     for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
     session.requests.push({ method: request.method, path, headers, body });
 
-    const step = session.script.shift() ?? {};
+    const system = systemText(body);
+    const index = session.script.findIndex((candidate) => candidate.whenSystemIncludes === undefined || system.includes(candidate.whenSystemIncludes));
+    const step = index === -1 ? {} : (session.script.splice(index, 1)[0] ?? {});
     if (step.delayMs !== undefined) {
       const delay = step.delayMs;
       // A client that gave up (timeout) closes the socket; stop waiting for it.
@@ -205,4 +212,11 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
         server.close((error) => (error === undefined ? resolve() : reject(error)));
       }),
   };
+}
+
+/** The system message's text of a chat-completions body, or "" when it has none. */
+function systemText(body: unknown): string {
+  if (!isRecord(body) || !Array.isArray(body["messages"])) return "";
+  const first: unknown = body["messages"][0];
+  return isRecord(first) && first["role"] === "system" && typeof first["content"] === "string" ? first["content"] : "";
 }

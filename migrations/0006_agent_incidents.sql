@@ -1,0 +1,17 @@
+-- Incidents gain the agent's side: a reply run that failed, and a proposal Telegram refused.
+-- SQLite cannot alter a CHECK constraint, so the table is rebuilt with its rows kept.
+CREATE TABLE incidents_next (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  run_id TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('compactor_failure', 'compactor_abandoned', 'plan_failure', 'resolver_failure', 'agent_failure', 'delivery_failure')),
+  code TEXT NOT NULL,
+  message TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+INSERT INTO incidents_next (id, conversation_id, agent_id, run_id, kind, code, message, created_at)
+  SELECT id, conversation_id, agent_id, run_id, kind, code, message, created_at FROM incidents;
+DROP TABLE incidents;
+ALTER TABLE incidents_next RENAME TO incidents;
+CREATE INDEX incidents_by_conversation ON incidents (conversation_id, id);

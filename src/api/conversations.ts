@@ -1,0 +1,96 @@
+import type { StoredEvent } from "../core/events";
+import { appendBatchRequestSchema, appendEventRequestSchema, reservedForFoldline } from "../core/events";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import { composeRequestSchema } from "../core/compose";
+import type { ContextSelection } from "../durable/compaction-engine";
+import { appendToConversation, contextFor } from "../durable/stub";
+import { compose } from "../http/compose";
+import { validate } from "../http/validation";
+import type { ScopedConversationId } from "./access";
+import { agentQuery } from "./queries";
+
+/**
+ * The conversation operations every transport offers: ingest, context and compose. Each takes the
+ * already-authorized conversation and the caller's input as plain data (a parsed JSON body, a query
+ * object), validates it here, and returns a `Result` — HTTP maps it to a status once, RPC returns it.
+ * A failed operation changes nothing: validation and reserved-key checks run before the append.
+ */
+
+/** The wire form of a stored event. */
+export function eventView(event: StoredEvent) {
+  return {
+    conversationId: event.conversationId,
+    seq: event.seq,
+    kind: event.kind,
+    idempotencyKey: event.idempotencyKey,
+    sensitive: event.sensitive,
+    body: event.body,
+    hash: event.hash,
+    recordedAt: event.recordedAt,
+  };
+}
+
+export type EventView = ReturnType<typeof eventView>;
+
+/** One appended event; `duplicate` is a replay of the same key and payload (HTTP 200, not 201). */
+export interface IngestedEvent {
+  readonly event: EventView;
+  readonly duplicate: boolean;
+}
+
+/** A batch appended all or none, in order; `lastSeq` is the conversation's head afterwards. */
+export interface IngestedBatch {
+  readonly results: IngestedEvent[];
+  readonly lastSeq: number;
+}
+
+/** `{ kind, idempotencyKey, sensitive?, expectedSeq?, body }`: one event. */
+export async function ingestEvent(env: Env, conversationId: ScopedConversationId, input: unknown): Promise<Result<IngestedEvent>> {
+  const request = validate(appendEventRequestSchema, input);
+  if (!request.ok) return request;
+  const { expectedSeq, ...event } = request.value;
+  const reserved = reservedForFoldline(event);
+  if (reserved !== undefined) return fail("forbidden", reserved);
+  const appended = await appendToConversation(env, { conversationId, events: [event], expectedSeq });
+  if (!appended.ok) return appended;
+  const [result] = appended.value.results;
+  if (result === undefined) return fail("internal", "append returned no result");
+  return ok({ event: eventView(result.event), duplicate: result.duplicate });
+}
+
+/** `{ events, expectedSeq? }`: up to the batch limit, all or none; one reserved event refuses all. */
+export async function ingestBatch(env: Env, conversationId: ScopedConversationId, input: unknown): Promise<Result<IngestedBatch>> {
+  const request = validate(appendBatchRequestSchema, input);
+  if (!request.ok) return request;
+  for (const [index, event] of request.value.events.entries()) {
+    const reserved = reservedForFoldline(event);
+    if (reserved !== undefined) return fail("forbidden", `events.${index}: ${reserved}`, { index });
+  }
+  const appended = await appendToConversation(env, {
+    conversationId,
+    events: request.value.events,
+    expectedSeq: request.value.expectedSeq,
+  });
+  if (!appended.ok) return appended;
+  const { results, lastSeq } = appended.value;
+  return ok({ results: results.map((r) => ({ event: eventView(r.event), duplicate: r.duplicate })), lastSeq });
+}
+
+/** `{ agent }`: the agent's verified context (boundary envelope, amendments, exact tail, manifest). */
+export async function selectContext(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ContextSelection>> {
+  const parsed = validate(agentQuery, query);
+  if (!parsed.ok) return parsed;
+  return contextFor(env, conversationId, parsed.value.agent);
+}
+
+export type Composed = Extract<Awaited<ReturnType<typeof compose>>, { ok: true }>["value"];
+
+/** `{ agent, prompt: { text, images? } }`: one provider request over the agent's verified context. */
+export async function composeRequest(env: Env, conversationId: ScopedConversationId, input: unknown): Promise<Result<Composed>> {
+  const request = validate(composeRequestSchema, input);
+  if (!request.ok) return request;
+  const selected = await contextFor(env, conversationId, request.value.agent);
+  if (!selected.ok) return selected;
+  return compose(env, request.value, selected.value);
+}

@@ -1,0 +1,16 @@
+import { z } from "zod";
+import { agentIdSchema } from "../core/events";
+
+/**
+ * Query shapes shared by the HTTP routes and the RPC entrypoint. HTTP hands over its query string
+ * (every value a string, hence the coercion); RPC hands over the caller's object as is.
+ */
+
+/** A cursor page: `after` is the last key already read (0 from the start), `limit` at most 500. */
+export const pageQuery = z.object({
+  after: z.coerce.number().int().nonnegative().default(0),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+/** Routes about one agent's view of a conversation (context, chain, verify). */
+export const agentQuery = z.object({ agent: agentIdSchema });

@@ -1,0 +1,138 @@
+import { WorkerEntrypoint } from "cloudflare:workers";
+import type { z } from "zod";
+import type { ScopedConversationId } from "../api/access";
+import { authenticate, conversationInScope } from "../api/access";
+import type { ChainAudit, ChainListing } from "../api/chain";
+import { listChain, verifyChain } from "../api/chain";
+import type { Composed, IngestedBatch, IngestedEvent } from "../api/conversations";
+import { composeRequest, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
+import type { IncidentPage } from "../api/incidents";
+import { listIncidents } from "../api/incidents";
+import { maxBodyBytes } from "../config";
+import type { composeRequestSchema } from "../core/compose";
+import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
+import type { ContextSelection } from "../durable/compaction-engine";
+
+/**
+ * Foldline over Workers RPC, for bots that run as Workers themselves. Bind it with a service
+ * binding (`services = [{ binding = "FOLDLINE", service = "foldline", entrypoint = "FoldlineRpc" }]`)
+ * and call `env.FOLDLINE.context(token, conversationId, agentId)`.
+ *
+ * A service binding is not a trust boundary Foldline can see (any Worker of the account may hold
+ * one), so every call carries an API token and gets exactly the HTTP API's checks: the token is
+ * authenticated like a bearer header, the conversation must be inside its scopes, and each input is
+ * validated by the same operation (`src/api/`) the HTTP route calls, reserved keys included.
+ *
+ * Every method resolves to a plain `{ ok: true, value }` or `{ ok: false, error: { code, message,
+ * …details } }` — the HTTP error body's shape — and never rejects for bad input: an exception
+ * would cross the binding as an opaque error the caller could not branch on. A value is the body
+ * the matching HTTP route answers with.
+ */
+
+/** The HTTP error body's `error` object: code and message, with the details flattened beside them. */
+export interface RpcError {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly [detail: string]: ErrorDetail;
+}
+
+export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RpcError };
+
+/** One event (`POST …/events`) or a batch `{ events, expectedSeq? }` (`POST …/events/batch`). */
+export type IngestInput = z.input<typeof appendEventRequestSchema> | z.input<typeof appendBatchRequestSchema>;
+export type ComposeInput = z.input<typeof composeRequestSchema>;
+export interface IncidentOptions {
+  readonly after?: number;
+  readonly limit?: number;
+}
+
+/** The one place an operation's Result becomes an RPC result: the same shape `problem()` sends over HTTP. */
+function toRpc<T>(result: Result<T>): RpcResult<T> {
+  if (result.ok) return result;
+  const { code, message, details } = result.error;
+  return { ok: false, error: { ...details, code, message } };
+}
+
+/**
+ * An RPC argument as the HTTP route would have received it: the JSON text of the value, size-capped
+ * like a request body, then parsed. Structured clone carries more than JSON (dates, maps, cycles,
+ * `undefined` members), and a value that hashes or validates differently from its JSON form would
+ * let RPC store what HTTP cannot; after this round trip both transports validate the same data.
+ */
+function asJsonBody(env: Env, input: unknown): Result<unknown> {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(input);
+  } catch {
+    return fail("invalid_json", "the input is not representable as JSON");
+  }
+  // `undefined` (a missing argument) has no JSON text; the schema refuses it as a missing body.
+  if (text === undefined) return ok(undefined);
+  const limit = maxBodyBytes(env);
+  if (new TextEncoder().encode(text).byteLength > limit) return fail("payload_too_large", `bodies are limited to ${limit} bytes`);
+  return ok(JSON.parse(text) as unknown);
+}
+
+function isBatch(body: unknown): boolean {
+  return typeof body === "object" && body !== null && !Array.isArray(body) && Object.hasOwn(body, "events");
+}
+
+export class FoldlineRpc extends WorkerEntrypoint<Env> {
+  /** Appends one event or a batch (all or none); a replay of the same key and payload is `duplicate`. */
+  async ingest(token: string, conversationId: string, input: IngestInput): Promise<RpcResult<IngestedEvent | IngestedBatch>> {
+    return this.#scoped<IngestedEvent | IngestedBatch>(token, conversationId, async (conversation) => {
+      const body = asJsonBody(this.env, input);
+      if (!body.ok) return body;
+      return isBatch(body.value) ? ingestBatch(this.env, conversation, body.value) : ingestEvent(this.env, conversation, body.value);
+    });
+  }
+
+  /** The agent's verified context: provider-ready messages and the private manifest. */
+  async context(token: string, conversationId: string, agentId: string): Promise<RpcResult<ContextSelection>> {
+    return this.#scoped(token, conversationId, (conversation) => selectContext(this.env, conversation, { agent: agentId }));
+  }
+
+  /** One chat-completions request body: trusted documents, the selected history, then the prompt. */
+  async compose(token: string, conversationId: string, request: ComposeInput): Promise<RpcResult<Composed>> {
+    return this.#scoped(token, conversationId, async (conversation) => {
+      const body = asJsonBody(this.env, request);
+      if (!body.ok) return body;
+      return composeRequest(this.env, conversation, body.value);
+    });
+  }
+
+  /** The agent's boundary chain across epochs (previews only). */
+  async chain(token: string, conversationId: string, agentId: string): Promise<RpcResult<ChainListing>> {
+    return this.#scoped(token, conversationId, (conversation) => listChain(this.env, conversation, { agent: agentId }));
+  }
+
+  /** Every link of the agent's chain re-hashed from D1 and R2. */
+  async verify(token: string, conversationId: string, agentId: string): Promise<RpcResult<ChainAudit>> {
+    return this.#scoped(token, conversationId, (conversation) => verifyChain(this.env, conversation, { agent: agentId }));
+  }
+
+  /** The conversation's incidents, oldest first, paged by id like `GET …/incidents`. */
+  async incidents(token: string, conversationId: string, options: IncidentOptions = {}): Promise<RpcResult<IncidentPage>> {
+    return this.#scoped(token, conversationId, (conversation) => listIncidents(this.env, conversation, options));
+  }
+
+  /**
+   * Authenticates, scopes, then runs the operation: the order of `requireToken` and
+   * `scopedConversation` on every HTTP route. A private method, so it is not callable over RPC.
+   */
+  async #scoped<T>(token: unknown, conversationId: unknown, operation: (conversation: ScopedConversationId) => Promise<Result<T>>): Promise<RpcResult<T>> {
+    try {
+      const principal = await authenticate(this.env.DB, token);
+      if (!principal.ok) return toRpc(principal);
+      const conversation = conversationInScope(principal.value, conversationId);
+      if (!conversation.ok) return toRpc(conversation);
+      return toRpc(await operation(conversation.value));
+    } catch (error) {
+      // HTTP's `onError`, for RPC: logged here, a typed `internal` there, never a rejected promise.
+      console.error("unhandled RPC error", error);
+      return toRpc(fail("internal", "internal error; nothing was acknowledged, retrying is safe"));
+    }
+  }
+}

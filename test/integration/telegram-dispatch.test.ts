@@ -1,0 +1,164 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, inject, it } from "vitest";
+import worker from "../../src/index";
+import { readIncidents } from "../../src/storage/compaction-store";
+import { pair } from "../support/declarations";
+import { settledChain, waitFor } from "../support/chain";
+import { BOT_ID, call, eventsPath, json, textUpdate, tokenFor, webhook } from "./helpers";
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+
+/**
+ * The agent's side through Telegram: updates arrive at the webhook, the built-in agent answers off
+ * the request path, and the dispatcher posts replies of allowlisted agents to the loopback fake Bot
+ * API (test/fake-telegram, default session) — recording every attempt as a delivery event. The
+ * compactor of the same pair runs on the same model endpoint (profile "faketg") with scripted
+ * failures, which must never reach the chat. Tests in this file run in order and own both
+ * default/"telegram-dispatch" sessions of the fakes.
+ */
+
+const telegramOrigin = inject("fakeTelegramOrigin");
+const modelOrigin = `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch`;
+
+interface SentMessage {
+  body: { chat_id: number; text: string; reply_parameters?: { message_id: number }; message_thread_id?: number };
+}
+const sent = async (): Promise<SentMessage[]> => (await (await fetch(`${telegramOrigin}/__requests`)).json()) as SentMessage[];
+const scriptTelegram = async (steps: unknown[]): Promise<void> => {
+  await fetch(`${telegramOrigin}/__script`, { method: "POST", body: JSON.stringify(steps) });
+};
+const scriptModel = async (steps: unknown[]): Promise<void> => {
+  await fetch(`${modelOrigin}/__script`, { method: "POST", body: JSON.stringify(steps) });
+};
+
+beforeEach(async () => {
+  await fetch(`${telegramOrigin}/__reset`, { method: "POST" });
+  await fetch(`${modelOrigin}/__reset`, { method: "POST" });
+});
+
+let nextChat = 900_000;
+
+async function registerAgent(agentId: string, chat: number, trigger = 2_000) {
+  const conversation = `telegram:${BOT_ID}:${chat}`;
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  // Each test's agent serves its own chat only, so no earlier agent answers there too.
+  const base = pair({ agentId, sources: [conversation], trigger, retain: Math.floor(trigger * 0.4), admitSensitive: true, profile: "faketg" });
+  const body = { agent: { ...base.agent, reply: { mode: "builtin" } }, compactor: base.compactor };
+  expect((await call("PUT", `/v1/agents/${agentId}`, { token, body })).status).toBeLessThan(300);
+  return { conversation, token };
+}
+
+interface LogEvent {
+  seq: number;
+  kind: string;
+  idempotencyKey: string;
+  body: { status?: string; role?: string; proposalId?: string; agentId?: string; text?: string; externalMessageId?: string; reason?: string; messageId?: string };
+}
+async function log(token: string, conversation: string): Promise<LogEvent[]> {
+  return (await json<{ events: LogEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }))).events;
+}
+
+const say = (chat: number, updateId: number, i: number) =>
+  webhook(textUpdate(updateId, chat, `Question ${i}: can you confirm the venue in Lisbon, the flights for the team and a budget of ${1000 + i} euros?`));
+
+describe("the Telegram dispatcher", () => {
+  it("posts every reply of the built-in agent with delivery evidence, and no compactor failure ever reaches the chat", async () => {
+    const chat = nextChat++;
+    const agentId = "tg-concierge";
+    const { conversation, token } = await registerAgent(agentId, chat);
+    await scriptModel([
+      { status: 500, whenSystemIncludes: "compactor" },
+      { content: "COMPACTOR-FAILURE-MARKER not a projection", whenSystemIncludes: "compactor" },
+      { status: 429, retryAfter: 0, whenSystemIncludes: "compactor" },
+    ]);
+    const messages = 24;
+    for (let i = 0; i < messages; i++) expect((await say(chat, 50_000 + chat * 100 + i, i)).status).toBe(200);
+
+    const events = await waitFor(async () => {
+      const all = await log(token, conversation);
+      const delivered = all.filter((e) => e.kind === "delivery" && e.body.status === "delivered");
+      return delivered.length >= messages ? all : undefined;
+    }, "a delivered reply to every message");
+    await settledChain(conversation, agentId, 1);
+
+    const proposals = events.filter((e) => e.kind === "proposal");
+    expect(proposals).toHaveLength(messages);
+    const requests = await sent();
+    // One message per reply, each answering its own source, never more.
+    expect(requests).toHaveLength(messages);
+    expect(requests.map((r) => r.body.text).sort()).toEqual(proposals.map((p) => p.body.text).sort());
+    const sources = events.filter((e) => e.kind === "source").map((e) => Number(e.body.messageId));
+    expect(requests.map((r) => r.body.reply_parameters?.message_id).sort()).toEqual(sources.sort());
+    // Every proposal has its delivery evidence with the Telegram message id.
+    for (const proposal of proposals) {
+      const delivery = events.find((e) => e.kind === "delivery" && e.body.proposalId === proposal.body.proposalId && e.body.status === "delivered");
+      expect(delivery?.body.externalMessageId).toMatch(/^\d+$/);
+    }
+    // The compactor did fail (the failures were injected) — privately.
+    const compactorFailures = events.filter((e) => e.kind === "run" && e.body.role === "compactor" && e.body.status === "failed");
+    expect(compactorFailures.length).toBeGreaterThanOrEqual(2);
+    const chatText = requests.map((r) => r.body.text).join("\n");
+    for (const forbidden of ["COMPACTOR-FAILURE-MARKER", "compactor", "untrusted-history-summary", "output_invalid_json", "model_server_error"]) {
+      expect(chatText).not.toContain(forbidden);
+    }
+  });
+
+  it("records but never posts the replies of an agent that is not on the allowlist", async () => {
+    const chat = nextChat++;
+    const { conversation, token } = await registerAgent("tg-quiet", chat, 50_000);
+    for (let i = 0; i < 3; i++) await say(chat, 60_000 + chat * 10 + i, i);
+    await waitFor(async () => ((await log(token, conversation)).filter((e) => e.kind === "proposal").length >= 3 ? true : undefined), "three proposals");
+    expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(0);
+    expect((await log(token, conversation)).filter((e) => e.kind === "delivery")).toHaveLength(0);
+  });
+
+  it("retries after Telegram's retry_after, records a blocked chat without retrying, and never sends a delivered reply twice", async () => {
+    const chat = nextChat++;
+    const { conversation, token } = await registerAgent("tg-concierge", chat, 50_000);
+    await scriptTelegram([{ status: 429, retryAfter: 1 }]);
+    await say(chat, 70_000 + chat, 0);
+    const first = await waitFor(async () => {
+      const all = await log(token, conversation);
+      return all.some((e) => e.kind === "delivery" && e.body.status === "delivered") ? all : undefined;
+    }, "a delivery after the rate limit");
+    const deliveries = first.filter((e) => e.kind === "delivery");
+    expect(deliveries.map((d) => d.body.status)).toEqual(["failed", "delivered"]);
+    expect(deliveries[0]?.body.reason).toContain("rate limited");
+    expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(2);
+
+    // The same job delivered again (at-least-once queues do that) sends nothing new.
+    const source = first.find((e) => e.kind === "source");
+    const job = { type: "reply", conversationId: conversation, agentId: "tg-concierge", sourceSeq: source?.seq, sourceMessageId: source?.body.messageId };
+    const batch = createMessageBatch("foldline-compaction", [{ id: "again", timestamp: new Date(), attempts: 1, body: job }]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["again"]);
+    expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(2);
+
+    // A user who blocked the bot: recorded once, not retried, an incident for the operator.
+    await scriptTelegram([{ status: 403, description: "Forbidden: bot was blocked by the user" }]);
+    await say(chat, 70_001 + chat, 1);
+    const blocked = await waitFor(async () => {
+      const all = await log(token, conversation);
+      return all.filter((e) => e.kind === "delivery").length >= 3 ? all : undefined;
+    }, "a failed delivery");
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(blocked.filter((e) => e.kind === "delivery").at(-1)?.body).toMatchObject({ status: "failed" });
+    expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(3);
+    expect((await readIncidents(env.DB, conversation, 10)).map((i) => i.kind)).toContain("delivery_failure");
+  });
+
+  it("splits a long reply at sensible places, only the first part replying to the source", async () => {
+    const chat = nextChat++;
+    const { conversation, token } = await registerAgent("tg-concierge", chat, 50_000);
+    const paragraph = "The venue in Lisbon is confirmed for the whole team. ".repeat(40).trim();
+    await scriptModel([{ content: [paragraph, paragraph, paragraph].join("\n\n") }]);
+    await say(chat, 80_000 + chat, 0);
+    await waitFor(async () => ((await log(token, conversation)).some((e) => e.kind === "delivery") ? true : undefined), "the delivery");
+    const parts = (await sent()).filter((r) => r.body.chat_id === chat);
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    expect(parts.every((p) => p.body.text.length <= 4_096)).toBe(true);
+    expect(parts[0]?.body.reply_parameters?.message_id).toBeDefined();
+    expect(parts.slice(1).every((p) => p.body.reply_parameters === undefined)).toBe(true);
+    expect(parts.map((p) => p.body.text).join("")).toContain(paragraph.slice(0, 100));
+  });
+});
