@@ -110,3 +110,14 @@ export function telegramApiBaseUrl(env: Env): string | undefined {
   const url = URL.parse(text);
   return url !== null && (url.protocol === "https:" || url.protocol === "http:") ? text.replace(/\/+$/, "") : undefined;
 }
+
+/**
+ * The operator's Telegram chat for incident summaries, `OPERATOR_CHAT` as `<botId>:<chatId>`
+ * (empty: none). The bot's token is its `TELEGRAM_BOT_TOKEN_<botId>`.
+ */
+export function operatorChat(env: Env): { botId: string; chatId: number } | undefined {
+  const match = /^(\d{1,20}):(-?\d{1,20})$/.exec(env.OPERATOR_CHAT.trim());
+  if (match === null) return undefined;
+  const [, botId = "", chatId = ""] = match;
+  return { botId, chatId: Number(chatId) };
+}

@@ -1,4 +1,5 @@
 import { compactionBackoffBaseSeconds } from "../config";
+import { recordIncident } from "../incidents";
 import type { Boundary } from "../core/boundary";
 import { buildBoundary } from "../core/boundary";
 import type { ModelEvidence } from "../core/boundary";
@@ -24,7 +25,6 @@ import {
   documentChars,
   insertActivation,
   insertBoundaryStatement,
-  insertIncidentStatement,
   insertPlanStatement,
   readActivation,
   readBoundaryByRun,
@@ -245,7 +245,7 @@ export class CompactionEngine {
         },
       },
     ]);
-    await insertIncidentStatement(this.env.DB, {
+    await recordIncident(this.env, {
       conversationId: this.conversationId,
       agentId: plan.agentId,
       runId,
@@ -253,7 +253,7 @@ export class CompactionEngine {
       code: code.slice(0, 64),
       message: `attempt ${attempt}: ${message.slice(0, 900)}`,
       createdAt: now.toISOString(),
-    }).run();
+    });
   }
 
   /** Retries are exhausted: close the plan, back off exponentially, and let the alarm re-plan. */
@@ -261,7 +261,7 @@ export class CompactionEngine {
     const plan = await readPlan(this.env.DB, runId);
     if (plan === undefined || plan.conversationId !== this.conversationId) return;
     if ((await readBoundaryByRun(this.env.DB, runId)) !== undefined) return;
-    await insertIncidentStatement(this.env.DB, {
+    await recordIncident(this.env, {
       conversationId: this.conversationId,
       agentId: plan.agentId,
       runId,
@@ -269,7 +269,7 @@ export class CompactionEngine {
       code: "retries_exhausted",
       message: reason.slice(0, 1_000),
       createdAt: now.toISOString(),
-    }).run();
+    });
     const chain = [...this.#chains.values()].find((c) => c.openPlan?.runId === runId);
     if (chain === undefined) return;
     chain.openPlan = undefined;
@@ -313,7 +313,7 @@ export class CompactionEngine {
       });
       if (!verdict.ok || chain.head?.body.id !== rows.head.body.id || chain.head.hash !== rows.head.hash) {
         const reason = verdict.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : verdict.error;
-        await insertIncidentStatement(this.env.DB, {
+        await recordIncident(this.env, {
           conversationId: this.conversationId,
           agentId,
           runId: rows.head.runId,
@@ -321,7 +321,7 @@ export class CompactionEngine {
           code: reason.code,
           message: reason.message,
           createdAt: now.toISOString(),
-        }).run();
+        });
         return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId: rows.head.body.id });
       }
     }
@@ -725,7 +725,7 @@ export class CompactionEngine {
     await this.append([
       this.#runEvent(declaration, runId, "failed", { error: { code: failure.code, message: failure.message }, detail: { triggerSeq } }),
     ]);
-    await insertIncidentStatement(this.env.DB, {
+    await recordIncident(this.env, {
       conversationId: this.conversationId,
       agentId: declaration.agentId,
       runId,
@@ -733,7 +733,7 @@ export class CompactionEngine {
       code: failure.code,
       message: failure.message,
       createdAt: now.toISOString(),
-    }).run();
+    });
   }
 
   #runEvent(

@@ -8,6 +8,7 @@ import type { CompactionJob } from "./jobs";
 import { jobSchema } from "./jobs";
 import { abandonReply, reply } from "./reply";
 import { retryDelaySeconds } from "./retry";
+import { deliverText } from "../telegram/dispatch";
 
 /**
  * Queue consumers: the compactor runs here, off the request path, at least once.
@@ -29,6 +30,13 @@ export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Prom
     if (!job.success) {
       console.error("dropping unrecognized queue message", { queue: batch.queue, id: message.id });
       message.ack();
+      continue;
+    }
+    if (job.data.type === "notice") {
+      const sent = await deliverText(env, { botId: job.data.botId, chatId: job.data.chatId, text: job.data.text });
+      if (!sent.ok && (sent.error.kind === "rate_limited" || sent.error.kind === "unavailable") && batch.queue !== DEAD_LETTER_QUEUE) {
+        message.retry({ delaySeconds: sent.error.kind === "rate_limited" ? sent.error.retryAfterSeconds : 5 });
+      } else message.ack();
       continue;
     }
     if (job.data.type === "reply") {

@@ -24,5 +24,14 @@ export const replyJobSchema = z.strictObject({
 });
 export type ReplyJob = z.infer<typeof replyJobSchema>;
 
-export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, replyJobSchema]);
+/** A one-line incident summary for the operator's chat. */
+export const noticeJobSchema = z.strictObject({
+  type: z.literal("notice"),
+  botId: z.string().regex(/^\d{1,20}$/),
+  chatId: z.number().int(),
+  text: z.string().min(1).max(1_000),
+});
+export type NoticeJob = z.infer<typeof noticeJobSchema>;
+
+export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, replyJobSchema, noticeJobSchema]);
 export type Job = z.infer<typeof jobSchema>;

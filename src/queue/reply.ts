@@ -8,7 +8,8 @@ import { appendToConversation, contextFor } from "../durable/stub";
 import { readTrustedDocuments } from "../http/compose";
 import type { ModelFailure, ModelReceipt } from "../model/compactor-model";
 import { chatCompletion } from "../model/compactor-model";
-import { currentDeclaration, insertIncidentStatement } from "../storage/compaction-store";
+import { recordIncident } from "../incidents";
+import { currentDeclaration } from "../storage/compaction-store";
 import type { StoredDeclaration } from "../storage/compaction-store";
 import { readEventsByKeys } from "../storage/event-store";
 import { deliverText } from "../telegram/dispatch";
@@ -92,7 +93,7 @@ async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, 
         body: { runId: k.run, agentId: agent.id, role: "agent", status: "failed", error: { code, message: message.slice(0, 1_000) }, detail: { attempt: attempts, sourceSeq: job.sourceSeq } },
       },
     ]);
-    await insertIncidentStatement(env.DB, {
+    await recordIncident(env, {
       conversationId: job.conversationId,
       agentId: agent.id,
       runId: k.run,
@@ -100,7 +101,7 @@ async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, 
       code: code.slice(0, 64),
       message: `attempt ${attempts}: ${message.slice(0, 900)}`,
       createdAt: new Date().toISOString(),
-    }).run();
+    });
     return { kind: "stop", outcome: retryable ? { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) } : { kind: "done" } };
   };
 
@@ -173,7 +174,7 @@ async function dispatch(env: Env, declaration: StoredDeclaration, job: ReplyJob,
   if (failure.kind === "rate_limited") return { kind: "retry", delaySeconds: Math.max(1, failure.retryAfterSeconds) };
   if (failure.kind === "unavailable") return { kind: "retry", delaySeconds: 5 };
   // Blocked, kicked or refused: recorded, never retried.
-  await insertIncidentStatement(env.DB, {
+  await recordIncident(env, {
     conversationId: job.conversationId,
     agentId: declaration.agentId,
     runId: null,
@@ -181,7 +182,7 @@ async function dispatch(env: Env, declaration: StoredDeclaration, job: ReplyJob,
     code: failure.kind,
     message: reason.slice(0, 1_000),
     createdAt: at,
-  }).run();
+  });
   return { kind: "done" };
 }
 

@@ -1,0 +1,36 @@
+import { operatorChat } from "./config";
+import type { IncidentKind } from "./storage/compaction-store";
+import { insertIncidentStatement } from "./storage/compaction-store";
+import type { NoticeJob } from "./queue/jobs";
+
+export interface Incident {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly runId: string | null;
+  readonly kind: IncidentKind;
+  readonly code: string;
+  readonly message: string;
+  readonly createdAt: string;
+}
+
+/**
+ * Records an incident: a private row, and — when `OPERATOR_CHAT` names one — a one-line summary
+ * queued for the operator's Telegram chat. An agent-run failure is never summarized into the chat
+ * where it happened: that chat already got (or deliberately did not get) its own failure notice.
+ */
+export async function recordIncident(env: Env, incident: Incident): Promise<void> {
+  await insertIncidentStatement(env.DB, incident).run();
+  const notice = incidentNotice(env, incident);
+  if (notice !== undefined) await env.COMPACTION_QUEUE.send(notice);
+}
+
+export function incidentNotice(env: Env, incident: Incident): NoticeJob | undefined {
+  const operator = operatorChat(env);
+  if (operator === undefined) return undefined;
+  const sameChat = incident.conversationId === `telegram:${operator.botId}:${operator.chatId}` || incident.conversationId.startsWith(`telegram:${operator.botId}:${operator.chatId}:`);
+  if (sameChat && (incident.kind === "agent_failure" || incident.kind === "delivery_failure")) return undefined;
+  // Codes and ids only: incident messages may quote provider errors, never conversation text, but
+  // the operator's chat gets the least that is useful.
+  const text = `Foldline incident: ${incident.kind} ${incident.code} — agent ${incident.agentId} in ${incident.conversationId}${incident.runId === null ? "" : ` (run ${incident.runId})`}`;
+  return { type: "notice", botId: operator.botId, chatId: operator.chatId, text };
+}
