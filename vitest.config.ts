@@ -6,6 +6,21 @@ import "./scripts/offline-env.mjs";
 /** Secrets the tests configure; each test file reads them from `env`. */
 export const TEST_BOT_ID = "7001";
 
+/**
+ * The `service` reply mode's bot: an auxiliary Worker whose WorkerEntrypoint answers over RPC with
+ * the last user message of the composed request, so a test can tell its reply from any model's.
+ */
+const ECHO_BOT_SCRIPT = `
+import { WorkerEntrypoint } from "cloudflare:workers";
+export class EchoBot extends WorkerEntrypoint {
+  reply(payload) {
+    const last = [...payload.request.messages].reverse().find((m) => m.role === "user");
+    return { text: "echo-bot (" + payload.agentId + "): " + (typeof last?.content === "string" ? last.content : "") };
+  }
+}
+export default { fetch() { return new Response("echo-bot"); } };
+`;
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
@@ -35,12 +50,17 @@ export default defineConfig(async () => {
             // dispatcher tests can script compactor failures without touching other files' scripts.
             OPENAI_API_KEY_FAKETG: "test-key",
             OPENAI_BASE_URL_FAKETG: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch/v1`,
+            // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
+            BOT_HMAC_SECRET: inject("fakeBotSecret"),
+            BOT_HMAC_WRONG: "not-the-fake-bots-key",
           },
+          serviceBindings: { ECHO_BOT: { name: "echo-bot", entrypoint: "EchoBot" } },
+          workers: [{ name: "echo-bot", modules: true, script: ECHO_BOT_SCRIPT, compatibilityDate: "2026-11-01" }],
         },
       })),
     ],
     test: {
-      globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts"],
+      globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts", "./test/fake-bot/global-setup.ts"],
       setupFiles: ["./test/apply-migrations.ts"],
       include: ["test/**/*.test.ts"],
       // Integration tests wait for queued compactions; they poll with their own deadlines.

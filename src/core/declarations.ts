@@ -68,11 +68,48 @@ export const compactionPolicySchema = z
     path: ["maxFrozenChars"],
   });
 
+/** A Worker binding or secret name as wrangler writes them; the declaration only ever names it. */
+const bindingNameSchema = z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, "SCREAMING_SNAKE_CASE, 1–64 characters");
+
+/**
+ * Where an `http` bot lives: https anywhere, plain http only on the loopback (local development).
+ * The body is signed, not encrypted, so a remote plain-http endpoint would expose every context.
+ */
+const botUrlSchema = z
+  .string()
+  .max(2_048)
+  .refine(
+    (text) => {
+      const url = URL.parse(text);
+      if (url === null || url.username !== "" || url.password !== "") return false;
+      return url.protocol === "https:" || (url.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "localhost"));
+    },
+    { message: "an https URL (plain http only for 127.0.0.1 or localhost), without credentials" },
+  );
+
+export const DEFAULT_BOT_TIMEOUT_MS = 10_000;
+
 /**
  * How the agent replies. `none`: an external bot reads context and posts its own proposals.
  * `builtin`: Foldline composes the context, asks the agent's model, and records the reply.
+ * `service` and `http`: Foldline composes the context and hands it to the bot's own code — a
+ * `WorkerEntrypoint` behind the service binding `binding` (`env[binding].reply(payload)`), or an
+ * endpoint that receives the payload as a body signed with the Worker secret named `secret` — and
+ * records the bot's answer exactly as it would the built-in model's (src/external/).
  */
-export const replySchema = z.discriminatedUnion("mode", [z.strictObject({ mode: z.literal("none") }), z.strictObject({ mode: z.literal("builtin") })]);
+export const replySchema = z.discriminatedUnion("mode", [
+  z.strictObject({ mode: z.literal("none") }),
+  z.strictObject({ mode: z.literal("builtin") }),
+  z.strictObject({ mode: z.literal("service"), binding: bindingNameSchema }),
+  z.strictObject({
+    mode: z.literal("http"),
+    url: botUrlSchema,
+    /** The name of the Worker secret holding the shared HMAC key, never the key itself. */
+    secret: bindingNameSchema,
+    timeoutMs: z.number().int().min(1_000).max(30_000).default(DEFAULT_BOT_TIMEOUT_MS),
+  }),
+]);
+export type ReplyMode = z.infer<typeof replySchema>;
 
 export const agentDeclarationSchema = z.strictObject({
   id: agentIdSchema,

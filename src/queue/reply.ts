@@ -5,6 +5,9 @@ import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import type { NativeMessage } from "../core/render";
 import { appendToConversation, contextFor } from "../durable/stub";
+import type { BotReply } from "../external/bots";
+import { askExternalBot } from "../external/bots";
+import { buildBotPayload } from "../external/payload";
 import { readTrustedDocuments } from "../http/compose";
 import type { ModelFailure, ModelReceipt } from "../model/compactor-model";
 import { chatCompletion } from "../model/compactor-model";
@@ -17,9 +20,10 @@ import type { ReplyJob } from "./jobs";
 import { retryDelaySeconds } from "./retry";
 
 /**
- * The built-in agent's side, off the request path: compose the agent's context, ask its model,
- * record the run and the proposal, and — only for agents on the direct-reply allowlist, only in
- * Telegram conversations — send it and record every attempt as delivery evidence.
+ * The agent's side, off the request path: compose the agent's context, ask its model (or hand it
+ * to the agent's external bot, src/external/), record the run and the proposal, and — only for
+ * agents on the direct-reply allowlist, only in Telegram conversations — send it and record every
+ * attempt as delivery evidence.
  *
  * Every write is keyed by the source message (`reply:<agent>:<seq>:…`, `dispatch:<proposal>:…`), so
  * a redelivered job finds what an earlier attempt wrote: a proposal is asked for once, and a
@@ -66,7 +70,8 @@ async function append(env: Env, conversationId: string, events: EventInput[]): P
 
 export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<ReplyOutcome> {
   const declaration = await currentDeclaration(env.DB, job.agentId);
-  if (declaration === undefined || !declaration.registration.agent.enabled || declaration.registration.agent.reply.mode !== "builtin") return { kind: "done" };
+  // `none`: the agent's bot reads context and posts proposals itself; Foldline produces nothing.
+  if (declaration === undefined || !declaration.registration.agent.enabled || declaration.registration.agent.reply.mode === "none") return { kind: "done" };
   const k = keys(job);
   const existing = await readEventsByKeys(env.DB, job.conversationId, [k.proposal]);
   let proposal = existing.get(k.proposal);
@@ -110,14 +115,53 @@ async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, 
   const documents = await readTrustedDocuments(env, agent);
   if (!documents.ok) return failed(`documents_${documents.error.code}`, documents.error.message, false);
   const request = buildChatRequest(agent.provider.model, documents.value, selection.value.messages);
-  const messages: NativeMessage[] = request.messages.map((m) => ({ role: m.role, content: typeof m.content === "string" ? m.content : "" }));
 
+  const external = agent.reply.mode === "service" || agent.reply.mode === "http" ? agent.reply : undefined;
+  if (external !== undefined) {
+    const payload = buildBotPayload({
+      conversationId: job.conversationId,
+      agentId: agent.id,
+      sourceSeq: job.sourceSeq,
+      sourceMessageId: job.sourceMessageId,
+      request,
+      manifest: selection.value.manifest,
+      documents: documents.value,
+    });
+    const answered = await askExternalBot(env, external, payload);
+    // Like a model: a bot that is down or slow gets another attempt; one that refused, or answered
+    // something that is not a reply, would do the same again.
+    if (!answered.ok) return failed(`bot_${answered.error.kind}`, answered.error.message, answered.error.kind === "unreachable" || answered.error.kind === "timeout");
+    return record(env, job, agent.id, externalAnswer(answered.value), selection.value.manifest.totals.chars);
+  }
+
+  const messages: NativeMessage[] = request.messages.map((m) => ({ role: m.role, content: typeof m.content === "string" ? m.content : "" }));
   const offline = agent.provider.profile === DEFAULT_PROFILE && openAiApiKey(env) === undefined;
   const answered: Result<ModelReceipt, ModelFailure> = offline ? ok(offlineReply(messages)) : await chatCompletion(env, agent.provider.profile, { model: agent.provider.model, messages });
   if (!answered.ok) return failed(`model_${answered.error.kind}`, answered.error.message, answered.error.kind !== "rejected");
-  const text = answered.value.text.trim();
-  if (text === "") return failed("empty_reply", "the model returned no text", true);
+  if (answered.value.text.trim() === "") return failed("empty_reply", "the model returned no text", true);
+  return record(env, job, agent.id, answered.value, selection.value.manifest.totals.chars);
+}
 
+/** What a completed reply run records, whether a model or an external bot answered. */
+interface Answer {
+  readonly provider: string;
+  readonly model: string;
+  readonly usage: ModelReceipt["usage"];
+  readonly latencyMs: number;
+  readonly text: string;
+  readonly via?: BotReply["via"];
+}
+
+/** An external bot's answer: the run names the transport as its model, since no model is known. */
+function externalAnswer(answer: BotReply): Answer {
+  const name = `external:${answer.via}`;
+  return { provider: name, model: name, usage: null, latencyMs: answer.latencyMs, text: answer.text, via: answer.via };
+}
+
+/** The completed run and the proposal, in one batch: a reply is never recorded without its run. */
+async function record(env: Env, job: ReplyJob, agentId: string, receipt: Answer, contextChars: number): Promise<Produced> {
+  const k = keys(job);
+  const text = receipt.text.trim();
   const written = await append(env, job.conversationId, [
     {
       kind: "run",
@@ -125,15 +169,15 @@ async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, 
       sensitive: false,
       body: {
         runId: k.run,
-        agentId: agent.id,
+        agentId,
         role: "agent",
         status: "completed",
-        model: answered.value.model,
-        ...(answered.value.usage === null ? {} : { usage: answered.value.usage }),
-        detail: { sourceSeq: job.sourceSeq, provider: answered.value.provider, latencyMs: answered.value.latencyMs, contextChars: selection.value.manifest.totals.chars },
+        model: receipt.model,
+        ...(receipt.usage === null ? {} : { usage: receipt.usage }),
+        detail: { sourceSeq: job.sourceSeq, provider: receipt.provider, latencyMs: receipt.latencyMs, contextChars, ...(receipt.via === undefined ? {} : { via: receipt.via }) },
       },
     },
-    { kind: "proposal", idempotencyKey: k.proposal, sensitive: false, body: { proposalId: k.proposalId, agentId: agent.id, runId: k.run, replyToMessageId: job.sourceMessageId, text } },
+    { kind: "proposal", idempotencyKey: k.proposal, sensitive: false, body: { proposalId: k.proposalId, agentId, runId: k.run, replyToMessageId: job.sourceMessageId, text } },
   ]);
   if (written.ok) {
     const event = written.value[1];

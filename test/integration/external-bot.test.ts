@@ -1,0 +1,175 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, inject, it } from "vitest";
+import { signBody, verifySignature } from "../../src/external/signature";
+import { readIncidents } from "../../src/storage/compaction-store";
+import type { ReceivedRequest } from "../fake-bot/server";
+import { pair } from "../support/declarations";
+import { waitFor } from "../support/chain";
+import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * The external bot hand-off: an agent whose reply comes from the bot's own code. `http` mode posts
+ * the signed payload to the loopback fake bot (test/fake-bot, which verifies with the shipped
+ * helper); `service` mode calls the auxiliary `echo-bot` Worker's RPC entrypoint (vitest.config.ts).
+ * Either way the answer must land as a completed run plus a proposal, like the built-in agent's.
+ */
+
+const botOrigin = inject("fakeBotOrigin");
+const botSecret = inject("fakeBotSecret");
+
+interface LogEvent {
+  seq: number;
+  kind: string;
+  idempotencyKey: string;
+  body: { status?: string; role?: string; model?: string; agentId?: string; runId?: string; text?: string; replyToMessageId?: string; detail?: Record<string, unknown>; error?: { code: string } };
+}
+
+interface Payload {
+  version: number;
+  conversationId: string;
+  agentId: string;
+  source: { seq: number; messageId: string };
+  request: { model: string; messages: { role: string; content: unknown }[] };
+  manifest: { conversationId: string; agentId: string };
+}
+
+const received = async (conversation: string): Promise<(ReceivedRequest & { body: Payload })[]> =>
+  ((await (await fetch(`${botOrigin}/__requests`)).json()) as (ReceivedRequest & { body: Payload })[]).filter((r) => r.body.conversationId === conversation);
+
+beforeEach(async () => {
+  await fetch(`${botOrigin}/__reset`, { method: "POST" });
+});
+
+async function registerAgent(agentId: string, reply: Record<string, unknown>) {
+  const conversation = freshConversation("api:ext");
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  const base = pair({ agentId, sources: [conversation], trigger: 50_000, retain: 20_000 });
+  const response = await call("PUT", `/v1/agents/${agentId}`, { token, body: { agent: { ...base.agent, reply }, compactor: base.compactor } });
+  expect(response.status, await response.clone().text()).toBeLessThan(300);
+  return { conversation, token };
+}
+
+async function log(token: string, conversation: string): Promise<LogEvent[]> {
+  return (await json<{ events: LogEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }))).events;
+}
+
+async function say(token: string, conversation: string, key: string, messageId: string, text: string): Promise<void> {
+  const response = await call("POST", eventsPath(conversation), { token, body: sourceEvent(key, messageId, text) });
+  expect(response.status).toBe(201);
+}
+
+describe("an external bot over signed HTTP", () => {
+  it("receives the signed, composed request and its answer is recorded as the agent's proposal", async () => {
+    const agentId = "ext-http";
+    const { conversation, token } = await registerAgent(agentId, { mode: "http", url: `${botOrigin}/reply`, secret: "BOT_HMAC_SECRET" });
+    await say(token, conversation, "m-1", "41", "What time does the Lisbon offsite start?");
+
+    const events = await waitFor(async () => {
+      const all = await log(token, conversation);
+      return all.some((e) => e.kind === "proposal") ? all : undefined;
+    }, "the bot's proposal");
+    const proposal = events.find((e) => e.kind === "proposal");
+    expect(proposal?.body).toMatchObject({ agentId, replyToMessageId: "41" });
+    expect(proposal?.body.text).toBe("echo: Ada: What time does the Lisbon offsite start?");
+    const run = events.find((e) => e.kind === "run" && e.body.role === "agent");
+    expect(run?.body).toMatchObject({ status: "completed", agentId, model: "external:http", detail: { via: "http", provider: "external:http" } });
+    expect(proposal?.body.runId).toBe(run?.body.runId);
+
+    // The bot saw one request, signed with the shared key, verified by the shipped helper.
+    const requests = await received(conversation);
+    expect(requests).toHaveLength(1);
+    const [request] = requests;
+    expect(request?.verdict).toBe("ok");
+    expect(request?.contentType).toBe("application/json");
+    expect(request?.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    // The recorded body re-serialized need not be byte-identical, but its signature must not verify
+    // under another key: the fake's "ok" means something.
+    expect(await verifySignature("another-key", JSON.stringify(request?.body), request?.signature, Math.floor(Date.now() / 1_000))).toMatchObject({ ok: false });
+    // The payload: the composed chat-completions body ending with the message being answered.
+    const payload = request?.body;
+    const source = events.find((e) => e.kind === "source");
+    expect(payload).toMatchObject({ version: 1, conversationId: conversation, agentId, source: { seq: source?.seq, messageId: "41" } });
+    expect(payload?.request.model).toBe("test-model");
+    expect(payload?.request.messages.at(-1)).toEqual({ role: "user", content: "Ada: What time does the Lisbon offsite start?" });
+    expect(payload?.request.messages.some((m) => m.role === "system")).toBe(false);
+    expect(payload?.manifest).toMatchObject({ conversationId: conversation, agentId });
+  });
+
+  it("a bot that refuses the signature leaves a failed run and an incident, no proposal, and is not retried", async () => {
+    const agentId = "ext-http-wrong";
+    const { conversation, token } = await registerAgent(agentId, { mode: "http", url: `${botOrigin}/reply`, secret: "BOT_HMAC_WRONG", timeoutMs: 5_000 });
+    await say(token, conversation, "m-1", "7", "Hello?");
+
+    const incidents = await waitFor(async () => {
+      const rows = await readIncidents(env.DB, conversation, 10);
+      return rows.length > 0 ? rows : undefined;
+    }, "an agent failure incident");
+    expect(incidents[0]).toMatchObject({ agentId, kind: "agent_failure", code: "bot_rejected" });
+    expect(incidents[0]?.message).toContain("401");
+
+    // A refusal is final: give a retry time to happen, then check that none did.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const events = await log(token, conversation);
+    expect(events.filter((e) => e.kind === "proposal")).toHaveLength(0);
+    const runs = events.filter((e) => e.kind === "run" && e.body.role === "agent");
+    expect(runs.map((r) => r.body.status)).toEqual(["failed"]);
+    expect(runs[0]?.body.error?.code).toBe("bot_rejected");
+    const requests = await received(conversation);
+    expect(requests.map((r) => r.verdict)).toEqual(["mismatch"]);
+  });
+
+  it("the fake bot itself refuses a forged signature (the helper rejects on the bot's side)", async () => {
+    const body = JSON.stringify({ version: 1, conversationId: "api:ext:forged", request: { messages: [] } });
+    const forged = await signBody("guessed-key", body, Math.floor(Date.now() / 1_000));
+    const refused = await fetch(`${botOrigin}/reply`, { method: "POST", headers: { "content-type": "application/json", "x-foldline-signature": forged }, body });
+    expect(refused.status).toBe(401);
+    const genuine = await signBody(botSecret, body, Math.floor(Date.now() / 1_000));
+    const accepted = await fetch(`${botOrigin}/reply`, { method: "POST", headers: { "content-type": "application/json", "x-foldline-signature": genuine }, body });
+    expect(accepted.status).toBe(200);
+    expect((await received("api:ext:forged")).map((r) => r.verdict)).toEqual(["mismatch", "ok"]);
+  });
+
+  it("refuses a declaration with a remote plain-http URL or a lower-case secret name", async () => {
+    const conversation = freshConversation("api:ext");
+    const agentId = "ext-http-invalid";
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const base = pair({ agentId, sources: [conversation] });
+    for (const reply of [
+      { mode: "http", url: "http://bot.example.com/reply", secret: "BOT_HMAC_SECRET" },
+      { mode: "http", url: "https://bot.example.com/reply", secret: "bot_hmac_secret" },
+      { mode: "http", url: "https://bot.example.com/reply", secret: "BOT_HMAC_SECRET", timeoutMs: 60_000 },
+      { mode: "service", binding: "echo-bot" },
+    ]) {
+      const response = await call("PUT", `/v1/agents/${agentId}`, { token, body: { agent: { ...base.agent, reply }, compactor: base.compactor } });
+      expect(response.status, JSON.stringify(reply)).toBe(400);
+    }
+  });
+});
+
+describe("an external bot behind a service binding", () => {
+  it("answers over RPC and its answer is recorded as the agent's proposal", async () => {
+    const agentId = "ext-service";
+    const { conversation, token } = await registerAgent(agentId, { mode: "service", binding: "ECHO_BOT" });
+    await say(token, conversation, "m-1", "12", "Is the venue confirmed?");
+
+    const events = await waitFor(async () => {
+      const all = await log(token, conversation);
+      return all.some((e) => e.kind === "proposal") ? all : undefined;
+    }, "the echo bot's proposal");
+    expect(events.find((e) => e.kind === "proposal")?.body).toMatchObject({ agentId, replyToMessageId: "12", text: "echo-bot (ext-service): Ada: Is the venue confirmed?" });
+    expect(events.find((e) => e.kind === "run" && e.body.role === "agent")?.body).toMatchObject({ status: "completed", model: "external:service", detail: { via: "service" } });
+  });
+
+  it("a binding that is not configured is a failed run and an incident, not a retry loop", async () => {
+    const agentId = "ext-service-missing";
+    const { conversation, token } = await registerAgent(agentId, { mode: "service", binding: "NO_SUCH_BOT" });
+    await say(token, conversation, "m-1", "13", "Anyone there?");
+    const incidents = await waitFor(async () => {
+      const rows = await readIncidents(env.DB, conversation, 10);
+      return rows.length > 0 ? rows : undefined;
+    }, "an agent failure incident");
+    expect(incidents[0]).toMatchObject({ agentId, kind: "agent_failure", code: "bot_rejected" });
+    expect(incidents[0]?.message).toContain("NO_SUCH_BOT");
+    expect((await log(token, conversation)).filter((e) => e.kind === "proposal")).toHaveLength(0);
+  });
+});
