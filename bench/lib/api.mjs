@@ -1,0 +1,189 @@
+// A thin client of Foldline's public HTTP API (the same routes a bot uses), with timing.
+import { performance } from "node:perf_hooks";
+
+export class ApiError extends Error {
+  /** @param {string} what @param {number} status @param {string} body */
+  constructor(what, status, body) {
+    super(`${what}: HTTP ${status} ${body.slice(0, 600)}`);
+    this.status = status;
+  }
+}
+
+/** @param {number} ms */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class Api {
+  /** @param {string} baseUrl @param {string} token */
+  constructor(baseUrl, token) {
+    this.baseUrl = baseUrl;
+    this.token = token;
+  }
+
+  /**
+   * One request, timed from send to the last byte of the body.
+   * @param {string} method @param {string} path @param {unknown} [body]
+   * @returns {Promise<{ status: number, ms: number, bytes: number, text: string, json: () => any }>}
+   */
+  async request(method, path, body) {
+    /** @type {Record<string, string>} */
+    const headers = { authorization: `Bearer ${this.token}` };
+    const init = /** @type {RequestInit} */ ({ method, headers });
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const started = performance.now();
+    const response = await fetch(`${this.baseUrl}${path}`, init);
+    const buffer = Buffer.from(await response.arrayBuffer());
+    const ms = performance.now() - started;
+    const text = buffer.toString("utf8");
+    return { status: response.status, ms, bytes: buffer.length, text, json: () => JSON.parse(text) };
+  }
+
+  /** A request that must succeed with one of `ok` statuses. */
+  async expect(/** @type {string} */ what, /** @type {number[]} */ ok, /** @type {string} */ method, /** @type {string} */ path, /** @type {unknown} */ body) {
+    const response = await this.request(method, path, body);
+    if (!ok.includes(response.status)) throw new ApiError(what, response.status, response.text);
+    return response;
+  }
+
+  /** @param {string} conversation */
+  static conversationPath(conversation) {
+    return `/v1/conversations/${encodeURIComponent(conversation)}`;
+  }
+
+  /**
+   * Registers an agent and its reciprocal compactor (README "Compaction in five calls").
+   * @param {{ agentId: string, sources: string[], model?: string, policy?: Record<string, number> }} options
+   */
+  async registerAgent({ agentId, sources, model = "bench-model", policy = {} }) {
+    const shared = {
+      enabled: true,
+      provider: { profile: "default", model },
+      sources,
+      admitSensitive: true, // boundaries are sensitive: without this the agent is never served one
+      historyAgents: [agentId],
+      documents: [],
+      documentBudgetChars: 4_000,
+    };
+    const registration = {
+      agent: { id: agentId, compactorId: `${agentId}.compactor`, ...shared },
+      compactor: { id: `${agentId}.compactor`, targetId: agentId, ...shared, policy, outputMode: "projection" },
+    };
+    return (await this.expect(`register ${agentId}`, [200, 201], "PUT", `/v1/agents/${agentId}`, registration)).json();
+  }
+
+  /** @param {string} conversation @param {object} event */
+  appendOne(conversation, event) {
+    return this.request("POST", `${Api.conversationPath(conversation)}/events`, event);
+  }
+
+  /** @param {string} conversation @param {object[]} events */
+  appendBatch(conversation, events) {
+    return this.expect(`batch append to ${conversation}`, [200, 201], "POST", `${Api.conversationPath(conversation)}/events/batch`, { events });
+  }
+
+  /** @param {string} conversation @param {string} agentId */
+  context(conversation, agentId) {
+    return this.expect(`context of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/context?agent=${encodeURIComponent(agentId)}`);
+  }
+
+  /** @param {string} conversation @param {string} agentId */
+  async chain(conversation, agentId) {
+    return (await this.expect(`chain of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/chain?agent=${encodeURIComponent(agentId)}`)).json();
+  }
+
+  /** @param {string} conversation @param {string} agentId */
+  async verify(conversation, agentId) {
+    return (await this.expect(`verify of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/verify?agent=${encodeURIComponent(agentId)}`)).json();
+  }
+
+  /** @param {string} conversation @param {number} after @param {number} limit */
+  async events(conversation, after, limit = 500) {
+    return (await this.expect(`events of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/events?after=${after}&limit=${limit}`)).json();
+  }
+}
+
+/**
+ * Follows one conversation's log incrementally and keeps what the metrics need from the events
+ * Foldline itself writes there: compactor run events (planned / completed / failed / skipped).
+ */
+export class LogFollower {
+  /** @param {Api} api @param {string} conversation */
+  constructor(api, conversation) {
+    this.api = api;
+    this.conversation = conversation;
+    this.after = 0;
+    /** @type {Map<string, { planned?: any, completed?: any, failed: any[] }>} */
+    this.runs = new Map();
+    /** Preflight records: one per admitted source (skipped below the trigger or while a run is in flight). */
+    /** @type {{ seq: number, sourceSeq: number, activeChars: number, reason: string }[]} */
+    this.preflights = [];
+    /** @type {Record<string, number>} */
+    this.kinds = {};
+    this.lastSeq = 0;
+  }
+
+  /** Reads every event appended since the last call. */
+  async poll() {
+    for (;;) {
+      const page = await this.api.events(this.conversation, this.after, 500);
+      for (const event of page.events) {
+        this.kinds[event.kind] = (this.kinds[event.kind] ?? 0) + 1;
+        this.lastSeq = event.seq;
+        if (event.kind !== "run") continue;
+        const { runId, status, detail } = event.body;
+        if (status === "skipped") {
+          this.preflights.push({ seq: event.seq, sourceSeq: detail.sourceSeq, activeChars: detail.activeChars, reason: detail.reason });
+          continue;
+        }
+        const run = this.runs.get(runId) ?? { failed: [] };
+        if (status === "planned") run.planned = { seq: event.seq, recordedAt: Date.parse(event.recordedAt), detail };
+        else if (status === "completed") run.completed = { seq: event.seq, recordedAt: Date.parse(event.recordedAt), detail };
+        else if (status === "failed") run.failed.push({ seq: event.seq, recordedAt: Date.parse(event.recordedAt), detail, error: event.body.error });
+        this.runs.set(runId, run);
+      }
+      if (page.nextAfter === null || page.nextAfter === undefined) {
+        if (page.events.length > 0) this.after = page.events.at(-1).seq;
+        return;
+      }
+      this.after = page.nextAfter;
+    }
+  }
+
+  /** Planned runs without a completed run event (a plan whose attempt failed is still open). */
+  openRuns() {
+    return [...this.runs.entries()].filter(([, r]) => r.planned !== undefined && r.completed === undefined).map(([id]) => id);
+  }
+
+  plannedRuns() {
+    return [...this.runs.entries()].filter(([, r]) => r.planned !== undefined).map(([runId, r]) => ({ runId, ...r }));
+  }
+}
+
+/**
+ * Waits until compaction has caught up: no planned run left open and the served context (plus
+ * anything the agent's own budget omitted) below the trigger, so nothing more will be planned.
+ * The context call is serialized with the object's writes, so it also waits out a settlement
+ * (and the plan it may chain) that is in progress when we look.
+ * @param {{ api: Api, follower: LogFollower, agentId: string, trigger: number, timeoutMs?: number, onWait?: (state: string) => void }} options
+ */
+export async function waitForCatchUp({ api, follower, agentId, trigger, timeoutMs = 240_000, onWait }) {
+  const deadline = Date.now() + timeoutMs;
+  let lastReport = Date.now();
+  for (;;) {
+    const context = (await api.context(follower.conversation, agentId)).json();
+    await follower.poll();
+    const active = context.manifest.totals.chars + context.manifest.omitted.chars;
+    const open = follower.openRuns();
+    if (open.length === 0 && active < trigger) return context;
+    if (Date.now() > deadline) {
+      throw new Error(`compaction of ${follower.conversation} did not catch up within ${timeoutMs / 1000} s: active ${active} chars, open runs ${open.join(", ")}`);
+    }
+    if (onWait !== undefined && Date.now() - lastReport > 5_000) {
+      lastReport = Date.now();
+      onWait(`active ${active.toLocaleString("en-US")} chars, ${open.length} run(s) in flight, ${follower.plannedRuns().length} planned so far`);
+    }
+    await sleep(200);
+  }
+}
