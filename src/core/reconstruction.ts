@@ -63,7 +63,21 @@ export function turnHash(role: Turn["role"], author: Author, text: string): stri
   return hashCanonical({ role, author, text });
 }
 
-export function reconstruct(events: readonly StoredEvent[], policy: ReconstructionPolicy): Turn[] {
+/**
+ * `hashes` may carry turn hashes from an earlier fold of overlapping events, keyed by turn id and
+ * the newest event that shaped the turn (so an edit or delivery misses the cache). Folding the same
+ * window again then costs no hashing; the result is identical either way.
+ */
+export function reconstruct(events: readonly StoredEvent[], policy: ReconstructionPolicy, hashes?: Map<string, string>): Turn[] {
+  const hashOf = (id: string, effectiveSeq: number, role: Turn["role"], author: Author, text: string): string => {
+    if (hashes === undefined) return turnHash(role, author, text);
+    const key = `${id}@${effectiveSeq}`;
+    const known = hashes.get(key);
+    if (known !== undefined) return known;
+    const computed = turnHash(role, author, text);
+    hashes.set(key, computed);
+    return computed;
+  };
   const ordered = [...events].sort((a, b) => a.seq - b.seq);
 
   const sourceByMessage = new Map<string, Source>();
@@ -121,7 +135,7 @@ export function reconstruct(events: readonly StoredEvent[], policy: Reconstructi
       role: "user",
       author: source.body.author,
       text,
-      hash: turnHash("user", source.body.author, text),
+      hash: hashOf(`s${source.seq}`, Math.max(source.seq, edit?.seq ?? 0), "user", source.body.author, text),
       originSeq: source.seq,
       effectiveSeq: Math.max(source.seq, edit?.seq ?? 0),
       messageId,
@@ -143,7 +157,7 @@ export function reconstruct(events: readonly StoredEvent[], policy: Reconstructi
       role: "assistant",
       author,
       text: proposal.body.text,
-      hash: turnHash("assistant", author, proposal.body.text),
+      hash: hashOf(`p${proposal.seq}`, Math.max(proposal.seq, deliverySeq), "assistant", author, proposal.body.text),
       originSeq: proposal.seq,
       effectiveSeq: Math.max(proposal.seq, deliverySeq),
       messageId: proposal.body.proposalId,

@@ -68,6 +68,8 @@ interface Chain {
   backoffUntil: number;
   /** Amendments against the head, recomputed only when the head or the log moved. */
   amendments: { key: string; value: Amendment[] } | undefined;
+  /** Turn hashes of the window's folds, so each preflight re-folds without re-hashing (cleared with the window). */
+  turnHashes: Map<string, string>;
   /** The head packet last verified against R2, by object etag, so selection re-reads it only when it changed. */
   verifiedPacket: { key: string; etag: string; packet: Packet } | undefined;
 }
@@ -457,6 +459,7 @@ export class CompactionEngine {
       backoffUntil: 0,
       amendments: undefined,
       verifiedPacket: undefined,
+      turnHashes: new Map(),
     };
     this.#chains.set(declaration.agentId, chain);
     return chain;
@@ -508,6 +511,7 @@ export class CompactionEngine {
   #trimWindow(chain: Chain, coveredThroughSeq: number): void {
     chain.windowStart = Math.max(chain.windowStart, coveredThroughSeq);
     chain.window = chain.window.filter((event) => event.seq > chain.windowStart);
+    chain.turnHashes.clear();
   }
 
   /**
@@ -523,7 +527,7 @@ export class CompactionEngine {
 
   /** The uncovered exact turns in whole groups, as of `throughSeq`. */
   #tail(chain: Chain, throughSeq = Number.POSITIVE_INFINITY): Group[] {
-    const turns = reconstruct(this.#tailEvents(chain, throughSeq), this.#fold(chain.declaration)).filter((turn) => turn.group > chain.windowStart);
+    const turns = reconstruct(this.#tailEvents(chain, throughSeq), this.#fold(chain.declaration), chain.turnHashes).filter((turn) => turn.group > chain.windowStart);
     return groupTurns(turns);
   }
 

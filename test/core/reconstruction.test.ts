@@ -613,3 +613,48 @@ describe("reconstruct: properties", () => {
     );
   });
 });
+
+describe("reconstruct with a shared turn-hash memo", () => {
+  const EVERY: ReconstructionPolicy = { admittedAgents: "all", includeSensitive: true };
+  const ops = fc.array(
+    fc.oneof(
+      fc.record({ op: fc.constant("source" as const), id: fc.integer({ min: 0, max: 5 }), text: fc.string({ maxLength: 12 }) }),
+      fc.record({ op: fc.constant("edit" as const), id: fc.integer({ min: 0, max: 5 }), text: fc.string({ maxLength: 12 }), at: fc.integer({ min: 0, max: 9 }) }),
+      fc.record({ op: fc.constant("delete" as const), id: fc.integer({ min: 0, max: 5 }) }),
+      fc.record({ op: fc.constant("reply" as const), id: fc.integer({ min: 0, max: 5 }), text: fc.string({ maxLength: 12 }) }),
+      fc.record({ op: fc.constant("deliver" as const), id: fc.integer({ min: 0, max: 5 }) }),
+    ),
+    { maxLength: 30 },
+  );
+  const toInputs = (list: { op: string; id: number; text?: string; at?: number }[]): EventInput[] =>
+    list.map((o, i) => {
+      const key = { key: `k${i}` };
+      switch (o.op) {
+        case "source":
+          return source(`m${o.id}`, o.text ?? "", key);
+        case "edit":
+          return edit(`m${o.id}`, o.text ?? "", { ...key, editedAt: `2026-01-01T00:00:0${o.at ?? 0}Z` });
+        case "delete":
+          return deletion(`m${o.id}`, key);
+        case "reply":
+          return proposal(`p${o.id}`, "helper", o.text ?? "", { ...key, replyTo: `m${o.id}` });
+        default:
+          return delivered(`p${o.id}`, key);
+      }
+    });
+
+  it("gives exactly the turns of an unmemoized fold, for every prefix folded with one memo", () => {
+    fc.assert(
+      fc.property(ops, (list) => {
+        const events = storeAll(toInputs(list));
+        const memo = new Map<string, string>();
+        // Fold growing prefixes with one memo, as preflight does on every new event.
+        for (let n = 0; n <= events.length; n++) {
+          const prefix = events.slice(0, n);
+          expect(reconstruct(prefix, EVERY, memo)).toEqual(reconstruct(prefix, EVERY));
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

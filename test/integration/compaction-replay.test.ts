@@ -74,7 +74,9 @@ it(
     }
 
     const boundaries = await readChainBoundaries(env.DB, conversation, agentId);
-    expect(boundaries.length).toBeGreaterThanOrEqual(4);
+    // How many depends on how far ingest outruns the queue (a run freezes at most maxFrozenChars,
+    // 160,000): at least two for 400,000 characters with an 80,000 trigger.
+    expect(boundaries.length).toBeGreaterThanOrEqual(2);
     const frozenIds: string[] = [];
     let compactorInputChars = 0;
     let previous: (typeof boundaries)[number] | undefined;
