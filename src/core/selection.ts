@@ -1,6 +1,6 @@
 import type { Group } from "./compaction-plan";
 import type { NativeMessage } from "./render";
-import { renderTurn } from "./render";
+import { messageChars, renderTurn } from "./render";
 
 /**
  * The ordinary agent's selector: historical projections first, then the exact tail. The exact
@@ -36,7 +36,7 @@ export interface Selection {
 export type SelectionFailure = { readonly code: "context_budget_exceeded"; readonly message: string };
 
 export function selectContext({ envelopes, groups, policy }: SelectionInput): { ok: true; value: Selection } | { ok: false; error: SelectionFailure } {
-  const reservedChars = envelopes.reduce((n, m) => n + m.content.length, 0);
+  const reservedChars = messageChars(envelopes);
   const reservedMessages = envelopes.length;
   if (reservedChars > policy.maxChars || reservedMessages > policy.maxMessages) {
     return {

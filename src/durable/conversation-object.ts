@@ -5,8 +5,7 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
-import type { ModelEvidence } from "../core/boundary";
-import type { Boundary } from "../core/boundary";
+import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
 import type { ContextSelection, SettleError } from "./compaction-engine";
@@ -148,15 +147,6 @@ export class ConversationObject extends DurableObject<Env> {
       this.#lastSeq = undefined;
       throw error;
     }
-  }
-
-  /** The head of the log as this object knows it, rebuilt from D1 when cold. */
-  async head(conversationId: string): Promise<Result<{ lastSeq: number }>> {
-    return this.#exclusive(async () => {
-      const bound = await this.#bind(conversationId);
-      if (!bound.ok) return bound;
-      return ok({ lastSeq: await this.#head() });
-    });
   }
 
   async #append({ conversationId, events, expectedSeq }: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {

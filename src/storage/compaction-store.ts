@@ -1,5 +1,5 @@
 import type { Boundary } from "../core/boundary";
-import type { AuditBoundary } from "../core/chain-audit";
+import type { AuditBoundary, AuditPlan } from "../core/chain-audit";
 import { boundaryBodySchema } from "../core/boundary";
 import type { Epoch, Registration } from "../core/declarations";
 import { registrationSchema } from "../core/declarations";
@@ -152,16 +152,8 @@ export async function insertActivation(db: D1Database, conversationId: string, a
     .run();
 }
 
-export interface PlanRecord {
-  readonly runId: string;
-  readonly conversationId: string;
-  readonly agentId: string;
-  readonly epochId: string;
-  readonly previousBoundaryId: string;
-  readonly packetKey: string;
-  readonly packetHash: string;
-  readonly triggerSeq: number;
-  readonly throughSeq: number;
+/** A `compaction_plans` row as the engine uses it: the audit's plan shape plus when it was made. */
+export interface PlanRecord extends AuditPlan {
   readonly createdAt: string;
 }
 
