@@ -29,7 +29,7 @@ import { NOTES as D1_NOTES, SOURCE_APPEND_BELOW_TRIGGER, derivationStatus } from
 import { startFakeOpenAi } from "./lib/fake-openai.mjs";
 import { renderMarkdown } from "./lib/report.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
-import { BenchError, applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "./lib/worker.mjs";
+import { WorkerError, applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../scripts/lib/worker.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -232,7 +232,7 @@ async function phase(metric, body) {
     const message = error instanceof Error ? error.message : String(error);
     log(`!! ${metric} failed: ${message}`);
     results.errors.push({ metric, message });
-    if (error instanceof BenchError) throw error;
+    if (error instanceof WorkerError) throw error;
   }
 }
 
@@ -278,9 +278,9 @@ async function main() {
 
   log("applying migrations to a fresh local D1");
   applyMigrations(ROOT, appDir, persistDir);
-  const token = createToken(ROOT, appDir, persistDir, ["api:*", "agent:*"]);
+  const token = createToken(ROOT, appDir, persistDir, ["api:*", "agent:*"], "bench");
   const fake = await startFakeOpenAi({ summaryChars: FAKE_SUMMARY_CHARS });
-  // The fake model is the only provider: a real key in .dev.vars is never read (see lib/worker.mjs).
+  // The fake model is the only provider: a real key in .dev.vars is never read (see scripts/lib/worker.mjs).
   await writeEnvFile(envFile, {
     OPENAI_API_KEY: "bench-not-a-real-key",
     OPENAI_BASE_URL: fake.baseUrl,
@@ -289,7 +289,7 @@ async function main() {
   });
   const port = await freePort(8791);
   const workerOptions = { root: ROOT, appDir, persistDir, envFile, port, logPath, log };
-  /** @type {import("./lib/worker.mjs").RunningWorker} */
+  /** @type {import("../scripts/lib/worker.mjs").RunningWorker} */
   let worker;
   try {
     worker = await startWorker(workerOptions);
@@ -321,8 +321,8 @@ async function main() {
 /**
  * @param {Api} api
  * @param {Awaited<ReturnType<typeof startFakeOpenAi>>} fake
- * @param {() => import("./lib/worker.mjs").RunningWorker} current
- * @param {() => Promise<import("./lib/worker.mjs").RunningWorker>} restart
+ * @param {() => import("../scripts/lib/worker.mjs").RunningWorker} current
+ * @param {() => Promise<import("../scripts/lib/worker.mjs").RunningWorker>} restart
  */
 async function runMetrics(api, fake, current, restart) {
   const C = (/** @type {string} */ name) => `api:bench:${name}`;
@@ -798,7 +798,7 @@ async function runMetrics(api, fake, current, restart) {
     results.metrics.verifyBig = { valid: audit.valid, links: links.length, linksValid: links.filter((/** @type {any} */ l) => l.valid).length, ms: round(performance.now() - t0, 0) };
     log(`[verify] ${short(SIZE.big)} chain: ${results.metrics.verifyBig.linksValid}/${links.length} links valid in ${results.metrics.verifyBig.ms} ms`);
   });
-  if (!current().alive()) throw new BenchError("wrangler dev exited during the run");
+  if (!current().alive()) throw new WorkerError("wrangler dev exited during the run");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,16 +1,105 @@
 #!/usr/bin/env node
 // `npm start`: the local service on its embedded default — local D1, R2, Queues and Durable
-// Objects under .wrangler/state, migrations applied first, no Cloudflare account, no API key.
+// Objects under .wrangler/state, migrations applied first, no Cloudflare account, no API key —
+// with a local API token, the demo bot's webhook secret and the demo agent made once (later starts
+// find them and make nothing), and a link to the inspector.
 import "./offline-env.mjs";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { registerDemoAgent } from "./lib/demo-agent.mjs";
+import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, ROOT, ensureLocalState, wrangler } from "./lib/local-state.mjs";
 
-const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+const PORT = Number(process.env.FOLDLINE_PORT ?? 8787);
+const URL_BASE = `http://127.0.0.1:${PORT}`;
+const DEV_VARS = join(ROOT, ".dev.vars");
+const GENERATED_ENV = join(ROOT, ".wrangler", "foldline", "start.env");
+
+/** The assignments of a dotenv file (enough of the format to see which keys it sets). @param {string} path */
+function readDotenv(path) {
+  if (!existsSync(path)) return new Map();
+  const entries = readFileSync(path, "utf8")
+    .split("\n")
+    .map((line) => /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line))
+    .filter((match) => match !== null)
+    .map((match) => [match[1], match[2].trim().replace(/^(["'])(.*)\1$/, "$2")]);
+  return new Map(entries);
+}
+
+// The first lines say which compactor runs, before anything else scrolls past.
+const devVars = readDotenv(DEV_VARS);
+const keySource = process.env.OPENAI_API_KEY ? "the environment" : devVars.get("OPENAI_API_KEY") ? ".dev.vars" : undefined;
+const baseUrl = process.env.OPENAI_BASE_URL || devVars.get("OPENAI_BASE_URL") || "https://api.openai.com/v1";
+if (keySource === undefined) {
+  console.log("Foldline (local): no OPENAI_API_KEY is set, so compactions use Foldline's offline extractive compactor —");
+  console.log("  not a language model, no network; its boundaries say so (foldline-extractive). Set OPENAI_API_KEY");
+  console.log("  (and OPENAI_BASE_URL for any OpenAI-compatible endpoint) in .dev.vars or the environment for a model.\n");
+} else {
+  console.log(`Foldline (local): compactions call the model at ${baseUrl} with OPENAI_API_KEY from ${keySource}.\n`);
+}
+
+const migrate = wrangler(["d1", "migrations", "apply", "DB", "--local"], { capture: true });
+if (migrate.status !== 0) {
+  console.error(`${migrate.stdout}\n${migrate.stderr}\nFoldline: applying the migrations to the local D1 failed (above).`);
+  process.exit(migrate.status ?? 1);
+}
+const applied = (migrate.stdout.match(/✅/g) ?? []).length;
+console.log(`Local D1 (.wrangler/state): ${/No migrations to apply/.test(migrate.stdout) ? "migrations already applied" : `${applied} migration(s) applied`}.`);
+
+const { state, created } = ensureLocalState();
+
+// wrangler dev reads .dev.vars only when no --env-file is given, so pass it explicitly, then a
+// generated file (mode 0600) with the demo bot's webhook secret and a key from the environment.
+const generated = { [`TELEGRAM_WEBHOOK_SECRET_${DEMO_BOT_ID}`]: state.telegramWebhookSecret };
+if (process.env.OPENAI_API_KEY) generated.OPENAI_API_KEY = process.env.OPENAI_API_KEY;
+if (process.env.OPENAI_BASE_URL) generated.OPENAI_BASE_URL = process.env.OPENAI_BASE_URL;
+mkdirSync(dirname(GENERATED_ENV), { recursive: true });
+writeFileSync(GENERATED_ENV, Object.entries(generated).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n") + "\n", { mode: 0o600 });
+const envFiles = [...(existsSync(DEV_VARS) ? [DEV_VARS] : []), GENERATED_ENV].flatMap((file) => ["--env-file", file]);
+
+const entry = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+const dev = spawn(process.execPath, [entry, "dev", "--ip", "127.0.0.1", "--port", String(PORT), ...envFiles, ...process.argv.slice(2)], {
+  cwd: ROOT,
   stdio: "inherit",
-  env: { ...process.env, CI: "true" }, // answer wrangler's confirmation prompt
 });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
-
-console.log("\nFoldline: starting on http://127.0.0.1:8787 — create an API token with `npm run token -- --scope 'api:*'`\n");
-const dev = spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...process.argv.slice(2)], { stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => process.exit(code ?? 0));
+
+/** Polls /healthz until the Worker answers (wrangler builds first), or gives up after two minutes. */
+async function ready() {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(`${URL_BASE}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  return false;
+}
+
+if (!(await ready())) {
+  console.error(`Foldline: ${URL_BASE}/healthz did not answer within two minutes; see wrangler's output above.`);
+} else {
+  try {
+    const demo = await registerDemoAgent(URL_BASE, state.token);
+    const lines = [
+      "",
+      `Foldline is running on ${URL_BASE}`,
+      created
+        ? `  API token (shown once; stored in ${LOCAL_STATE_DISPLAY}, mode 0600):\n    ${state.token}`
+        : `  API token: the one made on ${state.tokenCreatedAt}, stored in ${LOCAL_STATE_DISPLAY}`,
+      `  demo agent "concierge" and its compactor: ${demo.status} (revision ${demo.revision}), fed by Telegram bot ${DEMO_BOT_ID}`,
+      created
+        ? `  inspector: ${URL_BASE}/inspector/login#token=${state.token}`
+        : `  inspector: ${URL_BASE}/inspector (sign in with the token in ${LOCAL_STATE_DISPLAY})`,
+      `  API reference: ${URL_BASE}/reference`,
+      "  next, in another terminal: npm run demo",
+      "",
+    ];
+    console.log(lines.join("\n"));
+  } catch (error) {
+    console.error(`Foldline: the service is up, but setting up the demo agent failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

@@ -13,8 +13,8 @@ import { hashCanonical } from "./hash";
 /** Version of the compactor implementation: part of every epoch, so upgrading it starts a new chain. */
 export const COMPACTOR_VERSION = "foldline-compactor/1";
 
-const documentNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "1–128 letters, digits, . _ -");
-const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "a lowercase hex SHA-256");
+export const documentNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "1–128 letters, digits, . _ -");
+export const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "a lowercase hex SHA-256");
 
 export const providerSchema = z.strictObject({
   /** A named provider configuration (`default` is the one the Worker's vars describe). */

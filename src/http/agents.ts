@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { canonicalRegistration, epochOf, pairMismatches, registrationSchema } from "../core/declarations";
+import { canonicalRegistration, documentNameSchema, epochOf, pairMismatches, registrationSchema, sha256Schema } from "../core/declarations";
 import { sha256Hex } from "../core/hash";
 import { compactorPrompt } from "../core/prompts";
 import { currentDeclaration, documentExists, idHolders, insertDeclaration, insertDocument } from "../storage/compaction-store";
@@ -10,8 +10,7 @@ import { problem } from "./errors";
 import type { AppEnv } from "./types";
 import { readJson } from "./validation";
 
-const documentNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/);
-const documentBodySchema = z.strictObject({ content: z.string().min(1).max(200_000).refine((s) => s.isWellFormed(), "unpaired surrogate") });
+export const documentBodySchema = z.strictObject({ content: z.string().min(1).max(200_000).refine((s) => s.isWellFormed(), "unpaired surrogate") });
 
 const documentKey = (agentId: string, name: string, hash: string): string => `documents/${agentId}/${name}/${hash}`;
 
@@ -87,7 +86,7 @@ export const agents = new Hono<AppEnv>()
     if (!agentId.ok) return problem(c, agentId.error);
     const name = c.req.param("name");
     const hash = c.req.param("hash");
-    if (!documentNameSchema.safeParse(name).success || !/^[0-9a-f]{64}$/.test(hash)) {
+    if (!documentNameSchema.safeParse(name).success || !sha256Schema.safeParse(hash).success) {
       return problem(c, { code: "validation_failed", message: "expected /documents/<name>/<sha256>" });
     }
     const read = await readDocument(c.env.DOCUMENTS, documentKey(agentId.value, name, hash), hash);

@@ -7,7 +7,9 @@ import { chainRoutes } from "./chain";
 import { conversations } from "./conversations";
 import { problem } from "./errors";
 import { incidentRoutes } from "./incidents";
+import { inspector } from "./inspector";
 import { memory } from "./memory";
+import { openApiRoutes } from "./openapi/routes";
 import { telegram } from "./telegram";
 import type { AppEnv } from "./types";
 
@@ -24,10 +26,11 @@ app.get("/", (c) =>
   c.json({
     service: "foldline",
     about: "conversation compaction with provenance for persistent chat agents",
-    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook"],
+    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/openapi.json", "/reference", "/inspector"],
   }),
 );
 app.get("/healthz", (c) => c.json({ ok: true }));
+app.route("/", openApiRoutes);
 
 app.use("/v1/*", requireToken);
 app.route("/v1/conversations", conversations);
@@ -36,6 +39,7 @@ app.route("/v1/conversations", incidentRoutes);
 app.route("/v1/agents", memory);
 app.route("/telegram", telegram);
 app.route("/v1/agents", agents);
+app.route("/inspector", inspector);
 
 app.notFound((c) => problem(c, { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }));
 app.onError((error, c) => {

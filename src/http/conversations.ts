@@ -17,7 +17,7 @@ import { readJson, validate } from "./validation";
  * with the same schema in the same order (scope, then media type and JSON, then shape).
  */
 
-const turnsQuery = pageQuery.extend({
+export const turnsQuery = pageQuery.extend({
   /** Comma-separated agent ids whose delivered replies count as history; omitted: every agent. */
   agents: z
     .string()

@@ -12,12 +12,12 @@ import { problem } from "./errors";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 
-const listQuery = z.object({
+export const listQuery = z.object({
   after: z.string().max(200).default(""),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_PAGES).default(100),
 });
 
-const versionQuery = z.object({
+export const versionQuery = z.object({
   version: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 

@@ -8,7 +8,7 @@ import { problem } from "./errors";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 
-const BOT_ID = /^\d{1,20}$/;
+export const BOT_ID = /^\d{1,20}$/;
 
 /**
  * Telegram's webhook. Telegram retries any non-2xx answer for up to a day, so only requests that

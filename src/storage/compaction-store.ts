@@ -328,28 +328,23 @@ function parseJsonColumn(text: string): unknown {
   }
 }
 
-/** Every boundary of one agent in one conversation, every epoch, oldest first. */
-export async function readBoundaryAuditRows(db: D1Database, conversationId: string, agentId: string): Promise<BoundaryAuditRow[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, hash, created_at, body FROM boundaries
-       WHERE conversation_id = ? AND agent_id = ?
-       ORDER BY created_at, position, id`,
-    )
-    .bind(conversationId, agentId)
-    .all<{
-      id: string;
-      epoch_id: string;
-      position: number;
-      previous_id: string;
-      previous_hash: string | null;
-      covered_through_seq: number;
-      run_id: string;
-      hash: string;
-      created_at: string;
-      body: string;
-    }>();
-  return results.map((r) => ({
+const BOUNDARY_AUDIT_COLUMNS = "id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, hash, created_at, body";
+
+interface BoundaryAuditSqlRow {
+  id: string;
+  epoch_id: string;
+  position: number;
+  previous_id: string;
+  previous_hash: string | null;
+  covered_through_seq: number;
+  run_id: string;
+  hash: string;
+  created_at: string;
+  body: string;
+}
+
+function boundaryAuditRow(r: BoundaryAuditSqlRow): BoundaryAuditRow {
+  return {
     id: r.id,
     epochId: r.epoch_id,
     position: r.position,
@@ -360,7 +355,38 @@ export async function readBoundaryAuditRows(db: D1Database, conversationId: stri
     hash: r.hash,
     createdAt: r.created_at,
     body: parseJsonColumn(r.body),
-  }));
+  };
+}
+
+/** Every boundary of one agent in one conversation, every epoch, oldest first. */
+export async function readBoundaryAuditRows(db: D1Database, conversationId: string, agentId: string): Promise<BoundaryAuditRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries
+       WHERE conversation_id = ? AND agent_id = ?
+       ORDER BY created_at, position, id`,
+    )
+    .bind(conversationId, agentId)
+    .all<BoundaryAuditSqlRow>();
+  return results.map(boundaryAuditRow);
+}
+
+/** A boundary row as stored, with its agent, and its body both as text and parsed. */
+export interface InspectedBoundary extends BoundaryAuditRow {
+  readonly conversationId: string;
+  readonly agentId: string;
+  /** The stored canonical JSON text, whose SHA-256 is the row's `hash`. */
+  readonly bodyText: string;
+}
+
+/** The boundary `boundaryId` if it belongs to `conversationId`; undefined for any other conversation's. */
+export async function readBoundaryInConversation(db: D1Database, conversationId: string, boundaryId: string): Promise<InspectedBoundary | undefined> {
+  const row = await db
+    .prepare(`SELECT ${BOUNDARY_AUDIT_COLUMNS}, agent_id FROM boundaries WHERE id = ? AND conversation_id = ?`)
+    .bind(boundaryId, conversationId)
+    .first<BoundaryAuditSqlRow & { agent_id: string }>();
+  if (row === null) return undefined;
+  return { ...boundaryAuditRow(row), conversationId, agentId: row.agent_id, bodyText: row.body };
 }
 
 /**

@@ -133,3 +133,39 @@ export async function readEventsByKeys(
   const { results } = await selectByKeys(db, conversationId, keys).all<EventRow>();
   return new Map(results.map((row) => [row.idempotency_key, toStoredEvent(row)]));
 }
+
+/**
+ * The log newest first: at most `limit` events with seq < `beforeSeq`, for reading history
+ * backwards a page at a time (the primary key serves the descending range without a sort).
+ */
+export async function listEventsBefore(db: D1Database, conversationId: string, beforeSeq: number, limit: number): Promise<StoredEvent[]> {
+  const { results } = await db
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
+    .bind(conversationId, beforeSeq, limit)
+    .all<EventRow>();
+  return results.map(toStoredEvent);
+}
+
+/** The `run` events newest first, at most `limit` with seq < `beforeSeq`. */
+export async function listRunEventsBefore(db: D1Database, conversationId: string, beforeSeq: number, limit: number): Promise<StoredEvent[]> {
+  const { results } = await db
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND kind = 'run' AND seq < ? ORDER BY seq DESC LIMIT ?`)
+    .bind(conversationId, beforeSeq, limit)
+    .all<EventRow>();
+  return results.map(toStoredEvent);
+}
+
+/**
+ * How many `run` events of each status the conversation holds. A scan of the conversation's rows
+ * (no index covers kind or status): an inspection read, never on the append or selection path.
+ */
+export async function countRunsByStatus(db: D1Database, conversationId: string): Promise<Map<string, number>> {
+  const { results } = await db
+    .prepare(
+      `SELECT json_extract(body, '$.status') AS status, COUNT(*) AS runs FROM events
+       WHERE conversation_id = ? AND kind = 'run' GROUP BY status ORDER BY status`,
+    )
+    .bind(conversationId)
+    .all<{ status: string; runs: number }>();
+  return new Map(results.map((r) => [r.status, r.runs]));
+}

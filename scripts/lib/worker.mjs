@@ -1,14 +1,15 @@
-// The real Worker under `wrangler dev` (local workerd), isolated from the developer's own state:
-// a fresh --persist-to directory (its own D1, R2, Queues and Durable Object storage), an explicit
-// --env-file (so a developer's .dev.vars, which may hold a real OPENAI_API_KEY, is never loaded),
-// loopback ports other than 8787, and a token inserted straight into that directory's D1.
+// The real Worker under `wrangler dev` (local workerd), isolated from the developer's own state,
+// for the bench and the browser test: a fresh --persist-to directory (its own D1, R2, Queues and
+// Durable Object storage), an explicit --env-file (so a developer's .dev.vars, which may hold a
+// real OPENAI_API_KEY, is never loaded), loopback ports other than 8787, and a token inserted
+// straight into that directory's D1.
 //
 // wrangler dev watches its sources and hot-reloads on every edit, and a reload drops in-flight
 // Durable Object state and queue deliveries mid-run (seen: a planned compaction whose job never
-// reached the consumer after an edit to src/). So the bench runs a snapshot of the Worker's
-// sources copied at start (node_modules linked, not copied): edits made while it runs cannot
-// reach the Worker being measured, and the report names the commit and dirty state it measured.
-import "../../scripts/offline-env.mjs";
+// reached the consumer after an edit to src/). So a run uses a snapshot of the Worker's sources
+// copied at start (node_modules linked, not copied): edits made while it runs cannot reach the
+// Worker being measured or driven.
+import "../offline-env.mjs";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
@@ -18,7 +19,7 @@ import { join } from "node:path";
 
 /** @typedef {{ url: string, port: number, pid: number, logPath: string, stop: () => Promise<void>, alive: () => boolean, workerdRssKiB: () => number | null }} RunningWorker */
 
-export class BenchError extends Error {}
+export class WorkerError extends Error {}
 
 /**
  * The project's own wrangler, run by the Node that runs the bench (the pinned Node 22 under
@@ -29,7 +30,7 @@ export class BenchError extends Error {}
  */
 function wrangler(root, args) {
   const entry = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
-  if (!existsSync(entry)) throw new BenchError(`wrangler not found at ${entry}: run \`npm ci\` first`);
+  if (!existsSync(entry)) throw new WorkerError(`wrangler not found at ${entry}: run \`npm ci\` first`);
   return [process.execPath, [entry, ...args]];
 }
 
@@ -75,7 +76,7 @@ function wranglerOnce(root, appDir, args) {
   });
   if (result.status !== 0) {
     const output = stripAnsi(`${result.stdout ?? ""}\n${result.stderr ?? ""}`).trim().split("\n").slice(-30).join("\n");
-    throw new BenchError(`\`wrangler ${args.slice(0, 3).join(" ")} …\` failed (exit ${result.status ?? result.signal}):\n${output}`);
+    throw new WorkerError(`\`wrangler ${args.slice(0, 3).join(" ")} …\` failed (exit ${result.status ?? result.signal}):\n${output}`);
   }
   return result.stdout;
 }
@@ -87,14 +88,15 @@ export function applyMigrations(root, appDir, persistDir) {
 
 /**
  * Makes an API token the way scripts/create-token.mjs does (only its SHA-256 is stored), in the
- * bench's own D1.
- * @param {string} root @param {string} appDir @param {string} persistDir @param {string[]} scopes
+ * run's own D1.
+ * @param {string} root @param {string} appDir @param {string} persistDir @param {string[]} scopes @param {string} name
  */
-export function createToken(root, appDir, persistDir, scopes) {
+export function createToken(root, appDir, persistDir, scopes, name) {
   const token = `fl_${randomBytes(32).toString("base64url")}`;
   const hash = createHash("sha256").update(token).digest("hex");
-  // Scopes are fixed strings of this script, so quoting them inline is safe.
-  const sql = `INSERT INTO api_tokens (token_hash, name, scopes, created_at) VALUES ('${hash}', 'bench', '${JSON.stringify(scopes)}', '${new Date().toISOString()}')`;
+  // Scopes and names are fixed strings of the calling script, so quoting them inline is safe.
+  if (!/^[A-Za-z0-9 ._-]{1,64}$/.test(name)) throw new WorkerError(`token name ${JSON.stringify(name)} is not 1–64 letters, digits, . _ -`);
+  const sql = `INSERT INTO api_tokens (token_hash, name, scopes, created_at) VALUES ('${hash}', '${name}', '${JSON.stringify(scopes)}', '${new Date().toISOString()}')`;
   wranglerOnce(root, appDir, ["d1", "execute", "DB", "--local", "--persist-to", persistDir, "--command", sql]);
   return token;
 }
@@ -167,7 +169,7 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
     "--inspector-port", String(inspectorPort),
     "--persist-to", persistDir,
     "--env-file", envFile,
-    "--log-level", process.env.BENCH_WRANGLER_LOG ?? "warn",
+    "--log-level", process.env.FOLDLINE_WRANGLER_LOG ?? "warn",
   ];
   const logFile = createWriteStream(logPath, { flags: "a" });
   const [command, argv] = wrangler(root, args);
@@ -180,7 +182,7 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
   child.stdout.pipe(logFile);
   child.stderr.pipe(logFile);
   const pid = child.pid;
-  if (pid === undefined) throw new BenchError("wrangler dev did not start (no pid)");
+  if (pid === undefined) throw new WorkerError("wrangler dev did not start (no pid)");
   /** @type {number | null} */
   let exitCode = null;
   let exited = false;
@@ -224,7 +226,7 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
   for (;;) {
     if (exited) {
       await stop();
-      throw new BenchError(`wrangler dev exited (code ${exitCode}) before answering on ${url}; its log (${logPath}):\n${tail(logPath)}`);
+      throw new WorkerError(`wrangler dev exited (code ${exitCode}) before answering on ${url}; its log (${logPath}):\n${tail(logPath)}`);
     }
     try {
       const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
@@ -234,7 +236,7 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new BenchError(`wrangler dev did not answer /healthz on ${url} within 90 s; its log (${logPath}):\n${tail(logPath)}`);
+      throw new WorkerError(`wrangler dev did not answer /healthz on ${url} within 90 s; its log (${logPath}):\n${tail(logPath)}`);
     }
     await sleep(250);
   }

@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// `npm run demo`: replays the demo conversation (scripts/demo/conversation.mjs) against a running
+// Foldline — people through the real Telegram webhook, the bot's replies as an external bot posts
+// them — shows the compactions as they settle, then an edit and a delivery receipt that arrive
+// after their part of the history was compacted, and prints the chain, the composed request and
+// the chain's verification. It exits non-zero unless it ends with a verified chain of at least
+// three boundaries and an amendment.
+//
+// Reads the URL, token and webhook secret `npm start` made (.wrangler/foldline/local.json);
+// FOLDLINE_URL, FOLDLINE_TOKEN and FOLDLINE_TELEGRAM_SECRET override them.
+import { parseArgs } from "node:util";
+import { DEMO_PROMPT, GROUP_TITLE, LATE_EDIT, PEOPLE, SESSIONS } from "./demo/conversation.mjs";
+import { DEMO_AGENT_ID, DEMO_COMPACTOR_ID, registerDemoAgent } from "./lib/demo-agent.mjs";
+import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, readLocalState } from "./lib/local-state.mjs";
+
+const { values: options } = parseArgs({
+  options: {
+    url: { type: "string", default: process.env.FOLDLINE_URL ?? "http://127.0.0.1:8787" },
+    quiet: { type: "boolean", default: false },
+  },
+});
+const BASE = options.url.replace(/\/$/, "");
+const local = readLocalState();
+const TOKEN = process.env.FOLDLINE_TOKEN ?? local?.token;
+const SECRET = process.env.FOLDLINE_TELEGRAM_SECRET ?? local?.telegramWebhookSecret;
+if (TOKEN === undefined || SECRET === undefined) {
+  console.error(`No local token: run \`npm start\` first (it makes ${LOCAL_STATE_DISPLAY}), or set FOLDLINE_TOKEN and FOLDLINE_TELEGRAM_SECRET.`);
+  process.exit(2);
+}
+
+/** How long one compaction may take to settle before the demo says so and stops. */
+const SETTLE_TIMEOUT_MS = Number(process.env.FOLDLINE_DEMO_SETTLE_MS ?? 90_000);
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (/** @type {string} */ line) => console.log(line);
+const progress = (/** @type {string} */ line) => {
+  if (!options.quiet) console.log(line);
+};
+
+class DemoError extends Error {}
+
+/** @param {string} method @param {string} path @param {unknown} [body] @param {Record<string, string>} [extraHeaders] */
+async function call(method, path, body, extraHeaders = {}) {
+  /** @type {Record<string, string>} */
+  const headers = { authorization: `Bearer ${TOKEN}`, ...extraHeaders };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(`${BASE}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await response.text();
+  /** @type {any} */
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON: reported below with the text
+  }
+  return { status: response.status, json, text };
+}
+
+/** @param {string} what @param {Awaited<ReturnType<typeof call>>} response @param {number[]} ok */
+function expectStatus(what, response, ok) {
+  if (!ok.includes(response.status)) throw new DemoError(`${what}: HTTP ${response.status} ${response.text.slice(0, 500)}`);
+  return response.json;
+}
+
+// One fresh group chat per run, so the demo can run again against the same service.
+const chatId = -(1_000_000_000 + Math.floor(Math.random() * 1_000_000_000));
+const conversation = `telegram:${DEMO_BOT_ID}:${chatId}`;
+const conversationPath = `/v1/conversations/${encodeURIComponent(conversation)}`;
+let updateId = Date.now();
+let messageId = 0;
+/** Unix seconds: the conversation happened over the last eight days. */
+const startedAt = Math.floor(Date.now() / 1000) - 8 * 86_400;
+
+/** The Telegram webhook, exactly as Telegram calls it. @param {object} update */
+async function deliverUpdate(update) {
+  const response = await fetch(`${BASE}/telegram/${DEMO_BOT_ID}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET },
+    body: JSON.stringify({ update_id: updateId++, ...update }),
+  });
+  if (response.status !== 200) throw new DemoError(`telegram webhook: HTTP ${response.status} ${(await response.text()).slice(0, 500)}`);
+}
+
+const chat = { id: chatId, type: "group", title: GROUP_TITLE };
+
+/** Follows the conversation's log: which message is at which seq, and the compactor's runs. */
+const log = {
+  after: 0,
+  /** @type {Map<string, number>} Telegram message id → seq of its source event */
+  sourceSeq: new Map(),
+  /** @type {Map<string, number>} proposal id → seq */
+  proposalSeq: new Map(),
+  /** @type {Map<string, { status: string, detail: any }>} compaction runs by id (skipped preflights excluded) */
+  runs: new Map(),
+  async poll() {
+    for (;;) {
+      const page = expectStatus("reading the log", await call("GET", `${conversationPath}/events?after=${this.after}&limit=500`), [200]);
+      for (const event of page.events) {
+        this.after = event.seq;
+        if (event.kind === "source") this.sourceSeq.set(event.body.messageId, event.seq);
+        if (event.kind === "proposal") this.proposalSeq.set(event.body.proposalId, event.seq);
+        if (event.kind !== "run" || event.body.agentId !== DEMO_COMPACTOR_ID || event.body.status === "skipped") continue;
+        const { runId, status, detail, error } = event.body;
+        this.runs.set(runId, { status, detail });
+        if (status === "planned") progress(`      ⋯ compaction planned (run ${runId.slice(0, 8)}): the oldest history past the trigger is frozen into a packet`);
+        if (status === "completed") progress(`      ✓ compaction completed (run ${runId.slice(0, 8)}) by ${event.body.model ?? "?"}`);
+        if (status === "failed") progress(`      ✗ compaction failed (run ${runId.slice(0, 8)}): ${error?.code ?? "unknown"} — it will be retried`);
+      }
+      if (page.nextAfter === null || page.events.length === 0) return;
+    }
+  },
+  inFlight() {
+    const open = new Set();
+    for (const [runId, run] of this.runs) {
+      if (run.status === "planned") open.add(runId);
+      else open.delete(runId);
+    }
+    return open.size;
+  },
+};
+
+async function chainNow() {
+  return expectStatus("reading the chain", await call("GET", `${conversationPath}/chain?agent=${DEMO_AGENT_ID}`), [200]);
+}
+
+/** Waits until no compaction is in flight (planned without a completed receipt yet). */
+async function settle() {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  // The queue delivers in batches after up to a second; a plan may still be on its way.
+  await sleep(300);
+  for (;;) {
+    await log.poll();
+    const openRuns = [...log.runs.values()].filter((run) => run.status === "planned").length;
+    const settledRuns = new Set([...log.runs.entries()].filter(([, run]) => run.status === "completed").map(([id]) => id));
+    const chain = await chainNow();
+    const current = chain.boundaries.filter((/** @type {any} */ b) => b.current);
+    if (current.length >= settledRuns.size && openRuns === 0) return current;
+    if (Date.now() > deadline) throw new DemoError(`a compaction did not settle within ${SETTLE_TIMEOUT_MS / 1000} s (is the queue consumer running? see the service's output)`);
+    await sleep(250);
+  }
+}
+
+async function main() {
+  const health = await fetch(`${BASE}/healthz`).catch(() => undefined);
+  if (health === undefined || !health.ok) throw new DemoError(`Foldline does not answer on ${BASE}: start it with \`npm start\` in another terminal`);
+  await registerDemoAgent(BASE, TOKEN);
+
+  say(`Demo conversation ${conversation}: "${GROUP_TITLE}", a Telegram group with a concierge bot`);
+  say(`  policy of ${DEMO_COMPACTOR_ID}: compact past 1,600 characters of context, keep ≥ 600 exact (demo-sized)\n`);
+
+  /** @type {Map<string, number>} conversation keys → Telegram message ids */
+  const keyed = new Map();
+  /** @type {{ proposalId: string, messageId: number }[]} */
+  const lateDeliveries = [];
+  let lastPersonMessage = 0;
+  for (const [index, session] of SESSIONS.entries()) {
+    say(`── Session ${index + 1}: ${session.title}`);
+    let minute = 0;
+    for (const turn of session.turns) {
+      const id = ++messageId;
+      const date = startedAt + session.day * 86_400 + 9 * 3_600 + minute++ * 60;
+      if (turn.key !== undefined) keyed.set(turn.key, id);
+      if (turn.from === "bot") {
+        const proposalId = `demo-${id}`;
+        const events = [
+          {
+            kind: "proposal",
+            idempotencyKey: `proposal:${proposalId}`,
+            body: { proposalId, agentId: DEMO_AGENT_ID, text: turn.text, replyToMessageId: String(lastPersonMessage) },
+          },
+        ];
+        if (turn.lateDelivery) lateDeliveries.push({ proposalId, messageId: id });
+        else events.push({ kind: "delivery", idempotencyKey: `delivery:${proposalId}`, body: { status: "delivered", proposalId, externalMessageId: String(id) } });
+        expectStatus("posting the bot's reply", await call("POST", `${conversationPath}/events/batch`, { events }), [200, 201]);
+        progress(`   concierge: ${clip(turn.text, 96)}${turn.lateDelivery ? "   (its delivery receipt is delayed)" : ""}`);
+      } else {
+        lastPersonMessage = id;
+        const from = { ...PEOPLE[turn.from], is_bot: false };
+        await deliverUpdate({ message: { message_id: id, date, chat, from, text: turn.text } });
+        progress(`   ${from.first_name.toLowerCase()}: ${clip(turn.text, 100)}`);
+      }
+      await log.poll();
+    }
+    const current = await settle();
+    say(`   → ${current.length} boundar${current.length === 1 ? "y" : "ies"} so far, the newest covering through seq ${current.at(-1)?.coveredThroughSeq ?? "—"}\n`);
+  }
+
+  // Both late arrivals must touch history a boundary already covers, or they would be plain tail.
+  const chain = await chainNow();
+  const covered = Math.max(0, ...chain.boundaries.filter((/** @type {any} */ b) => b.current).map((/** @type {any} */ b) => b.coveredThroughSeq));
+  const editedMessage = keyed.get(LATE_EDIT.key);
+  const editedSeq = log.sourceSeq.get(String(editedMessage));
+  say("── Late arrivals, after their part of the conversation was compacted");
+  if (editedSeq === undefined || editedSeq > covered) throw new DemoError(`message ${editedMessage} (seq ${editedSeq}) is not covered by a boundary yet (covered through ${covered})`);
+  await deliverUpdate({
+    edited_message: {
+      message_id: editedMessage,
+      date: startedAt + 9 * 3_600 + 2 * 60,
+      edit_date: Math.floor(Date.now() / 1000),
+      chat,
+      from: { ...PEOPLE.ada, is_bot: false },
+      text: LATE_EDIT.text,
+    },
+  });
+  say(`   ada edits her Monday message (seq ${editedSeq}, covered by the chain): "${clip(LATE_EDIT.text, 90)}"`);
+  for (const late of lateDeliveries) {
+    const seq = log.proposalSeq.get(late.proposalId);
+    if (seq === undefined || seq > covered) throw new DemoError(`proposal ${late.proposalId} (seq ${seq}) is not covered by a boundary yet`);
+    const receipt = { status: "delivered", proposalId: late.proposalId, externalMessageId: String(late.messageId) };
+    expectStatus("posting the late delivery", await call("POST", `${conversationPath}/events`, { kind: "delivery", idempotencyKey: `delivery:${late.proposalId}`, body: receipt }), [200, 201]);
+    say(`   the delivery receipt of the concierge's reply ${late.proposalId} (seq ${seq}) finally arrives`);
+  }
+  await log.poll();
+  say("");
+
+  await report();
+}
+
+/** @param {string} text @param {number} max */
+function clip(text, max) {
+  const flat = text.replace(/\s+/g, " ");
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+async function report() {
+  const chain = await chainNow();
+  const current = chain.boundaries.filter((/** @type {any} */ b) => b.current);
+  say(`── The chain of ${DEMO_AGENT_ID} (epoch ${chain.currentEpochId.slice(0, 12)}…): ${current.length} boundaries`);
+  for (const boundary of current) {
+    say(`   #${boundary.position}  ${boundary.id.slice(0, 12)}…  covers seq ≤ ${boundary.coveredThroughSeq}  by ${boundary.model?.provider}/${boundary.model?.model}  links to ${boundary.previous === null ? "nothing (first of its epoch)" : `${boundary.previous.id.slice(0, 12)}…`}`);
+    if (boundary.preview !== null) say(`       preview: ${clip(boundary.preview, 110)}`);
+  }
+
+  const context = expectStatus("reading the context", await call("GET", `${conversationPath}/context?agent=${DEMO_AGENT_ID}`), [200]);
+  const { manifest } = context;
+  say("\n── What the agent is served now (GET …/context)");
+  say(`   boundary #${manifest.boundary?.position ?? "—"}: ${manifest.boundary?.envelopeChars ?? 0} characters`);
+  const items = manifest.amendment?.items ?? [];
+  say(`   amendment: ${items.length === 0 ? "none" : `${manifest.amendment.envelopeChars} characters, ${items.map((/** @type {any} */ i) => `${i.kind} ${i.turnId}`).join(", ")}`}`);
+  say(`   exact tail: ${manifest.tail.turns} turns, ${manifest.tail.chars} characters`);
+  say(`   total: ${manifest.totals.chars} characters in ${manifest.totals.messages} messages (the whole conversation is ${await conversationChars()} characters)`);
+  // The envelopes exactly as the model reads them: the summary is data inside a fixed frame.
+  for (const message of context.messages.slice(0, (manifest.boundary === null ? 0 : 1) + (manifest.amendment === null ? 0 : 1))) {
+    say("");
+    for (const line of String(message.content).split("\n")) say(`   │ ${line}`);
+  }
+
+  const composed = expectStatus("composing a request", await call("POST", `${conversationPath}/compose`, { agent: DEMO_AGENT_ID, prompt: { text: DEMO_PROMPT } }), [200]);
+  say(`\n── One provider request (POST …/compose, model ${composed.request?.model ?? composed.model ?? "?"})`);
+  const messages = composed.request?.messages ?? composed.messages ?? [];
+  for (const message of messages) {
+    const text = typeof message.content === "string" ? message.content : message.content.map((/** @type {any} */ p) => p.text ?? `[${p.type}]`).join(" ");
+    say(`   ${message.role.padEnd(9)} ${clip(text, 120)}`);
+  }
+
+  const audit = expectStatus("verifying the chain", await call("GET", `${conversationPath}/verify?agent=${DEMO_AGENT_ID}`), [200]);
+  const epoch = audit.epochs.find((/** @type {any} */ e) => e.current);
+  say(`\n── Verification (GET …/verify): every hash recomputed from the D1 log and the R2 packets`);
+  for (const link of epoch?.links ?? []) {
+    const failed = link.checks.filter((/** @type {any} */ c) => !c.ok);
+    say(`   #${link.position} ${link.valid ? "valid" : "INVALID"} (${link.checks.length} checks${failed.length > 0 ? `; failed: ${failed.map((/** @type {any} */ c) => `${c.name}: ${c.detail ?? ""}`).join("; ")}` : ""})`);
+  }
+  say(`   chain: ${audit.valid ? "VERIFIED" : "NOT VERIFIED"}`);
+  say(`\nInspect it: ${BASE}/inspector/conversations/${encodeURIComponent(conversation)}?agent=${DEMO_AGENT_ID}`);
+
+  const problems = [];
+  if (!audit.valid) problems.push("the chain does not verify");
+  if (current.length < 3) problems.push(`only ${current.length} boundaries (expected at least 3)`);
+  if (items.length === 0) problems.push("no amendment in the served context");
+  if (problems.length > 0) throw new DemoError(problems.join("; "));
+}
+
+/** Characters of every turn's text: what an agent without Foldline would be sent each time. */
+async function conversationChars() {
+  const response = expectStatus("reading the turns", await call("GET", `${conversationPath}/turns?limit=500`), [200]);
+  return (response.turns ?? []).reduce((sum, /** @type {any} */ turn) => sum + (turn.text?.length ?? 0), 0);
+}
+
+try {
+  await main();
+} catch (error) {
+  if (error instanceof DemoError) {
+    console.error(`\ndemo: ${error.message}`);
+    process.exit(1);
+  }
+  throw error;
+}

@@ -1,0 +1,85 @@
+import type { ScopedConversationId } from "../../api/access";
+import type { ChainAudit, ChainListing } from "../../api/chain";
+import { listChain, verifyChain } from "../../api/chain";
+import { selectContext } from "../../api/conversations";
+import { scopesAllow } from "../../core/conversation-id";
+import type { Result } from "../../core/errors";
+import type { StoredEvent } from "../../core/events";
+import type { ContextSelection } from "../../durable/compaction-engine";
+import { currentDeclarations } from "../../storage/compaction-store";
+import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
+
+/**
+ * Everything the conversation page shows, gathered through the same operations the API serves
+ * (`selectContext`, `listChain`, `verifyChain`) so the page can never disagree with what an agent
+ * or an auditor is told. Each section keeps its own Result: one failing (a chain that fails closed)
+ * is shown as that failure while the others still render.
+ */
+
+export const TIMELINE_PAGE = 100;
+export const RUNS_PAGE = 200;
+
+export type RunEvent = Extract<StoredEvent, { kind: "run" }>;
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  /** The `before` cursor of the next (older) page, or null on the last one. */
+  readonly nextBefore: number | null;
+}
+
+export interface ConversationModel {
+  readonly conversationId: string;
+  /** Agents whose current declaration serves this conversation, by id. */
+  readonly servingAgents: readonly string[];
+  readonly agentId: string | undefined;
+  /** The compactor policy of the agent's current declaration: where the bar draws its lines. */
+  readonly policy: { readonly triggerInputChars: number; readonly retainInputChars: number } | undefined;
+  readonly context: Result<ContextSelection> | undefined;
+  readonly listing: Result<ChainListing> | undefined;
+  readonly audit: Result<ChainAudit> | undefined;
+  readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number> };
+  readonly timeline: Page<StoredEvent>;
+}
+
+export interface ConversationQuery {
+  readonly agent?: string | undefined;
+  readonly before?: number | undefined;
+  readonly runsBefore?: number | undefined;
+}
+
+/** Reads one more row than a page holds to tell whether an older page exists. */
+function paged<T extends { readonly seq: number }>(rows: readonly T[], size: number): Page<T> {
+  const items = rows.slice(0, size);
+  const last = items.at(-1);
+  return { items, nextBefore: rows.length > size && last !== undefined ? last.seq : null };
+}
+
+export async function loadConversation(env: Env, conversationId: ScopedConversationId, query: ConversationQuery): Promise<ConversationModel> {
+  const declarations = await currentDeclarations(env.DB);
+  const servingAgents = declarations
+    .filter((d) => scopesAllow(d.registration.agent.sources, conversationId))
+    .map((d) => d.agentId)
+    .sort();
+  const agentId = query.agent ?? servingAgents[0];
+  const policy = declarations.find((d) => d.agentId === agentId)?.registration.compactor.policy;
+  const agentQuery = { agent: agentId };
+  const [context, listing, audit, timeline, runs, counts] = await Promise.all([
+    agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery),
+    agentId === undefined ? undefined : listChain(env, conversationId, agentQuery),
+    agentId === undefined ? undefined : verifyChain(env, conversationId, agentQuery),
+    listEventsBefore(env.DB, conversationId, query.before ?? Number.MAX_SAFE_INTEGER, TIMELINE_PAGE + 1),
+    listRunEventsBefore(env.DB, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
+    countRunsByStatus(env.DB, conversationId),
+  ]);
+  return {
+    conversationId,
+    servingAgents,
+    agentId,
+    policy: policy === undefined ? undefined : { triggerInputChars: policy.triggerInputChars, retainInputChars: policy.retainInputChars },
+    context,
+    listing,
+    audit,
+    runs: { ...paged(runs.filter((e): e is RunEvent => e.kind === "run"), RUNS_PAGE), counts },
+    timeline: paged(timeline, TIMELINE_PAGE),
+  };
+}

@@ -1,0 +1,34 @@
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { authenticate } from "../../api/access";
+import { clearSessionCookie, sameOriginPosts, setSessionCookie } from "./auth";
+import { INSPECTOR_ROOT, LOGIN_PATH } from "./paths";
+import { newScriptNonce } from "./security";
+import type { InspectorEnv } from "./types";
+import { LoginPage } from "./views/login-page";
+
+function loginPage(c: Context<InspectorEnv>, status: 200 | 401, error?: string) {
+  const nonce = newScriptNonce();
+  c.set("scriptNonce", nonce);
+  return c.html(<LoginPage nonce={nonce} error={error} />, status);
+}
+
+/**
+ * Sign in and out. The token is judged by `authenticate`, exactly as a bearer token on /v1; a
+ * refused one leaves no cookie behind and the answer does not say why (unknown, revoked and
+ * malformed tokens are one failure there too).
+ */
+export const loginRoutes = new Hono<InspectorEnv>()
+  .get("/login", (c) => loginPage(c, 200))
+  .post("/login", sameOriginPosts, async (c) => {
+    const form = await c.req.parseBody();
+    const token = typeof form["token"] === "string" ? form["token"].trim() : undefined;
+    const principal = await authenticate(c.env.DB, token);
+    if (!principal.ok || token === undefined) return loginPage(c, 401, "That token is not valid.");
+    setSessionCookie(c, token);
+    return c.redirect(INSPECTOR_ROOT, 303);
+  })
+  .post("/logout", sameOriginPosts, (c) => {
+    clearSessionCookie(c);
+    return c.redirect(LOGIN_PATH, 303);
+  });

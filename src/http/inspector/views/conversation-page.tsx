@@ -1,0 +1,53 @@
+import type { FC } from "hono/jsx";
+import type { ConversationModel } from "../conversation-model";
+import { conversationListPath, conversationPath } from "../paths";
+import { BoundaryList, ChainVerification } from "./chain-section";
+import { ContextSection } from "./context-section";
+import { Layout } from "./layout";
+import { RunsSection } from "./runs-section";
+import { TimelineSection } from "./timeline-section";
+
+/** One conversation, seen by one agent: what it is served, whether its chain holds, and the log behind it. */
+export const ConversationPage: FC<{ model: ConversationModel; before: number | undefined }> = ({ model, before }) => {
+  const { conversationId, agentId, servingAgents } = model;
+  const here = (query: { before?: number | undefined; runsBefore?: number | undefined }) => conversationPath(conversationId, { agent: agentId, ...query });
+  return (
+    <Layout title={conversationId} signedIn={true}>
+      <p>
+        <a href={conversationListPath()}>← conversations</a>
+      </p>
+      <h1>
+        <code>{conversationId}</code>
+      </h1>
+      <p class="picker" data-testid="agent-picker">
+        Agent:{" "}
+        {servingAgents.length === 0 ? <span class="muted">no agent's declaration serves this conversation</span> : null}
+        {servingAgents.map((id) =>
+          id === agentId ? (
+            <span class="current" data-testid="agent" data-agent={id}>
+              {id}
+            </span>
+          ) : (
+            <a data-testid="agent" data-agent={id} href={conversationPath(conversationId, { agent: id })}>
+              {id}
+            </a>
+          ),
+        )}
+        {agentId !== undefined && !servingAgents.includes(agentId) ? (
+          <span class="current">
+            {agentId} <span class="badge warn">does not serve this conversation</span>
+          </span>
+        ) : null}
+      </p>
+      {model.context === undefined ? null : <ContextSection context={model.context} policy={model.policy} />}
+      {model.audit === undefined || model.listing === undefined ? null : <ChainVerification audit={model.audit} listing={model.listing} />}
+      {model.listing === undefined ? null : <BoundaryList conversationId={conversationId} listing={model.listing} />}
+      <RunsSection runs={model.runs} olderHref={model.runs.nextBefore === null ? undefined : here({ runsBefore: model.runs.nextBefore })} />
+      <TimelineSection
+        timeline={model.timeline}
+        newestHref={before === undefined ? undefined : here({})}
+        olderHref={model.timeline.nextBefore === null ? undefined : here({ before: model.timeline.nextBefore })}
+      />
+    </Layout>
+  );
+};

@@ -1,0 +1,109 @@
+import { scopesAllow } from "../core/conversation-id";
+
+/**
+ * The D1 read of the operator inspector that no other module needs: the conversations a token may
+ * see. (Its boundary reads are the chain audit's, in compaction-store.)
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Scopes as key ranges
+
+/**
+ * A token scope as a range of `conversations.id`: one exact id, or every id in [from, to)
+ * (`to` null: no upper bound). A prefix `p*` is the range [p, p with its last character
+ * incremented), which the primary-key index answers without reading ids outside the scope.
+ */
+export type ScopeRange = { readonly kind: "exact"; readonly id: string } | { readonly kind: "prefix"; readonly from: string; readonly to: string | null };
+
+/**
+ * Conversation ids are ASCII (`conversationIdSchema`), and for ASCII strings the byte order SQLite
+ * compares TEXT in and JavaScript's code-unit order agree, so a range computed here selects in
+ * SQL exactly what `scopeAllows` accepts. A prefix with any other character matches no id at all,
+ * so it yields no range rather than one whose bounds the two orders might disagree on.
+ */
+const ASCII = /^[\x00-\x7f]*$/;
+
+function prefixEnd(prefix: string): string | null {
+  if (prefix === "") return null;
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+const rangeStart = (range: ScopeRange): string => (range.kind === "exact" ? range.id : range.from);
+
+/**
+ * The token's scope patterns as sorted, disjoint ranges: a pattern inside a wider one is dropped
+ * (two prefixes are nested or disjoint, never partly overlapping), so reading the ranges in order
+ * and concatenating the rows gives every in-scope id once, in id order.
+ */
+export function scopeRanges(patterns: readonly string[]): ScopeRange[] {
+  const prefixes = [...new Set(patterns.filter((p) => p.endsWith("*")).map((p) => p.slice(0, -1)))].filter((p) => ASCII.test(p));
+  const widest = prefixes.filter((p) => !prefixes.some((q) => q !== p && p.startsWith(q)));
+  const exact = [...new Set(patterns.filter((p) => !p.endsWith("*")))].filter((id) => !widest.some((q) => id.startsWith(q)));
+  const ranges: ScopeRange[] = [
+    ...widest.map((from): ScopeRange => ({ kind: "prefix", from, to: prefixEnd(from) })),
+    ...exact.map((id): ScopeRange => ({ kind: "exact", id })),
+  ];
+  return ranges.sort((a, b) => (rangeStart(a) < rangeStart(b) ? -1 : rangeStart(a) > rangeStart(b) ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations in scope
+
+export interface ConversationSummary {
+  readonly conversationId: string;
+  /**
+   * Events in the log. Equal to the last sequence number: sequences start at 1 and the insert
+   * trigger refuses a gap, so the count needs one index probe rather than a scan of the log.
+   */
+  readonly events: number;
+  readonly lastSeq: number;
+  readonly lastRecordedAt: string;
+}
+
+interface SummaryRow {
+  conversation_id: string;
+  last_seq: number;
+  last_recorded_at: string;
+}
+
+/** The newest event of each conversation row: a conversation without events is not listed. */
+const SUMMARY = `
+  SELECT c.id AS conversation_id, e.seq AS last_seq, e.recorded_at AS last_recorded_at
+  FROM conversations c
+  JOIN events e ON e.conversation_id = c.id AND e.seq = (SELECT MAX(seq) FROM events WHERE conversation_id = c.id)`;
+
+function rangeStatement(db: D1Database, range: ScopeRange, after: string, limit: number): D1PreparedStatement {
+  if (range.kind === "exact") return db.prepare(`${SUMMARY} WHERE c.id = ? AND c.id > ?`).bind(range.id, after);
+  // Two statements rather than `(? IS NULL OR c.id < ?)`, which the planner cannot use as a bound.
+  if (range.to === null) {
+    return db.prepare(`${SUMMARY} WHERE c.id >= ? AND c.id > ? ORDER BY c.id LIMIT ?`).bind(range.from, after, limit);
+  }
+  return db.prepare(`${SUMMARY} WHERE c.id >= ? AND c.id < ? AND c.id > ? ORDER BY c.id LIMIT ?`).bind(range.from, range.to, after, limit);
+}
+
+/**
+ * One page of the conversations the scopes reach, in id order, after the id `after` ('' from the
+ * start). One bounded statement per scope range, all in one D1 batch (one round trip); one row
+ * beyond `limit` is read to tell a full last page from a page with more behind it. Every row is
+ * checked against the scopes again with the same rule the API applies, so a mistranslated range
+ * could hide a conversation but never show one out of scope.
+ */
+export async function listConversations(
+  db: D1Database,
+  scopes: readonly string[],
+  after: string,
+  limit: number,
+): Promise<{ conversations: ConversationSummary[]; nextAfter: string | null }> {
+  const ranges = scopeRanges(scopes).filter((r) => (r.kind === "exact" ? r.id > after : r.to === null || r.to > after));
+  if (ranges.length === 0) return { conversations: [], nextAfter: null };
+  const results = await db.batch<SummaryRow>(ranges.map((range) => rangeStatement(db, range, after, limit + 1)));
+  const rows = results.flatMap((r) => r.results);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    conversations: page
+      .filter((row) => scopesAllow(scopes, row.conversation_id))
+      .map((row) => ({ conversationId: row.conversation_id, events: row.last_seq, lastSeq: row.last_seq, lastRecordedAt: row.last_recorded_at })),
+    nextAfter: rows.length > limit && last !== undefined ? last.conversation_id : null,
+  };
+}

@@ -1,0 +1,174 @@
+// The inspector end to end, in a real browser: the real Worker under `wrangler dev` (its own
+// local D1, R2, Queues and Durable Objects in a temporary directory), the demo conversation
+// replayed through the Telegram webhook by `npm run demo`'s own script, then headless Chromium
+// signs in through the login link, opens the conversation, and checks the chain verdict and the
+// context bar against what the API says. It saves screenshots to test-results/: inspector.png
+// (the first screen) and inspector-full.png (the whole page).
+//
+// Needs a Chromium binary (Debian: `apt-get install chromium`; CHROMIUM_PATH overrides
+// /usr/bin/chromium). `npm test` never runs this file; `npm run test:browser` does.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+import { DEMO_AGENT_ID, DEMO_POLICY } from "../../scripts/lib/demo-agent.mjs";
+import { DEMO_BOT_ID, ROOT } from "../../scripts/lib/local-state.mjs";
+import { applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const RESULTS = join(ROOT, "test-results");
+const SCREENSHOT = join(RESULTS, "inspector.png");
+
+/** @type {import("../../scripts/lib/worker.mjs").RunningWorker} */
+let worker;
+/** @type {import("playwright-core").Browser} */
+let browser;
+let token = "";
+let conversationUrl = "";
+const scratch = mkdtempSync(join(tmpdir(), "foldline-browser-"));
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+  const appDir = join(scratch, "app");
+  const persistDir = join(scratch, "state");
+  snapshotApp(ROOT, appDir, "worktree");
+  applyMigrations(ROOT, appDir, persistDir);
+  token = createToken(ROOT, appDir, persistDir, ["*", "agent:*"], "browser-test");
+  const secret = "browser-test-webhook-secret";
+  const envFile = join(scratch, "test.env");
+  // No OPENAI_API_KEY: the offline compactor runs, so nothing leaves loopback.
+  await writeEnvFile(envFile, { [`TELEGRAM_WEBHOOK_SECRET_${DEMO_BOT_ID}`]: secret, COMPACTION_RETRY_BASE_SECONDS: "1" });
+  worker = await startWorker({
+    root: ROOT,
+    appDir,
+    persistDir,
+    envFile,
+    port: await freePort(8797),
+    logPath: join(scratch, "wrangler.log"),
+    log: () => {},
+  });
+
+  const demo = await run(process.execPath, [join(ROOT, "scripts", "demo.mjs"), "--quiet", "--url", worker.url], {
+    FOLDLINE_TOKEN: token,
+    FOLDLINE_TELEGRAM_SECRET: secret,
+  });
+  assert.equal(demo.code, 0, `npm run demo failed:\n${demo.output}`);
+  const link = /Inspect it: (\S+)/.exec(demo.output)?.[1];
+  assert.ok(link !== undefined, `the demo printed no inspector link:\n${demo.output}`);
+  conversationUrl = link;
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    // As root in a container Chromium needs --no-sandbox; the rest keep it off the network.
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await worker?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** @param {string} command @param {string[]} args @param {Record<string, string>} env */
+function run(command, args, env) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk) => (output += chunk));
+    child.stderr.on("data", (chunk) => (output += chunk));
+    child.on("exit", (code) => resolve({ code, output }));
+  });
+}
+
+/** @param {string} path */
+async function api(path) {
+  const response = await fetch(`${worker.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(response.status, 200, `${path}: ${await response.clone().text()}`);
+  return response.json();
+}
+
+test("the inspector shows the demo's verified chain, its amendment and the context bar", async () => {
+  const conversation = decodeURIComponent(new URL(conversationUrl).pathname.split("/").at(-1) ?? "");
+  const base = `/v1/conversations/${encodeURIComponent(conversation)}`;
+  const [context, audit] = await Promise.all([api(`${base}/context?agent=${DEMO_AGENT_ID}`), api(`${base}/verify?agent=${DEMO_AGENT_ID}`)]);
+  const currentLinks = audit.epochs.find((/** @type {{ current: boolean }} */ e) => e.current).links;
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  /** @type {string[]} */
+  const pageErrors = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") pageErrors.push(`${message.text()} (${message.location().url})`);
+  });
+
+  // The printed login link carries the token in the fragment, which the browser never sends.
+  await page.goto(`${worker.url}/inspector/login#token=${token}`);
+  await page.waitForURL(`${worker.url}/inspector`);
+  const cookies = await page.context().cookies();
+  const session = cookies.find((cookie) => cookie.name === "foldline_inspector");
+  assert.ok(session?.httpOnly, "the session cookie is HttpOnly");
+
+  // The conversation list links to the demo conversation.
+  const listed = page.locator(`a[href*="${encodeURIComponent(conversation)}"]`);
+  assert.ok((await listed.count()) >= 1, "the conversations list shows the demo conversation");
+  await page.goto(conversationUrl);
+
+  // Chain verification: valid, one row per link, as many as the API's audit.
+  const verdict = page.getByTestId("chain-verdict");
+  assert.equal(await verdict.getAttribute("data-valid"), "true");
+  assert.equal(Number(await verdict.getAttribute("data-links")), currentLinks.length);
+  assert.ok(currentLinks.length >= 3, `at least three boundaries (${currentLinks.length})`);
+  const linkRows = page.getByTestId("chain-link");
+  assert.ok((await linkRows.count()) >= currentLinks.length);
+  for (const row of await linkRows.all()) assert.equal(await row.getAttribute("data-valid"), "true");
+  assert.ok((await page.getByTestId("boundary").count()) >= 3);
+
+  // The context bar: the three parts the API serves, against the policy's lines.
+  const bar = page.getByTestId("context-bar");
+  await bar.scrollIntoViewIfNeeded();
+  assert.equal(Number(await bar.getAttribute("data-trigger")), DEMO_POLICY.triggerInputChars);
+  assert.equal(Number(await bar.getAttribute("data-retain")), DEMO_POLICY.retainInputChars);
+  /** @type {Record<string, number>} */
+  const segments = {};
+  for (const segment of await bar.locator("[data-segment]").all()) {
+    segments[String(await segment.getAttribute("data-segment"))] = Number(await segment.getAttribute("data-chars"));
+    const box = await segment.boundingBox();
+    assert.ok(box !== null && box.width > 0, `segment ${await segment.getAttribute("data-segment")} is drawn`);
+  }
+  assert.equal(segments.boundary, context.manifest.boundary.envelopeChars);
+  assert.equal(segments.amendment, context.manifest.amendment.envelopeChars);
+  assert.ok(segments.tail > 0);
+  assert.equal(Number(await bar.getAttribute("data-total")), (segments.boundary ?? 0) + (segments.amendment ?? 0) + (segments.tail ?? 0));
+
+  // Runs and the timeline are there; every compaction run that completed shows as completed.
+  assert.ok((await page.locator('[data-testid="run"][data-status="completed"]').count()) >= currentLinks.length);
+  assert.ok((await page.getByTestId("event").count()) > 0);
+
+  mkdirSync(RESULTS, { recursive: true });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: SCREENSHOT });
+  await page.screenshot({ path: join(RESULTS, "inspector-full.png"), fullPage: true });
+
+  // Raw JSON one click away: the newest boundary's stored hash is the one the chain lists.
+  const newest = currentLinks.at(-1);
+  const jsonLink = page.locator(`[data-testid="boundary-json"][href*="${newest.boundaryId}"]`);
+  assert.equal(await jsonLink.count(), 1);
+  const raw = await (await page.context().request.get(new URL(String(await jsonLink.getAttribute("href")), worker.url).href)).json();
+  assert.equal(JSON.stringify(raw).includes(context.manifest.boundary.hash), true, "the raw boundary JSON carries the served boundary's hash");
+  const packetLink = page.locator(`[data-testid="packet-json"][href*="${newest.boundaryId}"]`);
+  const packet = await page.context().request.get(new URL(String(await packetLink.getAttribute("href")), worker.url).href);
+  assert.equal(packet.status(), 200);
+  const packetText = await packet.text();
+  JSON.parse(packetText); // throws, failing the test, unless the packet is JSON
+  assert.ok(packetText.includes(JSON.stringify(conversation)), "the packet is the one compacted from this conversation");
+
+  assert.deepEqual(pageErrors, [], "no script or CSP errors on the page");
+  await page.close();
+});
