@@ -43,8 +43,8 @@ if (migrate.status !== 0) {
   console.error(`${migrate.stdout}\n${migrate.stderr}\nFoldline: applying the migrations to the local D1 failed (above).`);
   process.exit(migrate.status ?? 1);
 }
-const applied = (migrate.stdout.match(/✅/g) ?? []).length;
-console.log(`Local D1 (.wrangler/state): ${/No migrations to apply/.test(migrate.stdout) ? "migrations already applied" : `${applied} migration(s) applied`}.`);
+const applied = new Set(migrate.stdout.match(/\d{4}_[\w-]+\.sql/g) ?? []).size;
+console.log(`Local D1 (.wrangler/state): ${applied === 0 ? "migrations already applied" : `${applied} migration(s) applied`}.`);
 
 const { state, created } = ensureLocalState();
 

@@ -30,6 +30,7 @@ const MAX_REFS = 50;
 const MIN_SHARED_WORDS = 2;
 const NOTE_WORDS = 4;
 const PREVIOUS_PREFIX = "Earlier: ";
+const OPEN_PREFIX = "Open: ";
 
 /** Function words and chat filler: frequent everywhere, so they say nothing about this slice. */
 const STOPWORDS = new Set(
@@ -103,13 +104,22 @@ function candidatesOf(packet: Packet): Candidate[] {
   return candidates;
 }
 
-/** The previous boundary's first line, so the chain stays connected ("Earlier: …" is not nested). */
-function previousLine(packet: Packet): string | null {
-  const first = packet.previousBoundary?.body.trim().split("\n", 1)[0]?.trim() ?? "";
-  let line = first;
-  while (line.startsWith(PREVIOUS_PREFIX)) line = line.slice(PREVIOUS_PREFIX.length).trimStart();
-  if (line === "" || line === NO_SUBSTANTIVE_CONTENT) return null;
-  return cutAtWord(`${PREVIOUS_PREFIX}${line}`, LINE_MAX_CHARS);
+/**
+ * The previous boundary's summary lines, carried forward so what older history established can
+ * survive this run: its first line always (the chain stays connected; "Earlier: …" is not nested),
+ * the others competing with the new slice's sentences for the room. Open threads are not carried:
+ * they are recomputed from the slice.
+ */
+function previousLines(packet: Packet): string[] {
+  const summary = packet.previousBoundary?.body.trim().split("\n\n", 1)[0] ?? "";
+  const lines: string[] = [];
+  for (const raw of summary.split("\n")) {
+    let line = raw.trim();
+    while (line.startsWith(PREVIOUS_PREFIX)) line = line.slice(PREVIOUS_PREFIX.length).trimStart();
+    if (line === "" || line === NO_SUBSTANTIVE_CONTENT || line.startsWith(OPEN_PREFIX)) continue;
+    lines.push(line);
+  }
+  return lines;
 }
 
 interface Ref {
@@ -171,18 +181,25 @@ export function offlineCompaction(packet: Packet): string {
   const frequency = new Map<string, number>();
   for (const c of candidates) for (const w of significantWords(c.sentence)) frequency.set(w, (frequency.get(w) ?? 0) + 1);
 
-  const previous = previousLine(packet);
-  if (candidates.length === 0 && previous === null) {
+  const carried = previousLines(packet);
+  for (const line of carried) for (const w of significantWords(line)) frequency.set(w, (frequency.get(w) ?? 0) + 1);
+  if (candidates.length === 0 && carried.length === 0) {
     return projection ? JSON.stringify({ summary: NO_SUBSTANTIVE_CONTENT, salientFacts: {} }) : NO_SUBSTANTIVE_CONTENT;
   }
 
   let refs = projection ? memoryRefsFor(packet, frequency) : [];
   let threads = openThreadsOf(packet);
-  const ranked = candidates
-    .map((c) => ({ order: c.order, score: scoreOf(c, frequency, refs), text: cutAtWord(`${c.speaker}: ${c.sentence}`, LINE_MAX_CHARS) }))
+  // Carried lines come before the slice in time, in their order; they are scored like the slice's
+  // sentences, over the vocabulary of both.
+  const [first, ...others] = carried;
+  const ranked = [
+    ...others.map((text, i) => ({ order: i - others.length, score: scoreOf({ order: 0, speaker: "", sentence: text, words: new Set(significantWords(text)) }, frequency, refs), text: cutAtWord(text, LINE_MAX_CHARS) })),
+    ...candidates.map((c) => ({ order: c.order, score: scoreOf(c, frequency, refs), text: cutAtWord(`${c.speaker}: ${c.sentence}`, LINE_MAX_CHARS) })),
+  ]
+    .filter((line) => Number.isFinite(line.score) && line.score > 0)
     .sort((a, b) => b.score - a.score || a.order - b.order);
-  // The previous boundary's line comes first in time and is the last to go.
-  const prefix: Line[] = previous === null ? [] : [{ order: -1, score: Number.POSITIVE_INFINITY, text: previous }];
+  // The previous boundary's first line comes first in time and is the last to go.
+  const prefix: Line[] = first === undefined ? [] : [{ order: -others.length - 1, score: Number.POSITIVE_INFINITY, text: cutAtWord(`${PREVIOUS_PREFIX}${first}`, LINE_MAX_CHARS) }];
   let lines: Line[] = [...prefix, ...ranked.slice(0, MAX_LINES - prefix.length)];
 
   const compose = (): { summary: string; salientFacts: CompactionContent["salientFacts"] } => {

@@ -74,6 +74,25 @@ describe("offlineCompaction", () => {
     expect(content.summary.split("\n")[0]).toBe("Earlier: @ada set the Q3 budget at 40k EUR.");
   });
 
+  it("carries the previous boundary's other lines forward when they still rank, so older facts survive a chain of runs", () => {
+    const previous = previousBoundary("Earlier: @ada set the Q3 budget at 40k EUR.\n@carol: the contract for the Berlin office is signed by Paris.\nOpen: @dan asked: lunch?");
+    const turns = ["Is the Berlin contract ready for the office move?", { text: "The Berlin contract goes out on Monday.", author: BOB }];
+    const lines = validated(packetFixture({ turns, previousBoundary: previous, sizes: { replacedChars: 5_000 } })).summary.split("\n");
+    expect(lines[0]).toBe("Earlier: @ada set the Q3 budget at 40k EUR.");
+    expect(lines).toContain("@carol: the contract for the Berlin office is signed by Paris.");
+    // Open threads are recomputed from the slice, never carried; "Earlier:" is never nested.
+    expect(lines.some((line) => line.includes("lunch"))).toBe(false);
+    expect(lines.filter((line) => line.startsWith("Earlier:"))).toHaveLength(1);
+  });
+
+  it("drops a carried line that nothing in the slice or the previous summary recurs in before a recurring one of the slice", () => {
+    const previous = previousBoundary("Earlier: @ada set the Q3 budget at 40k EUR.\n@erin: aardvark zeppelin quokka.");
+    const packet = packetFixture({ previousBoundary: previous, policy: { maxSummaryChars: 260 }, sizes: { replacedChars: 5_000 } });
+    const summary = validated(packet).summary;
+    expect(summary.startsWith("Earlier: @ada set the Q3 budget at 40k EUR.")).toBe(true);
+    expect(summary).not.toContain("aardvark");
+  });
+
   it("reduces pure noise to seed 001's answer", () => {
     // Noise is frozen only once it fills the context, so the slice is long.
     const noise = ["hi", "ok 👍", { text: "👋", author: BOB }, "lol", "yes", "?", { text: "haha ok", author: BOB }];
