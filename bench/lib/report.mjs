@@ -105,8 +105,8 @@ export function renderMarkdown(r) {
         `Between ${a.points.mid.label} and ${a.points.big.label}, where the uncovered window is of the same order, p99 ${n(a.p99RatioBigToMid, 3)} (${signed(a.p99RatioBigToMid)}) and p50 ${n(a.p50RatioBigToMid, 3)} (${signed(a.p50RatioBigToMid)}). ` +
         `With ${samples} samples per point, p99 is the ${ordinal(fromTop)}-largest sample: a few scheduling hiccups move it.`,
       "",
-      "Why 0 differs from the others: the append itself never reads history, but every source append's preflight reconstructs the conversation's *uncovered window* (the events after the head boundary, up to the trigger) to count the active context. " +
-        "A conversation with no history has an almost empty window; one with any history past the trigger carries 40,000–80,000 characters of window, whatever its length. So append cost is bounded by the trigger, not by history, but it is not the same as on an empty conversation.",
+      "What an append costs beside the write: every source append's preflight counts the active context (boundary and amendment envelopes plus the uncovered window's exact turns). " +
+        "It reads the chain's running totals (`src/core/tail-ledger.ts`), which the append updates by re-folding only the group it touches, so the count costs the same on an empty conversation and on one carrying 40,000–80,000 characters of uncovered window; no statement reads history.",
       "",
       ...(par === undefined
         ? ["Parallel: not measured (see errors)."]

@@ -19,6 +19,7 @@ import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
 import { verifyHead } from "../core/resolver";
 import { selectContext } from "../core/selection";
+import { TailLedger, tailEvents } from "../core/tail-ledger";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
   currentDeclarations,
@@ -68,8 +69,12 @@ interface Chain {
   backoffUntil: number;
   /** Amendments against the head, recomputed only when the head or the log moved. */
   amendments: { key: string; value: Amendment[] } | undefined;
-  /** Turn hashes of the window's folds, so each preflight re-folds without re-hashing (cleared with the window). */
+  /** Turn hashes of the window's folds, so each fold of an overlapping window re-hashes nothing (cleared with the window). */
   turnHashes: Map<string, string>;
+  /** Running totals of the window (rebuilt with it), so preflight after an append does not re-fold the window. */
+  ledger: TailLedger;
+  /** The head's boundary envelope length, by head id. */
+  boundaryChars: { headId: string; chars: number } | undefined;
   /** The head packet last verified against R2, by object etag, so selection re-reads it only when it changed. */
   verifiedPacket: { key: string; etag: string; packet: Packet } | undefined;
 }
@@ -447,6 +452,7 @@ export class CompactionEngine {
       after = last.seq;
     }
     const lastSeenSeq = Math.max(windowStart, ...appended.map((e) => e.seq), window.at(-1)?.seq ?? 0);
+    const turnHashes = new Map<string, string>();
     const chain: Chain = {
       declaration,
       activation,
@@ -459,7 +465,9 @@ export class CompactionEngine {
       backoffUntil: 0,
       amendments: undefined,
       verifiedPacket: undefined,
-      turnHashes: new Map(),
+      turnHashes,
+      ledger: this.#ledgerOf(declaration, windowStart, window, turnHashes),
+      boundaryChars: undefined,
     };
     this.#chains.set(declaration.agentId, chain);
     return chain;
@@ -504,7 +512,9 @@ export class CompactionEngine {
     for (const event of appended) {
       if (event.seq <= chain.lastSeenSeq) continue;
       chain.lastSeenSeq = event.seq;
-      if (TURN_KINDS.has(event.kind)) chain.window.push(event);
+      if (!TURN_KINDS.has(event.kind)) continue;
+      chain.window.push(event);
+      chain.ledger.add(event);
     }
   }
 
@@ -512,17 +522,24 @@ export class CompactionEngine {
     chain.windowStart = Math.max(chain.windowStart, coveredThroughSeq);
     chain.window = chain.window.filter((event) => event.seq > chain.windowStart);
     chain.turnHashes.clear();
+    this.#rebuildLedger(chain);
   }
 
-  /**
-   * Window events that belong to the exact tail: replies to messages the chain already covers are
-   * not tail turns (they would land in a covered group) but amendments.
-   */
+  /** A ledger of the window as it stands; the amendments cached against the old one go with it. */
+  #rebuildLedger(chain: Chain): void {
+    chain.ledger = this.#ledgerOf(chain.declaration, chain.windowStart, chain.window, chain.turnHashes);
+    chain.amendments = undefined;
+  }
+
+  #ledgerOf(declaration: StoredDeclaration, windowStart: number, window: readonly StoredEvent[], turnHashes: Map<string, string>): TailLedger {
+    const ledger = new TailLedger(this.#fold(declaration), windowStart, turnHashes);
+    for (const event of window) ledger.add(event);
+    return ledger;
+  }
+
+  /** Window events through `throughSeq` that belong to the exact tail (`core/tail-ledger` `tailEvents`). */
   #tailEvents(chain: Chain, throughSeq: number): StoredEvent[] {
-    const sources = new Set(chain.window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
-    return chain.window.filter(
-      (event) => event.seq <= throughSeq && !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)),
-    );
+    return tailEvents(chain.window).filter((event) => event.seq <= throughSeq);
   }
 
   /** The uncovered exact turns in whole groups, as of `throughSeq`. */
@@ -538,26 +555,16 @@ export class CompactionEngine {
   async #amendments(chain: Chain): Promise<Amendment[]> {
     const head = chain.head;
     if (head === undefined) return [];
-    const key = `${head.body.id}:${chain.lastSeenSeq}`;
+    // The ledger's reference version moves with every event that could change the derivation (its
+    // property tests hold it to that), so appends of plain messages reuse the cached amendments.
+    const key = `${head.body.id}:${chain.ledger.refVersion}`;
     if (chain.amendments?.key === key) return chain.amendments.value;
     const absorbed = head.body.run.triggerSeq;
-    const windowSources = new Set(chain.window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
-    const windowProposals = new Set(chain.window.flatMap((e) => (e.kind === "proposal" ? [e.body.proposalId] : [])));
-    const messageIds = new Set<string>();
-    const proposalIds = new Set<string>();
-    for (const event of chain.window) {
-      if (event.seq <= absorbed) continue;
-      if (event.kind === "correction" && !windowSources.has(event.body.targetMessageId)) messageIds.add(event.body.targetMessageId);
-      if (event.kind === "delivery" && !windowProposals.has(event.body.proposalId)) proposalIds.add(event.body.proposalId);
-      if (event.kind === "proposal" && event.body.replyToMessageId !== undefined && !windowSources.has(event.body.replyToMessageId)) {
-        messageIds.add(event.body.replyToMessageId);
-        proposalIds.add(event.body.proposalId);
-      }
-    }
+    const { messageIds, proposalIds } = chain.ledger.references(absorbed);
     const value =
-      messageIds.size === 0 && proposalIds.size === 0
+      messageIds.length === 0 && proposalIds.length === 0
         ? []
-        : deriveAmendments(await readRelatedEvents(this.env.DB, this.conversationId, [...messageIds], [...proposalIds]), {
+        : deriveAmendments(await readRelatedEvents(this.env.DB, this.conversationId, messageIds, proposalIds), {
             absorbedThroughSeq: absorbed,
             frontierStartSeq: chain.activation.startSeq,
             coveredThroughSeq: head.coveredThroughSeq,
@@ -570,15 +577,38 @@ export class CompactionEngine {
   /** The agent's active history now: boundary and amendment envelopes plus the exact uncovered turns. */
   async #active(chain: Chain, throughSeq = Number.POSITIVE_INFINITY): Promise<{ groups: Group[]; amendments: Amendment[]; envelopeChars: number; activeChars: number }> {
     const groups = this.#tail(chain, throughSeq);
-    const amendments = await this.#amendments(chain);
-    const boundary = chain.head === undefined ? 0 : renderEnvelope("boundary", renderBoundaryBody(chain.head.body.content)).content.length;
-    const envelopeChars = boundary + (amendmentEnvelope(amendments)?.content.length ?? 0);
+    const { amendments, envelopeChars } = await this.#envelopes(chain);
     return { groups, amendments, envelopeChars, activeChars: envelopeChars + groups.reduce((n, g) => n + g.chars, 0) };
+  }
+
+  /** The boundary and amendment envelopes' characters, which every active count starts from. */
+  async #envelopes(chain: Chain): Promise<{ amendments: Amendment[]; envelopeChars: number }> {
+    const amendments = await this.#amendments(chain);
+    const head = chain.head;
+    let boundary = 0;
+    if (head !== undefined) {
+      if (chain.boundaryChars?.headId !== head.body.id) {
+        chain.boundaryChars = { headId: head.body.id, chars: renderEnvelope("boundary", renderBoundaryBody(head.body.content)).content.length };
+      }
+      boundary = chain.boundaryChars.chars;
+    }
+    return { amendments, envelopeChars: boundary + (amendmentEnvelope(amendments)?.content.length ?? 0) };
+  }
+
+  /**
+   * The active characters as of `throughSeq`, for preflight: from the ledger's running total when
+   * `throughSeq` is the window's newest event (every single append), so the cost does not grow with
+   * the window; by folding the window otherwise (an earlier source of a batch). Both give the same
+   * number (the ledger's property tests).
+   */
+  async #activeChars(chain: Chain, throughSeq: number): Promise<number> {
+    if (throughSeq < (chain.window.at(-1)?.seq ?? chain.windowStart)) return (await this.#active(chain, throughSeq)).activeChars;
+    return (await this.#envelopes(chain)).envelopeChars + chain.ledger.tailChars;
   }
 
   async #preflight(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     const { compactor } = chain.declaration.registration;
-    const { activeChars } = await this.#active(chain, sourceSeq);
+    const activeChars = await this.#activeChars(chain, sourceSeq);
     const decision = preflight(activeChars, compactor.policy);
     const reason =
       decision.action === "skip"
@@ -602,7 +632,7 @@ export class CompactionEngine {
 
   async #planIfDue(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) return;
-    const { activeChars } = await this.#active(chain, sourceSeq);
+    const activeChars = await this.#activeChars(chain, sourceSeq);
     if (preflight(activeChars, chain.declaration.registration.compactor.policy).action === "plan") await this.#plan(chain, sourceSeq, now);
   }
 

@@ -4,93 +4,10 @@ import type { EventInput, StoredEvent } from "../../src/core/events";
 import type { ReconstructionPolicy, Turn } from "../../src/core/reconstruction";
 import { reconstruct, turnHash } from "../../src/core/reconstruction";
 import { ADA, BOB, deletion, delivered, edit, failed, proposal, run, source, storeAll, stored } from "./event-builders";
+import { AGENTS, EDIT_TIMES, LAST_WORD, PROPOSALS, inputArb, logArb, optional, policyArb, text } from "./log-arbitraries";
 
 const EVERYTHING: ReconstructionPolicy = { admittedAgents: "all", includeSensitive: true };
 const PUBLIC_ALL: ReconstructionPolicy = { admittedAgents: "all", includeSensitive: false };
-
-const MESSAGES = ["m1", "m2", "m3", "m4"] as const;
-const PROPOSALS = ["p1", "p2", "p3", "p4"] as const;
-const AGENTS = ["agent-a", "agent-b", "agent-c"] as const;
-/**
- * Edit times in mixed offsets and precisions, where string order is not time order; the last two
- * name the same instant, so the tie falls to the later seq.
- */
-const EDIT_TIMES = [
-  "2024-01-01T00:00:01.000Z",
-  "2024-01-01T02:00:02+02:00",
-  "2024-01-01T00:00:02.5Z",
-  "2024-01-01T00:00:03Z",
-  "2023-12-31T19:00:03.000-05:00",
-] as const;
-/** Later than every generated edit time. */
-const LAST_WORD = "2099-12-31T23:59:59.000Z";
-
-// ---------------------------------------------------------------------------------------------
-// Generators
-
-const text = fc.string({ maxLength: 12 });
-const optional = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(arb, { nil: undefined });
-
-const sourceArb = fc
-  .record({
-    messageId: fc.constantFrom(...MESSAGES),
-    text,
-    sensitive: fc.boolean(),
-    author: fc.constantFrom(ADA, BOB),
-    replyTo: optional(fc.constantFrom(...MESSAGES)),
-  })
-  .map(({ messageId, text, sensitive, author, replyTo }) =>
-    source(messageId, text, { sensitive, author, ...(replyTo === undefined ? {} : { replyTo }) }),
-  );
-
-const editArb = fc
-  .record({
-    target: fc.constantFrom(...MESSAGES, "m-never-sent"),
-    text,
-    sensitive: fc.boolean(),
-    editedAt: optional(fc.constantFrom(...EDIT_TIMES)),
-  })
-  .map(({ target, text, sensitive, editedAt }) =>
-    edit(target, text, { sensitive, ...(editedAt === undefined ? {} : { editedAt }) }),
-  );
-
-const deletionArb = fc.constantFrom(...MESSAGES).map((target) => deletion(target));
-
-const proposalArb = fc
-  .record({
-    proposalId: fc.constantFrom(...PROPOSALS),
-    agentId: fc.constantFrom(...AGENTS),
-    text,
-    sensitive: fc.boolean(),
-    replyTo: optional(fc.constantFrom(...MESSAGES, "m-unknown")),
-  })
-  .map(({ proposalId, agentId, text, sensitive, replyTo }) =>
-    proposal(proposalId, agentId, text, { sensitive, ...(replyTo === undefined ? {} : { replyTo }) }),
-  );
-
-const deliveryArb = fc
-  .tuple(fc.constantFrom(...PROPOSALS), fc.boolean())
-  .map(([proposalId, ok]) => (ok ? delivered(proposalId) : failed(proposalId)));
-
-const inputArb: fc.Arbitrary<EventInput> = fc.oneof(
-  { arbitrary: sourceArb, weight: 4 },
-  { arbitrary: editArb, weight: 2 },
-  { arbitrary: deletionArb, weight: 1 },
-  { arbitrary: proposalArb, weight: 3 },
-  { arbitrary: deliveryArb, weight: 3 },
-  { arbitrary: fc.constantFrom(...AGENTS).map((agentId) => run("r1", agentId)), weight: 1 },
-);
-
-/** A log as appended: seqs 1..n in array order. */
-const logArb = fc.array(inputArb, { maxLength: 30 }).map((inputs) => storeAll(inputs));
-
-const policyArb: fc.Arbitrary<ReconstructionPolicy> = fc.record({
-  admittedAgents: fc.oneof(
-    fc.constant("all" as const),
-    fc.subarray([...AGENTS]).map((agents): ReadonlySet<string> => new Set(agents)),
-  ),
-  includeSensitive: fc.boolean(),
-});
 
 const shuffled = <T>(items: readonly T[]): fc.Arbitrary<T[]> =>
   fc.shuffledSubarray([...items], { minLength: items.length, maxLength: items.length });

@@ -1,0 +1,251 @@
+import { turnChars } from "./compaction-plan";
+import type { StoredEvent } from "./events";
+import type { ReconstructionPolicy } from "./reconstruction";
+import { reconstruct } from "./reconstruction";
+
+type Source = Extract<StoredEvent, { kind: "source" }>;
+type Proposal = Extract<StoredEvent, { kind: "proposal" }>;
+type Correction = Extract<StoredEvent, { kind: "correction" }>;
+type Delivery = Extract<StoredEvent, { kind: "delivery" }>;
+
+/**
+ * Running totals of a chain's uncovered window, kept as events arrive, so that preflight after an
+ * append costs the same on a young conversation and on one whose window holds a full trigger's
+ * worth of turns.
+ *
+ * It answers two questions the fold over the whole window answers, and must answer them exactly
+ * as the fold does (the property tests compare the two on arbitrary logs):
+ * - `tailChars`: the characters of the exact tail turns, i.e. the groups of
+ *   `reconstruct(tailEvents(window))` after `windowStart`, where a reply to a message the window
+ *   does not hold is not a tail turn (`tailEvents`);
+ * - `references(absorbedThroughSeq)`: which messages and proposals outside the window later events
+ *   speak about — the ids whose history an amendment must be derived from (`amendmentReferences`).
+ *
+ * Only the group an event touches is re-folded, with the same `reconstruct`, over that group's own
+ * events; everything else is bookkeeping of which events belong to which group. Events must be
+ * added in sequence order, each after `windowStart`.
+ */
+export class TailLedger {
+  #tailChars = 0;
+  #lastSeq: number;
+  #refVersion = 0;
+  readonly #groupChars = new Map<number, number>();
+  /** The first source of each message id: it opens the group; a later source reusing the id is never folded in. */
+  readonly #sources = new Map<string, Source>();
+  readonly #sourceByGroup = new Map<number, Source>();
+  /** Sequence numbers of those first sources, ascending (they arrive in order). */
+  readonly #sourceSeqs: number[] = [];
+  readonly #corrections = new Map<string, Correction[]>();
+  /** Every proposal of an id, in order; the fold keeps the first one that is a tail event. */
+  readonly #proposals = new Map<string, Proposal[]>();
+  /** The proposal of each id the fold keeps, and its group. */
+  readonly #effective = new Map<string, { proposal: Proposal; group: number }>();
+  readonly #groupProposals = new Map<number, Set<string>>();
+  readonly #deliveries = new Map<string, Delivery[]>();
+  /** Corrections and replies naming a message the window does not hold (yet), by message id. */
+  readonly #outsideCorrections = new Map<string, number[]>();
+  readonly #outsideReplies = new Map<string, { proposalId: string; seq: number }[]>();
+  /** Deliveries of a proposal the window does not hold (yet), by proposal id. */
+  readonly #outsideDeliveries = new Map<string, number[]>();
+
+  constructor(
+    private readonly policy: ReconstructionPolicy,
+    readonly windowStart: number,
+    private readonly hashes?: Map<string, string>,
+  ) {
+    this.#lastSeq = windowStart;
+  }
+
+  /** Characters of the exact tail turns (whole groups after `windowStart`). */
+  get tailChars(): number {
+    return this.#tailChars;
+  }
+
+  /** The newest event added (`windowStart` before any). */
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
+  /** Changes whenever an added event could change the amendments derived from `references`. */
+  get refVersion(): number {
+    return this.#refVersion;
+  }
+
+  add(event: StoredEvent): void {
+    if (event.seq <= this.#lastSeq) throw new RangeError(`events must be added in order: ${event.seq} after ${this.#lastSeq}`);
+    this.#lastSeq = event.seq;
+    switch (event.kind) {
+      case "source":
+        return this.#addSource(event);
+      case "correction":
+        return this.#addCorrection(event);
+      case "proposal":
+        return this.#addProposal(event);
+      case "delivery":
+        return this.#addDelivery(event);
+      case "run":
+        return;
+    }
+  }
+
+  /** The message and proposal ids, outside the window, that events after `absorbedThroughSeq` speak about. */
+  references(absorbedThroughSeq: number): { messageIds: string[]; proposalIds: string[] } {
+    const messageIds = new Set<string>();
+    const proposalIds = new Set<string>();
+    const after = (seqs: readonly number[]) => seqs.some((seq) => seq > absorbedThroughSeq);
+    for (const [messageId, seqs] of this.#outsideCorrections) if (after(seqs)) messageIds.add(messageId);
+    for (const [messageId, replies] of this.#outsideReplies) {
+      for (const reply of replies) {
+        if (reply.seq <= absorbedThroughSeq) continue;
+        messageIds.add(messageId);
+        proposalIds.add(reply.proposalId);
+      }
+    }
+    for (const [proposalId, seqs] of this.#outsideDeliveries) if (after(seqs)) proposalIds.add(proposalId);
+    return { messageIds: [...messageIds], proposalIds: [...proposalIds] };
+  }
+
+  #addSource(source: Source): void {
+    const messageId = source.body.messageId;
+    if (this.#sources.has(messageId)) return;
+    this.#sources.set(messageId, source);
+    this.#sourceByGroup.set(source.seq, source);
+    this.#sourceSeqs.push(source.seq);
+    const replies = this.#outsideReplies.get(messageId);
+    const corrected = this.#outsideCorrections.delete(messageId);
+    const repliedTo = this.#outsideReplies.delete(messageId);
+    if (corrected || repliedTo) this.#refVersion += 1;
+    const touched = new Set<number>([source.seq]);
+    // Replies that arrived before their message are tail events now: each may become the kept
+    // proposal of its id, moving that id out of another group.
+    for (const reply of replies ?? []) for (const group of this.#reelect(reply.proposalId)) touched.add(group);
+    for (const group of touched) this.#refold(group);
+  }
+
+  #addCorrection(correction: Correction): void {
+    this.#refVersion += 1;
+    const target = correction.body.targetMessageId;
+    push(this.#corrections, target, correction);
+    const source = this.#sources.get(target);
+    if (source === undefined) {
+      push(this.#outsideCorrections, target, correction.seq);
+      return;
+    }
+    this.#refold(source.seq);
+  }
+
+  #addProposal(proposal: Proposal): void {
+    this.#refVersion += 1;
+    const id = proposal.body.proposalId;
+    push(this.#proposals, id, proposal);
+    this.#outsideDeliveries.delete(id);
+    const replyTo = proposal.body.replyToMessageId;
+    if (replyTo !== undefined && !this.#sources.has(replyTo)) push(this.#outsideReplies, replyTo, { proposalId: id, seq: proposal.seq });
+    for (const group of this.#reelect(id)) this.#refold(group);
+  }
+
+  #addDelivery(delivery: Delivery): void {
+    this.#refVersion += 1;
+    const id = delivery.body.proposalId;
+    push(this.#deliveries, id, delivery);
+    if (!this.#proposals.has(id)) push(this.#outsideDeliveries, id, delivery.seq);
+    const kept = this.#effective.get(id);
+    if (kept !== undefined) this.#refold(kept.group);
+  }
+
+  /** Re-decides which proposal of `id` the fold keeps; returns the groups that changed. */
+  #reelect(id: string): number[] {
+    const kept = (this.#proposals.get(id) ?? []).find((p) => p.body.replyToMessageId === undefined || this.#sources.has(p.body.replyToMessageId));
+    const before = this.#effective.get(id);
+    if (before?.proposal === kept) return [];
+    const touched: number[] = [];
+    if (before !== undefined) {
+      this.#groupProposals.get(before.group)?.delete(id);
+      this.#effective.delete(id);
+      touched.push(before.group);
+    }
+    if (kept !== undefined) {
+      const group = this.#groupOf(kept);
+      this.#effective.set(id, { proposal: kept, group });
+      let members = this.#groupProposals.get(group);
+      if (members === undefined) this.#groupProposals.set(group, (members = new Set()));
+      members.add(id);
+      touched.push(group);
+    }
+    return touched;
+  }
+
+  /** The group a kept reply belongs to: its message's, else the latest message before it (as the fold decides). */
+  #groupOf(proposal: Proposal): number {
+    const replyTo = proposal.body.replyToMessageId;
+    const target = replyTo === undefined ? undefined : this.#sources.get(replyTo);
+    if (target !== undefined) return target.seq;
+    let lo = 0;
+    let hi = this.#sourceSeqs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.#sourceSeqs[mid] ?? Infinity) < proposal.seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === 0 ? 0 : (this.#sourceSeqs[lo - 1] ?? 0);
+  }
+
+  /** Folds one group from its own events, exactly as the whole-window fold would, and updates the total. */
+  #refold(group: number): void {
+    const events: StoredEvent[] = [];
+    const source = this.#sourceByGroup.get(group);
+    if (source !== undefined) {
+      events.push(source, ...(this.#corrections.get(source.body.messageId) ?? []));
+    }
+    for (const id of this.#groupProposals.get(group) ?? []) {
+      const kept = this.#effective.get(id);
+      if (kept !== undefined) events.push(kept.proposal, ...(this.#deliveries.get(id) ?? []));
+    }
+    const chars =
+      group <= this.windowStart
+        ? 0
+        : reconstruct(events, this.policy, this.hashes)
+            .filter((turn) => turn.group === group)
+            .reduce((total, turn) => total + turnChars(turn), 0);
+    this.#tailChars += chars - (this.#groupChars.get(group) ?? 0);
+    if (chars === 0) this.#groupChars.delete(group);
+    else this.#groupChars.set(group, chars);
+  }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
+
+/**
+ * The window's tail events: a reply to a message the window does not hold would land in a covered
+ * group, so it is an amendment of covered history, not a tail turn.
+ */
+export function tailEvents(window: readonly StoredEvent[]): StoredEvent[] {
+  const sources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
+  return window.filter((event) => !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)));
+}
+
+/**
+ * The ids outside the window that window events after `absorbedThroughSeq` speak about: corrected
+ * or replied-to messages the window does not hold, and delivered or replying proposals it does
+ * not hold (or that reply outside it). The whole-window form of `TailLedger.references`.
+ */
+export function amendmentReferences(window: readonly StoredEvent[], absorbedThroughSeq: number): { messageIds: string[]; proposalIds: string[] } {
+  const windowSources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
+  const windowProposals = new Set(window.flatMap((e) => (e.kind === "proposal" ? [e.body.proposalId] : [])));
+  const messageIds = new Set<string>();
+  const proposalIds = new Set<string>();
+  for (const event of window) {
+    if (event.seq <= absorbedThroughSeq) continue;
+    if (event.kind === "correction" && !windowSources.has(event.body.targetMessageId)) messageIds.add(event.body.targetMessageId);
+    if (event.kind === "delivery" && !windowProposals.has(event.body.proposalId)) proposalIds.add(event.body.proposalId);
+    if (event.kind === "proposal" && event.body.replyToMessageId !== undefined && !windowSources.has(event.body.replyToMessageId)) {
+      messageIds.add(event.body.replyToMessageId);
+      proposalIds.add(event.body.proposalId);
+    }
+  }
+  return { messageIds: [...messageIds], proposalIds: [...proposalIds] };
+}

@@ -1,0 +1,127 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { groupTurns } from "../../src/core/compaction-plan";
+import type { StoredEvent } from "../../src/core/events";
+import type { ReconstructionPolicy } from "../../src/core/reconstruction";
+import { reconstruct } from "../../src/core/reconstruction";
+import { TailLedger, amendmentReferences, tailEvents } from "../../src/core/tail-ledger";
+import { delivered, edit, proposal, source, storeAll } from "./event-builders";
+import { logArb, policyArb } from "./log-arbitraries";
+
+const EVERYTHING: ReconstructionPolicy = { admittedAgents: "all", includeSensitive: true };
+const RUNS = { numRuns: 400 };
+
+/** What the engine computed before the ledger: the whole window folded, grouped and summed. */
+function foldedTailChars(window: readonly StoredEvent[], policy: ReconstructionPolicy, windowStart: number): number {
+  const turns = reconstruct(tailEvents(window), policy).filter((turn) => turn.group > windowStart);
+  return groupTurns(turns).reduce((total, group) => total + group.chars, 0);
+}
+
+const sorted = (refs: { messageIds: string[]; proposalIds: string[] }) => ({ messageIds: [...refs.messageIds].sort(), proposalIds: [...refs.proposalIds].sort() });
+
+/** A log and a point in it where the window starts (the head boundary's coverage). */
+const windowedLog = logArb.chain((log) => fc.record({ log: fc.constant(log), windowStart: fc.integer({ min: 0, max: log.length }), policy: policyArb }));
+
+/** The ids an event names: the message it is, corrects or answers, the proposal it is or delivers. */
+function idsNamed(event: StoredEvent): string[] {
+  switch (event.kind) {
+    case "source":
+      return [event.body.messageId];
+    case "correction":
+      return [event.body.targetMessageId];
+    case "proposal":
+      return [event.body.proposalId, ...(event.body.replyToMessageId === undefined ? [] : [event.body.replyToMessageId])];
+    case "delivery":
+      return [event.body.proposalId];
+    case "run":
+      return [];
+  }
+}
+
+describe("TailLedger", () => {
+  it("keeps the same tail characters as folding the whole window, after every event", () => {
+    fc.assert(
+      fc.property(windowedLog, ({ log, windowStart, policy }) => {
+        const ledger = new TailLedger(policy, windowStart);
+        const window = log.filter((event) => event.seq > windowStart);
+        window.forEach((event, i) => {
+          ledger.add(event);
+          expect(ledger.tailChars).toBe(foldedTailChars(window.slice(0, i + 1), policy, windowStart));
+        });
+      }),
+      RUNS,
+    );
+  });
+
+  it("names the same outside messages and proposals as scanning the whole window, for every absorbed point", () => {
+    fc.assert(
+      fc.property(windowedLog, ({ log, windowStart, policy }) => {
+        const ledger = new TailLedger(policy, windowStart);
+        const window = log.filter((event) => event.seq > windowStart);
+        window.forEach((event, i) => {
+          ledger.add(event);
+          for (let absorbed = windowStart; absorbed <= event.seq; absorbed++) {
+            expect(sorted(ledger.references(absorbed))).toEqual(sorted(amendmentReferences(window.slice(0, i + 1), absorbed)));
+          }
+        });
+      }),
+      RUNS,
+    );
+  });
+
+  it("changes its reference version whenever an event could change the amendments derived from its references", () => {
+    fc.assert(
+      fc.property(windowedLog, ({ log, windowStart, policy }) => {
+        const ledger = new TailLedger(policy, windowStart);
+        for (const event of log.filter((e) => e.seq > windowStart)) {
+          const before = { version: ledger.refVersion, refs: sorted(ledger.references(windowStart)) };
+          ledger.add(event);
+          if (ledger.refVersion !== before.version) continue;
+          // Unchanged version: the same ids, and the new event names none of them, so the events an
+          // amendment is derived from are the same as before.
+          const after = sorted(ledger.references(windowStart));
+          expect(after).toEqual(before.refs);
+          const named = new Set([...after.messageIds, ...after.proposalIds]);
+          expect(idsNamed(event).filter((id) => named.has(id))).toEqual([]);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("re-folds only what an event touches: plain messages leave the reference version alone", () => {
+    const ledger = new TailLedger(EVERYTHING, 0);
+    const events = storeAll([source("m1", "Lisbon in April?"), proposal("p1", "agent-a", "Yes.", { replyTo: "m1" }), delivered("p1"), source("m2", "Twelve people.")]);
+    for (const event of events.slice(0, 3)) ledger.add(event);
+    const version = ledger.refVersion;
+    ledger.add(events[3]!);
+    expect(ledger.refVersion).toBe(version);
+    expect(ledger.tailChars).toBe(foldedTailChars(events, EVERYTHING, 0));
+  });
+
+  it("moves a reply that arrived before its message into that message's group once it arrives", () => {
+    const events = storeAll([
+      source("m1", "First."),
+      proposal("p9", "agent-a", "An answer to m2.", { replyTo: "m2" }),
+      delivered("p9"),
+      source("m2", "Second."),
+      edit("m2", "Second, edited."),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    const seen: number[] = [];
+    for (const event of events) {
+      ledger.add(event);
+      seen.push(ledger.tailChars);
+    }
+    expect(seen).toEqual(events.map((_, i) => foldedTailChars(events.slice(0, i + 1), EVERYTHING, 0)));
+    // Before m2 arrives the reply is not a tail turn (it answers a message the window lacks).
+    expect(seen[2]).toBe(seen[0]);
+    expect(sorted(ledger.references(0))).toEqual({ messageIds: [], proposalIds: [] });
+  });
+
+  it("refuses events out of order", () => {
+    const ledger = new TailLedger(EVERYTHING, 5);
+    const [first] = storeAll([source("m1", "hi")], 5);
+    expect(() => ledger.add(first!)).toThrow(RangeError);
+  });
+});
