@@ -11,18 +11,25 @@ import { join } from "node:path";
 export const DERIVED_FROM = {
   // `sha256sum` of each file when the derivation was last checked by reading it: commits 45c3876
   // and 707cd79–6020e92 (the reply hand-off: no D1 statement when no agent has a built-in reply;
-  // incidents recorded through recordIncident, off the append path). Add a file's new hash here
-  // after re-reading its append path.
+  // incidents recorded through recordIncident, off the append path), and 86206c7 (preflight from
+  // the tail ledger's running totals: no statement added; the amendment lookup now runs only when
+  // an event about outside history arrives; the head RPC removed; read-only inspector queries
+  // added to event-store). Add a file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
+    "f8020b910c959e876ec66956e8291fe1f1f683f375d09eef60980bdbbefa78c5",
   ],
   "src/durable/compaction-engine.ts": [
     "aa77e28728cdfffa345c33b8d1c304f598864f417833410976e0327b16b45383",
     "b05a88457922c5c7334adfb777f6424d225c03c1171361a47e2a306129c36bf5",
     "8e4e293eb7d0fc3e9e8eb35921ddaaa1ff1d84aa629667b8d63a67477d004cba",
+    "72fd8af359ff7a449bc98958d3c5ca9cc8f3ca4f2f3fd9b865a46de05f36a849",
   ],
-  "src/storage/event-store.ts": ["ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960"],
+  "src/storage/event-store.ts": [
+    "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",
+    "816c845fc55f1f74a768d374614b7033e06ec0dd4f8d03ef6ed168cb87af025f",
+  ],
 };
 
 /**
