@@ -52,7 +52,7 @@ const SOURCE = args.source;
 // numbers are not the benchmark's and its report says so.
 const SIZE = args.quick
   ? { small: 50_000, mid: 200_000, big: 400_000, appendSamples: 50, contextSamples: 20, parallel: 10, parallelEach: 10, prefixGroups: 120, dupChars: 30_000, warmContexts: 5 }
-  : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 500, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20 };
+  : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 1000, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20 };
 
 /** 2000000 → "2M", 200000 → "200k". @param {number} chars */
 const short = (chars) => (chars >= 1_000_000 ? `${chars / 1_000_000}M` : chars >= 1_000 ? `${chars / 1_000}k` : String(chars));
@@ -61,7 +61,7 @@ const DEFAULT_POLICY = { trigger: 80_000, retain: 40_000, maxSummaryChars: 8_000
 const DUP_POLICY = { triggerInputChars: 8_000, retainInputChars: 4_000, maxFrozenChars: 8_000 };
 /** Appends per batch request: 33 groups of source + proposal + delivery (the API allows 100). */
 const GROUPS_PER_BATCH = 33;
-const PROBE_FILLER = "quick check on the shuttle time please";
+const PROBE_FILLER = "shuttle at 9?";
 const FAKE_SUMMARY_CHARS = 1_600;
 
 const started = performance.now();

@@ -94,7 +94,7 @@ export function renderMarkdown(r) {
     const fromTop = samples - Math.ceil(samples * 0.99) + 1;
     const par = m.parallelAppends;
     return [
-      "`POST …/events` of one `source` message (≈60 characters), timed at the client from send to the last byte of the 201 response. " +
+      "`POST …/events` of one short `source` message (≈30 characters), timed at the client from send to the last byte of the 201 response. " +
         "All three conversations were measured after every history was built (and after §3), **round-robin one append at a time** (0, mid, long, 0, mid, long, …), so background load lands on all three alike; 5 warm-up appends each are not counted. " +
         `Before the probes each conversation was brought below the trigger with room for all of them, so no sample includes compaction planning (open runs afterwards: ${JSON.stringify(a.openRunsAfterProbes)}). ` +
         "Sustained appends/s = samples ÷ the sum of their latencies (one client appending back to back).",
