@@ -158,7 +158,7 @@ export function renderMarkdown(r) {
       table(["history", "chars", "samples", "p50 ms", "p99 ms", "p99 of each half ms", "bytes returned", "boundary", "served chars", "messages"], rows),
       "",
       `${c.points.big.label} ÷ ${c.points.small.label}: p50 **${n(c.p50RatioBigToSmall, 3)}** (${signed(c.p50RatioBigToSmall)}), p99 ${n(c.p99RatioBigToSmall, 3)} (${signed(c.p99RatioBigToSmall)}). ` +
-        "Rows read per byte returned (issue 7) is not observable from outside local workerd (D1's `meta.rows_read` stays inside the Worker); what selection reads is bounded by indexes and by the uncovered window (§2), not by history.",
+        "Rows read per byte returned is not observable from outside local workerd (D1's `meta.rows_read` stays inside the Worker); what selection reads is bounded by indexes and by the uncovered window (§2), not by history.",
     ];
   });
 
