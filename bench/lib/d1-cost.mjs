@@ -14,7 +14,8 @@ export const DERIVED_FROM = {
   // incidents recorded through recordIncident, off the append path), and 86206c7 (preflight from
   // the tail ledger's running totals: no statement added; the amendment lookup now runs only when
   // an event about outside history arrives; the head RPC removed; read-only inspector queries
-  // added to event-store). Add a file's new hash here after re-reading its append path.
+  // added to event-store), and the commit that added migration 0007 (serving declarations found
+  // through declaration_sources). Add a file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
@@ -25,6 +26,7 @@ export const DERIVED_FROM = {
     "b05a88457922c5c7334adfb777f6424d225c03c1171361a47e2a306129c36bf5",
     "8e4e293eb7d0fc3e9e8eb35921ddaaa1ff1d84aa629667b8d63a67477d004cba",
     "72fd8af359ff7a449bc98958d3c5ca9cc8f3ca4f2f3fd9b865a46de05f36a849",
+    "4866a28f7c608aa167797ee9fe8a5b7c899f0d748edc30cd9d4d564d4fcd3309",
   ],
   "src/storage/event-store.ts": [
     "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",
@@ -51,10 +53,10 @@ export const SOURCE_APPEND_BELOW_TRIGGER = [
     what: "INSERT OR IGNORE conversations; INSERT event ON CONFLICT DO NOTHING; SELECT the row by idempotency key. A single event is written optimistically: no read before it (the head seq is cached in the object).",
   },
   {
-    where: "Durable Object: afterAppend → #servingDeclarations → currentDeclarations (src/storage/compaction-store.ts)",
+    where: "Durable Object: afterAppend → #servingDeclarations → servingDeclarations (src/storage/compaction-store.ts)",
     kind: "single statement",
     statements: 1,
-    what: "SELECT every agent's current declaration (all agents, not just this conversation's; each parsed with zod)",
+    what: "SELECT the current declarations whose sources match this conversation: one probe of declaration_sources_by_prefix per prefix length of its id; only those are parsed with zod",
   },
   {
     where: "Durable Object: #preflight → skipped run event → insertEvents",
@@ -72,7 +74,7 @@ export const NOTES = [
   "At the trigger the skipped batch is replaced by: documentChars (1 statement), recallPages (FTS5, 1–2 statements), an R2 put of the packet, one batch of 4 statements (planned run event + plan row), and a queue send.",
   "Cold object (first request after eviction): + Durable Object storage get (conversation id), readHead (1), and per chain readActivation, readHeadBoundary, readOpenPlan (3) and ceil(window events / 1,000) pages of the events after the head's coverage.",
   "The three round trips inside the object run one after another, and the object serializes a conversation's appends (#exclusive), so one conversation's append throughput is bounded by about 1 / (3 × the object's D1 round-trip time) — on Cloudflare, where D1 is not co-located with the object, that round trip is a network hop.",
-  "currentDeclarations reads and zod-parses every registered agent's newest declaration on every source append and every context call, so this cost grows with the number of agents in the deployment (not with history).",
+  "Finding the serving declarations costs index probes (one per prefix length of the conversation id, at most 257) and parses only the declarations that serve the conversation: it does not grow with the number of agents in the deployment. A context call reads its one agent's declaration by primary key.",
 ];
 
 /** @param {string} appDir the snapshot the bench ran */

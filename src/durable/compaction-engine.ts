@@ -22,7 +22,7 @@ import { selectContext } from "../core/selection";
 import { TailLedger, tailEvents } from "../core/tail-ledger";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
-  currentDeclarations,
+  currentDeclaration,
   documentChars,
   insertActivation,
   insertBoundaryStatement,
@@ -32,6 +32,7 @@ import {
   readHeadBoundary,
   readOpenPlan,
   readPlan,
+  servingDeclarations,
 } from "../storage/compaction-store";
 import { putDocument, readDocument } from "../storage/document-store";
 import { listEvents, readAllEvents } from "../storage/event-store";
@@ -293,7 +294,7 @@ export class CompactionEngine {
    * typed error and an incident; the agent never gets an unverified summary.
    */
   async selectContext(agentId: string, now: Date): Promise<Result<ContextSelection>> {
-    const declaration = (await currentDeclarations(this.env.DB)).find((d) => d.agentId === agentId);
+    const declaration = await currentDeclaration(this.env.DB, agentId);
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, this.conversationId)) {
       return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
     }
@@ -427,7 +428,7 @@ export class CompactionEngine {
   }
 
   async #servingDeclarations(): Promise<StoredDeclaration[]> {
-    return (await currentDeclarations(this.env.DB)).filter(
+    return (await servingDeclarations(this.env.DB, this.conversationId)).filter(
       (d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, this.conversationId),
     );
   }

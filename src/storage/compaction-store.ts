@@ -56,8 +56,24 @@ export async function currentDeclaration(db: D1Database, agentId: string): Promi
   return row === null ? undefined : toDeclaration(row);
 }
 
-export async function currentDeclarations(db: D1Database): Promise<StoredDeclaration[]> {
-  const { results } = await db.prepare(CURRENT_DECLARATIONS).all<DeclarationRow>();
+/**
+ * The current declarations whose sources match `conversationId` (migration 0007): one index probe
+ * per prefix length of the id instead of reading and parsing every agent's declaration, so the
+ * cost follows the agents that serve this conversation, not the deployment's. Exact per
+ * `scopeAllows`; callers still check, since serving the wrong agent is not a query's risk to take.
+ */
+export async function servingDeclarations(db: D1Database, conversationId: string): Promise<StoredDeclaration[]> {
+  const prefixes = Array.from({ length: conversationId.length + 1 }, (_, i) => conversationId.slice(0, i));
+  const { results } = await db
+    .prepare(
+      `SELECT DISTINCT d.* FROM declaration_sources s
+       JOIN declarations d ON d.agent_id = s.agent_id AND d.revision = s.revision
+       WHERE ((s.prefix = ?1 AND s.is_prefix = 0) OR (s.is_prefix = 1 AND s.prefix IN (SELECT value FROM json_each(?2))))
+         AND s.revision = (SELECT MAX(revision) FROM declarations WHERE agent_id = s.agent_id)
+       ORDER BY d.agent_id`,
+    )
+    .bind(conversationId, JSON.stringify(prefixes))
+    .all<DeclarationRow>();
   return results.map(toDeclaration);
 }
 
@@ -86,13 +102,21 @@ export async function insertDeclaration(
   const current = await currentDeclaration(db, agentId);
   if (current !== undefined && current.epoch.id === epoch.id) return { declaration: current, created: false };
   const revision = (current?.revision ?? 0) + 1;
-  await db
-    .prepare(
-      `INSERT INTO declarations (agent_id, revision, compactor_id, compactor_version, fingerprint, epoch_id, registration, prompt, prompt_hash, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .bind(agentId, revision, registration.compactor.id, epoch.compactorVersion, epoch.fingerprint, epoch.id, canonicalJson(registration), prompt, promptHash, now)
-    .run();
+  // The revision and its source rows in one transaction: a declaration is never served by half its sources.
+  await db.batch([
+    db
+      .prepare(
+        `INSERT INTO declarations (agent_id, revision, compactor_id, compactor_version, fingerprint, epoch_id, registration, prompt, prompt_hash, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .bind(agentId, revision, registration.compactor.id, epoch.compactorVersion, epoch.fingerprint, epoch.id, canonicalJson(registration), prompt, promptHash, now),
+    ...[...new Set(registration.agent.sources)].map((pattern) => {
+      const isPrefix = pattern.endsWith("*");
+      return db
+        .prepare("INSERT INTO declaration_sources (agent_id, revision, pattern, prefix, is_prefix) VALUES (?, ?, ?, ?, ?)")
+        .bind(agentId, revision, pattern, isPrefix ? pattern.slice(0, -1) : pattern, isPrefix ? 1 : 0);
+    }),
+  ]);
   return { declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now }, created: true };
 }
 

@@ -6,7 +6,7 @@ import { scopesAllow } from "../../core/conversation-id";
 import type { Result } from "../../core/errors";
 import type { StoredEvent } from "../../core/events";
 import type { ContextSelection } from "../../durable/compaction-engine";
-import { currentDeclarations } from "../../storage/compaction-store";
+import { servingDeclarations } from "../../storage/compaction-store";
 import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
 
 /**
@@ -55,7 +55,7 @@ function paged<T extends { readonly seq: number }>(rows: readonly T[], size: num
 }
 
 export async function loadConversation(env: Env, conversationId: ScopedConversationId, query: ConversationQuery): Promise<ConversationModel> {
-  const declarations = await currentDeclarations(env.DB);
+  const declarations = await servingDeclarations(env.DB, conversationId);
   const servingAgents = declarations
     .filter((d) => scopesAllow(d.registration.agent.sources, conversationId))
     .map((d) => d.agentId)
