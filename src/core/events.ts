@@ -98,6 +98,11 @@ export const deliveryBodySchema = z.discriminatedUnion("status", [
     proposalId: messageIdSchema,
     reason: z.string().min(1).max(1_000),
     at: isoTime.optional(),
+    /**
+     * A text split into several messages that failed part-way: the external ids of the parts
+     * already in the chat, in order, so a retry continues after them instead of sending them again.
+     */
+    sentMessageIds: z.array(messageIdSchema).min(1).max(256).optional(),
   }),
 ]);
 

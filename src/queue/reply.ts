@@ -14,7 +14,7 @@ import { chatCompletion } from "../model/compactor-model";
 import { recordIncident } from "../incidents";
 import { currentDeclaration } from "../storage/compaction-store";
 import type { StoredDeclaration } from "../storage/compaction-store";
-import { readEventsByKeys } from "../storage/event-store";
+import { readDeliveries, readEventsByKeys } from "../storage/event-store";
 import { deliverText } from "../telegram/dispatch";
 import type { ReplyJob } from "./jobs";
 import { retryDelaySeconds } from "./retry";
@@ -202,6 +202,7 @@ async function dispatch(env: Env, declaration: StoredDeclaration, job: ReplyJob,
     ...(route.threadId === undefined ? {} : { threadId: route.threadId }),
     ...(replyTo === undefined ? {} : { replyToMessageId: replyTo }),
     text,
+    alreadySent: await partsInChat(env, job.conversationId, proposalId),
   });
   const at = new Date().toISOString();
   if (sent.ok) {
@@ -212,8 +213,14 @@ async function dispatch(env: Env, declaration: StoredDeclaration, job: ReplyJob,
   }
   const failure = sent.error;
   const reason = failure.kind === "rate_limited" ? `rate limited for ${failure.retryAfterSeconds}s` : `${failure.kind}: ${"description" in failure ? failure.description : ""}`;
+  const sentMessageIds = failure.sentMessageIds.map(String);
   await append(env, job.conversationId, [
-    { kind: "delivery", idempotencyKey: `dispatch:${proposalId}:failed:${crypto.randomUUID()}`, sensitive: false, body: { status: "failed", proposalId, reason: reason.slice(0, 1_000), at } },
+    {
+      kind: "delivery",
+      idempotencyKey: `dispatch:${proposalId}:failed:${crypto.randomUUID()}`,
+      sensitive: false,
+      body: { status: "failed", proposalId, reason: reason.slice(0, 1_000), at, ...(sentMessageIds.length === 0 ? {} : { sentMessageIds }) },
+    },
   ]);
   if (failure.kind === "rate_limited") return { kind: "retry", delaySeconds: Math.max(1, failure.retryAfterSeconds) };
   if (failure.kind === "unavailable") return { kind: "retry", delaySeconds: 5 };
@@ -228,6 +235,22 @@ async function dispatch(env: Env, declaration: StoredDeclaration, job: ReplyJob,
     createdAt: at,
   });
   return { kind: "done" };
+}
+
+/**
+ * The parts of a split reply an earlier attempt got into the chat: the longest progress any failed
+ * delivery of the proposal recorded (each attempt resumes after the previous one, so later
+ * failures carry everything sent before them).
+ */
+async function partsInChat(env: Env, conversationId: string, proposalId: string): Promise<number[]> {
+  let longest: string[] = [];
+  for (const event of await readDeliveries(env.DB, conversationId, proposalId)) {
+    if (event.kind !== "delivery" || event.body.status !== "failed") continue;
+    const ids = event.body.sentMessageIds ?? [];
+    if (ids.length > longest.length) longest = ids;
+  }
+  // Our own ids are Telegram message ids; anything else was not written by this dispatcher.
+  return longest.every((id) => /^\d{1,15}$/.test(id)) ? longest.map(Number) : [];
 }
 
 /**

@@ -134,6 +134,19 @@ export async function readEventsByKeys(
   return new Map(results.map((row) => [row.idempotency_key, toStoredEvent(row)]));
 }
 
+/** The delivery events of one proposal, oldest first (migration 0005's `events_by_proposal`). */
+export async function readDeliveries(db: D1Database, conversationId: string, proposalId: string): Promise<StoredEvent[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${EVENT_COLUMNS} FROM events
+       WHERE conversation_id = ? AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') = ?
+       ORDER BY seq`,
+    )
+    .bind(conversationId, proposalId)
+    .all<EventRow>();
+  return results.map(toStoredEvent).filter((event) => event.kind === "delivery");
+}
+
 /**
  * The log newest first: at most `limit` events with seq < `beforeSeq`, for reading history
  * backwards a page at a time (the primary key serves the descending range without a sort).

@@ -161,4 +161,29 @@ describe("the Telegram dispatcher", () => {
     expect(parts.slice(1).every((p) => p.body.reply_parameters === undefined)).toBe(true);
     expect(parts.map((p) => p.body.text).join("")).toContain(paragraph.slice(0, 100));
   });
+
+  it("resumes a split reply after the parts already in the chat when a later part is rate limited", async () => {
+    const chat = nextChat++;
+    const { conversation, token } = await registerAgent("tg-concierge", chat, 50_000);
+    const paragraph = (n: number) => `Part ${n}: the venue in Lisbon is confirmed for the whole team. `.repeat(55).trim();
+    await scriptModel([{ content: [paragraph(1), paragraph(2), paragraph(3)].join("\n\n") }]);
+    // The first part goes through, the second is rate limited once.
+    await scriptTelegram([{}, { status: 429, retryAfter: 1 }]);
+    await say(chat, 85_000 + chat, 0);
+    const all = await waitFor(async () => {
+      const events = await log(token, conversation);
+      return events.some((e) => e.kind === "delivery" && e.body.status === "delivered") ? events : undefined;
+    }, "the delivery after the rate limit");
+
+    const attempts = (await sent()).filter((r) => r.body.chat_id === chat).map((r) => r.body.text);
+    expect(attempts).toHaveLength(4); // part 1, part 2 (429), part 2, part 3
+    expect(attempts.filter((t) => t.startsWith("Part 1"))).toHaveLength(1);
+    expect(attempts.filter((t) => t.startsWith("Part 2"))).toHaveLength(2);
+    expect(attempts.filter((t) => t.startsWith("Part 3"))).toHaveLength(1);
+    const [failure, delivered] = all.filter((e) => e.kind === "delivery");
+    const progress = (failure?.body as { sentMessageIds?: string[] }).sentMessageIds;
+    expect(progress).toHaveLength(1);
+    // The delivery names the first part, sent by the first attempt.
+    expect(delivered?.body.externalMessageId).toBe(progress?.[0]);
+  });
 });
