@@ -45,7 +45,7 @@ async function call(method, path, body, extraHeaders = {}) {
   if (body !== undefined) headers["content-type"] = "application/json";
   const response = await fetch(`${BASE}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const text = await response.text();
-  /** @type {any} */
+  // The API's JSON, read field by field below; a response that is not JSON is reported with its text.
   let json = null;
   try {
     json = JSON.parse(text);
@@ -89,7 +89,7 @@ const log = {
   sourceSeq: new Map(),
   /** @type {Map<string, number>} proposal id → seq */
   proposalSeq: new Map(),
-  /** @type {Map<string, { status: string, detail: any }>} compaction runs by id (skipped preflights excluded) */
+  /** @type {Map<string, { status: string, detail: unknown }>} compaction runs by id (skipped preflights excluded) */
   runs: new Map(),
   async poll() {
     for (;;) {
@@ -132,7 +132,7 @@ async function settle() {
     const openRuns = [...log.runs.values()].filter((run) => run.status === "planned").length;
     const settledRuns = new Set([...log.runs.entries()].filter(([, run]) => run.status === "completed").map(([id]) => id));
     const chain = await chainNow();
-    const current = chain.boundaries.filter((/** @type {any} */ b) => b.current);
+    const current = chain.boundaries.filter((b) => b.current);
     if (current.length >= settledRuns.size && openRuns === 0) return current;
     if (Date.now() > deadline) throw new DemoError(`a compaction did not settle within ${SETTLE_TIMEOUT_MS / 1000} s (is the queue consumer running? see the service's output)`);
     await sleep(250);
@@ -186,7 +186,7 @@ async function main() {
 
   // Both late arrivals must touch history a boundary already covers, or they would be plain tail.
   const chain = await chainNow();
-  const covered = Math.max(0, ...chain.boundaries.filter((/** @type {any} */ b) => b.current).map((/** @type {any} */ b) => b.coveredThroughSeq));
+  const covered = Math.max(0, ...chain.boundaries.filter((b) => b.current).map((b) => b.coveredThroughSeq));
   const editedMessage = keyed.get(LATE_EDIT.key);
   const editedSeq = log.sourceSeq.get(String(editedMessage));
   say("── Late arrivals, after their part of the conversation was compacted");
@@ -223,7 +223,7 @@ function clip(text, max) {
 
 async function report() {
   const chain = await chainNow();
-  const current = chain.boundaries.filter((/** @type {any} */ b) => b.current);
+  const current = chain.boundaries.filter((b) => b.current);
   say(`── The chain of ${DEMO_AGENT_ID} (epoch ${chain.currentEpochId.slice(0, 12)}…): ${current.length} boundaries`);
   for (const boundary of current) {
     say(`   #${boundary.position}  ${boundary.id.slice(0, 12)}…  covers seq ≤ ${boundary.coveredThroughSeq}  by ${boundary.model?.provider}/${boundary.model?.model}  links to ${boundary.previous === null ? "nothing (first of its epoch)" : `${boundary.previous.id.slice(0, 12)}…`}`);
@@ -235,7 +235,7 @@ async function report() {
   say("\n── What the agent is served now (GET …/context)");
   say(`   boundary #${manifest.boundary?.position ?? "—"}: ${manifest.boundary?.envelopeChars ?? 0} characters`);
   const items = manifest.amendment?.items ?? [];
-  say(`   amendment: ${items.length === 0 ? "none" : `${manifest.amendment.envelopeChars} characters, ${items.map((/** @type {any} */ i) => `${i.kind} ${i.turnId}`).join(", ")}`}`);
+  say(`   amendment: ${items.length === 0 ? "none" : `${manifest.amendment.envelopeChars} characters, ${items.map((i) => `${i.kind} ${i.turnId}`).join(", ")}`}`);
   say(`   exact tail: ${manifest.tail.turns} turns, ${manifest.tail.chars} characters`);
   say(`   total: ${manifest.totals.chars} characters in ${manifest.totals.messages} messages (the whole conversation is ${await conversationChars()} characters)`);
   // The envelopes exactly as the model reads them: the summary is data inside a fixed frame.
@@ -248,16 +248,16 @@ async function report() {
   say(`\n── One provider request (POST …/compose, model ${composed.request?.model ?? composed.model ?? "?"})`);
   const messages = composed.request?.messages ?? composed.messages ?? [];
   for (const message of messages) {
-    const text = typeof message.content === "string" ? message.content : message.content.map((/** @type {any} */ p) => p.text ?? `[${p.type}]`).join(" ");
+    const text = typeof message.content === "string" ? message.content : message.content.map((p) => p.text ?? `[${p.type}]`).join(" ");
     say(`   ${message.role.padEnd(9)} ${clip(text, 120)}`);
   }
 
   const audit = expectStatus("verifying the chain", await call("GET", `${conversationPath}/verify?agent=${DEMO_AGENT_ID}`), [200]);
-  const epoch = audit.epochs.find((/** @type {any} */ e) => e.current);
+  const epoch = audit.epochs.find((e) => e.current);
   say(`\n── Verification (GET …/verify): every hash recomputed from the D1 log and the R2 packets`);
   for (const link of epoch?.links ?? []) {
-    const failed = link.checks.filter((/** @type {any} */ c) => !c.ok);
-    say(`   #${link.position} ${link.valid ? "valid" : "INVALID"} (${link.checks.length} checks${failed.length > 0 ? `; failed: ${failed.map((/** @type {any} */ c) => `${c.name}: ${c.detail ?? ""}`).join("; ")}` : ""})`);
+    const failed = link.checks.filter((c) => !c.ok);
+    say(`   #${link.position} ${link.valid ? "valid" : "INVALID"} (${link.checks.length} checks${failed.length > 0 ? `; failed: ${failed.map((c) => `${c.name}: ${c.detail ?? ""}`).join("; ")}` : ""})`);
   }
   say(`   chain: ${audit.valid ? "VERIFIED" : "NOT VERIFIED"}`);
   say(`\nInspect it: ${BASE}/inspector/conversations/${encodeURIComponent(conversation)}?agent=${DEMO_AGENT_ID}`);
@@ -272,7 +272,7 @@ async function report() {
 /** Characters of every turn's text: what an agent without Foldline would be sent each time. */
 async function conversationChars() {
   const response = expectStatus("reading the turns", await call("GET", `${conversationPath}/turns?limit=500`), [200]);
-  return (response.turns ?? []).reduce((sum, /** @type {any} */ turn) => sum + (turn.text?.length ?? 0), 0);
+  return (response.turns ?? []).reduce((sum, turn) => sum + (turn.text?.length ?? 0), 0);
 }
 
 try {
