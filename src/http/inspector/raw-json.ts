@@ -1,9 +1,8 @@
 import { Hono } from "hono";
 import { conversationInScope } from "../../api/access";
 import { packetLocation } from "../../core/chain-audit";
-import { readPlansByRunIds } from "../../storage/compaction-store";
+import { readBoundaryInConversation, readPlansByRunIds } from "../../storage/compaction-store";
 import { readDocument } from "../../storage/document-store";
-import { readBoundaryInConversation } from "../../storage/compaction-store";
 import { problem } from "../errors";
 import { inlineJson } from "./respond";
 import type { InspectorEnv } from "./types";

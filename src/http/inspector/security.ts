@@ -1,7 +1,7 @@
 /**
  * The inspector's browser-facing security rules as plain data: the response headers every page
- * carries, and when its session cookie may go without `Secure`. The middleware and the login
- * routes (`headers.ts`, `session.ts`) only apply what these return.
+ * carries, and when its session cookie may go without `Secure`. The middleware and the session
+ * helpers (`headers.ts`, `auth.ts`) only apply what these return.
  */
 
 /**
