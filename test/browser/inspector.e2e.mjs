@@ -2,8 +2,9 @@
 // local D1, R2, Queues and Durable Objects in a temporary directory), the demo conversation
 // replayed through the Telegram webhook by `npm run demo`'s own script, then headless Chromium
 // signs in through the login link, opens the conversation, and checks the chain verdict and the
-// context bar against what the API says. It saves screenshots to test-results/: inspector.png
-// (the first screen) and inspector-full.png (the whole page).
+// context bar against what the API says; then it opens the API reference and finds every
+// operation of /openapi.json on it. It saves screenshots to test-results/: inspector.png (the
+// first screen), inspector-full.png (the whole page) and reference.png.
 //
 // Needs a Chromium binary (Debian: `apt-get install chromium`; CHROMIUM_PATH overrides
 // /usr/bin/chromium). `npm test` never runs this file; `npm run test:browser` does.
@@ -170,5 +171,27 @@ test("the inspector shows the demo's verified chain, its amendment and the conte
   assert.ok(packetText.includes(JSON.stringify(conversation)), "the packet is the one compacted from this conversation");
 
   assert.deepEqual(pageErrors, [], "no script or CSP errors on the page");
+  await page.close();
+});
+
+test("the API reference renders every operation of /openapi.json in the browser", async () => {
+  const document = await (await fetch(`${worker.url}/openapi.json`)).json();
+  const operationIds = Object.values(document.paths).flatMap((item) => Object.values(/** @type {Record<string, { operationId: string }>} */ (item)).map((op) => op.operationId));
+  assert.ok(operationIds.length >= 20, `the document lists the API (${operationIds.length} operations)`);
+
+  const page = await browser.newPage();
+  /** @type {string[]} */
+  const pageErrors = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") pageErrors.push(`${message.text()} (${message.location().url})`);
+  });
+  await page.goto(`${worker.url}/reference`);
+  for (const id of operationIds) assert.equal(await page.locator(`#op-${id}`).count(), 1, `operation ${id} is on the page`);
+  assert.ok(await page.locator("#op-appendEvent").isVisible());
+  // The page's stylesheet applied, so its CSP hash matched: without it a section has no border.
+  assert.equal(await page.locator("#op-appendEvent").evaluate((el) => getComputedStyle(el).borderTopStyle), "solid");
+  await page.screenshot({ path: join(RESULTS, "reference.png") });
+  assert.deepEqual(pageErrors, [], "no script or CSP errors on the reference page");
   await page.close();
 });
