@@ -68,7 +68,7 @@ interface Chain {
   openPlan: PlanRecord | undefined;
   failures: number;
   backoffUntil: number;
-  /** Amendments against the head, recomputed only when the head or the log moved. */
+  /** Amendments against the head, recomputed only when the head moved or an event about covered history arrived (`ledger.refVersion`). */
   amendments: { key: string; value: Amendment[] } | undefined;
   /** Turn hashes of the window's folds, so each fold of an overlapping window re-hashes nothing (cleared with the window). */
   turnHashes: Map<string, string>;
