@@ -15,8 +15,9 @@ export const DERIVED_FROM = {
   // the tail ledger's running totals: no statement added; the amendment lookup now runs only when
   // an event about outside history arrives; the head RPC removed; read-only inspector queries
   // added to event-store), the commit that added migration 0007 (serving declarations found
-  // through declaration_sources), and readDeliveries (the dispatcher's resume, off the append
-  // path). Add a file's new hash here after re-reading its append path.
+  // through declaration_sources), readDeliveries (the dispatcher's resume) and readTurnRelations
+  // (pages of turns), both off the append path. Add a file's new hash here after re-reading its
+  // append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
@@ -33,6 +34,7 @@ export const DERIVED_FROM = {
     "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",
     "816c845fc55f1f74a768d374614b7033e06ec0dd4f8d03ef6ed168cb87af025f",
     "1e9ba5f7eadb87a989505c1f66aa00df5a5c10b4e74431e4d83ea3afe234a822",
+    "a414c8debdbd440dea232e68b3d14214bd0b6f5d2dc5d92924f8850219eb99cc",
   ],
 };
 

@@ -2,9 +2,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { composeRequest, eventView, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
 import { pageQuery } from "../api/queries";
+import { readTurnsPage } from "../api/turns";
 import { agentIdSchema } from "../core/events";
-import { reconstruct } from "../core/reconstruction";
-import { listEvents, readAllEvents } from "../storage/event-store";
+import { listEvents } from "../storage/event-store";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
 import type { AppEnv } from "./types";
@@ -82,14 +82,7 @@ export const conversations = new Hono<AppEnv>()
     const query = validate(turnsQuery, c.req.query());
     if (!query.ok) return problem(c, query.error);
     const { after, limit, agents, sensitive } = query.value;
-    const turns = reconstruct(await readAllEvents(c.env.DB, conversation.value), {
-      admittedAgents: agents === undefined ? "all" : new Set(agents),
-      includeSensitive: sensitive === "include",
-    }).filter((turn) => turn.group > after);
     // A page holds whole groups: it may exceed `limit` to finish the group it stopped in.
-    let end = Math.min(limit, turns.length);
-    while (end < turns.length && turns[end]?.group === turns[end - 1]?.group) end += 1;
-    const page = turns.slice(0, end);
-    const last = page.at(-1);
-    return c.json({ turns: page, nextAfter: end < turns.length && last ? last.group : null });
+    const policy = { admittedAgents: agents === undefined ? ("all" as const) : new Set(agents), includeSensitive: sensitive === "include" };
+    return c.json(await readTurnsPage(c.env.DB, conversation.value, policy, after, limit));
   });

@@ -29,55 +29,64 @@ export const LAST_WORD = "2099-12-31T23:59:59.000Z";
 export const text = fc.string({ maxLength: 12 });
 export const optional = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(arb, { nil: undefined });
 
-export const sourceArb = fc
-  .record({
-    messageId: fc.constantFrom(...MESSAGES),
-    text,
-    sensitive: fc.boolean(),
-    author: fc.constantFrom(ADA, BOB),
-    replyTo: optional(fc.constantFrom(...MESSAGES)),
-  })
-  .map(({ messageId, text, sensitive, author, replyTo }) =>
-    source(messageId, text, { sensitive, author, ...(replyTo === undefined ? {} : { replyTo }) }),
+/**
+ * Events over the given message and proposal ids. Few ids make collisions common; more ids make
+ * longer conversations with many groups, where a reader of part of the log must find the events
+ * that lie outside it.
+ */
+export function inputArbOver(messages: readonly string[], proposals: readonly string[]): fc.Arbitrary<EventInput> {
+  const sourceArb = fc
+    .record({
+      messageId: fc.constantFrom(...messages),
+      text,
+      sensitive: fc.boolean(),
+      author: fc.constantFrom(ADA, BOB),
+      replyTo: optional(fc.constantFrom(...messages)),
+    })
+    .map(({ messageId, text, sensitive, author, replyTo }) =>
+      source(messageId, text, { sensitive, author, ...(replyTo === undefined ? {} : { replyTo }) }),
+    );
+
+  const editArb = fc
+    .record({
+      target: fc.constantFrom(...messages, "m-never-sent"),
+      text,
+      sensitive: fc.boolean(),
+      editedAt: optional(fc.constantFrom(...EDIT_TIMES)),
+    })
+    .map(({ target, text, sensitive, editedAt }) =>
+      edit(target, text, { sensitive, ...(editedAt === undefined ? {} : { editedAt }) }),
+    );
+
+  const deletionArb = fc.constantFrom(...messages).map((target) => deletion(target));
+
+  const proposalArb = fc
+    .record({
+      proposalId: fc.constantFrom(...proposals),
+      agentId: fc.constantFrom(...AGENTS),
+      text,
+      sensitive: fc.boolean(),
+      replyTo: optional(fc.constantFrom(...messages, "m-unknown")),
+    })
+    .map(({ proposalId, agentId, text, sensitive, replyTo }) =>
+      proposal(proposalId, agentId, text, { sensitive, ...(replyTo === undefined ? {} : { replyTo }) }),
+    );
+
+  const deliveryArb = fc
+    .tuple(fc.constantFrom(...proposals), fc.boolean())
+    .map(([proposalId, ok]) => (ok ? delivered(proposalId) : failed(proposalId)));
+
+  return fc.oneof(
+    { arbitrary: sourceArb, weight: 4 },
+    { arbitrary: editArb, weight: 2 },
+    { arbitrary: deletionArb, weight: 1 },
+    { arbitrary: proposalArb, weight: 3 },
+    { arbitrary: deliveryArb, weight: 3 },
+    { arbitrary: fc.constantFrom(...AGENTS).map((agentId) => run("r1", agentId)), weight: 1 },
   );
+}
 
-export const editArb = fc
-  .record({
-    target: fc.constantFrom(...MESSAGES, "m-never-sent"),
-    text,
-    sensitive: fc.boolean(),
-    editedAt: optional(fc.constantFrom(...EDIT_TIMES)),
-  })
-  .map(({ target, text, sensitive, editedAt }) =>
-    edit(target, text, { sensitive, ...(editedAt === undefined ? {} : { editedAt }) }),
-  );
-
-export const deletionArb = fc.constantFrom(...MESSAGES).map((target) => deletion(target));
-
-export const proposalArb = fc
-  .record({
-    proposalId: fc.constantFrom(...PROPOSALS),
-    agentId: fc.constantFrom(...AGENTS),
-    text,
-    sensitive: fc.boolean(),
-    replyTo: optional(fc.constantFrom(...MESSAGES, "m-unknown")),
-  })
-  .map(({ proposalId, agentId, text, sensitive, replyTo }) =>
-    proposal(proposalId, agentId, text, { sensitive, ...(replyTo === undefined ? {} : { replyTo }) }),
-  );
-
-export const deliveryArb = fc
-  .tuple(fc.constantFrom(...PROPOSALS), fc.boolean())
-  .map(([proposalId, ok]) => (ok ? delivered(proposalId) : failed(proposalId)));
-
-export const inputArb: fc.Arbitrary<EventInput> = fc.oneof(
-  { arbitrary: sourceArb, weight: 4 },
-  { arbitrary: editArb, weight: 2 },
-  { arbitrary: deletionArb, weight: 1 },
-  { arbitrary: proposalArb, weight: 3 },
-  { arbitrary: deliveryArb, weight: 3 },
-  { arbitrary: fc.constantFrom(...AGENTS).map((agentId) => run("r1", agentId)), weight: 1 },
-);
+export const inputArb: fc.Arbitrary<EventInput> = inputArbOver(MESSAGES, PROPOSALS);
 
 /** A log as appended: seqs 1..n in array order. */
 export const logArb = fc.array(inputArb, { maxLength: 30 }).map((inputs) => storeAll(inputs));

@@ -1,0 +1,66 @@
+import type { StoredEvent } from "./events";
+import type { ReconstructionPolicy, Turn } from "./reconstruction";
+import { reconstruct } from "./reconstruction";
+
+/**
+ * One page of the canonical reconstruction — the turns of whole groups after `after` — read
+ * without folding the whole log. The fold gives a group's turns from its own range of the log
+ * (the group's source up to the next group's, where its unaddressed replies arrive) plus a few
+ * events that may lie anywhere: an earlier source that already used the message id, edits and
+ * deletions of the message, replies that name it, and the other events of those replies' ids
+ * (deliveries, an earlier proposal of the same id, the message a reply names). The reader fetches
+ * the range in chunks and those events through indexes (`RelatedEvents`); this module decides,
+ * from what was read, which turns are certain and whether the page is complete. The property tests
+ * hold every page to the whole-log fold.
+ */
+
+/** The ids a window of the log names, whose related events the fold needs from anywhere in the log. */
+export function idsNamedBy(window: readonly StoredEvent[]): { messageIds: string[]; proposalIds: string[] } {
+  const messageIds = new Set<string>();
+  const proposalIds = new Set<string>();
+  for (const event of window) {
+    if (event.kind === "source") messageIds.add(event.body.messageId);
+    if (event.kind === "proposal") proposalIds.add(event.body.proposalId);
+  }
+  return { messageIds: [...messageIds], proposalIds: [...proposalIds] };
+}
+
+export interface PageInput {
+  /** The log from `after` on, in order: every event with `after < seq <= windowEnd`. */
+  readonly window: readonly StoredEvent[];
+  /** Whether the window reaches the end of the log. */
+  readonly exhausted: boolean;
+  /** Events related to the window's ids (`idsNamedBy`), from anywhere in the log; may overlap the window. */
+  readonly related: readonly StoredEvent[];
+  readonly policy: ReconstructionPolicy;
+  readonly after: number;
+  readonly limit: number;
+}
+
+export type PageResult =
+  | { readonly complete: true; readonly turns: Turn[]; readonly nextAfter: number | null }
+  /** The window is too short to decide: read more of the log and ask again. */
+  | { readonly complete: false };
+
+export function pageOfTurns({ window, exhausted, related, policy, after, limit }: PageInput): PageResult {
+  const bySeq = new Map<number, StoredEvent>();
+  for (const event of related) bySeq.set(event.seq, event);
+  for (const event of window) bySeq.set(event.seq, event);
+  const events = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+
+  // Groups opened inside the window: sources whose message id no earlier source used.
+  const firstSource = new Map<string, number>();
+  for (const event of events) if (event.kind === "source" && !firstSource.has(event.body.messageId)) firstSource.set(event.body.messageId, event.seq);
+  const windowEnd = window.at(-1)?.seq ?? after;
+  const starts = [...firstSource.values()].filter((seq) => seq > after && seq <= windowEnd).sort((a, b) => a - b);
+  // The newest group may still gain unaddressed replies beyond the window, unless the log ends there.
+  const certainThrough = exhausted ? windowEnd : (starts.at(-1) ?? after + 1) - 1;
+
+  const turns = reconstruct(events, policy).filter((turn) => turn.group > after && turn.group <= certainThrough);
+  let end = Math.min(limit, turns.length);
+  while (end < turns.length && turns[end]?.group === turns[end - 1]?.group) end += 1;
+  if (end < turns.length) return { complete: true, turns: turns.slice(0, end), nextAfter: turns[end - 1]?.group ?? null };
+  // Every certain turn fits: the page is final only if nothing can follow it.
+  if (!exhausted) return { complete: false };
+  return { complete: true, turns, nextAfter: null };
+}
