@@ -4,8 +4,8 @@ import type { StoredEvent } from "./events";
 import { hashCanonical } from "./hash";
 import type { Packet } from "./packet";
 import { packetSchema } from "./packet";
-import { reconstruct } from "./reconstruction";
 import { renderSliceLine } from "./render";
+import { LogIndex, turnsAsOf } from "./turn-pages";
 
 /**
  * The operator's audit of one agent's boundary chain in one conversation: a pure function of what
@@ -182,6 +182,8 @@ const sliceStartsAfter = (packet: Packet): number => Math.max(packet.frontier.st
 
 interface LinkContext {
   readonly input: ChainAuditInput;
+  /** The log indexed once per audit, so each link's slice is checked from its own range. */
+  readonly logIndex: LogIndex;
   readonly row: AuditBoundary;
   readonly body: BoundaryBody | undefined;
   /** Other boundaries of the same epoch. */
@@ -350,20 +352,22 @@ function checkPacketBinding({ input, body, packet: read }: LinkContext): Outcome
   return failWith(problems);
 }
 
-function checkFrozenTurns({ input, packet: read }: LinkContext): Outcome {
+function checkFrozenTurns({ logIndex, packet: read }: LinkContext): Outcome {
   if (!read.ok) return { ok: false, detail: read.detail };
   const { packet } = read;
-  const asPlanned = reconstruct(
-    input.log.filter((event) => event.seq <= packet.triggerSeq),
-    { admittedAgents: new Set(packet.historyAgents), includeSensitive: packet.admitSensitive },
-  );
+  const after = sliceStartsAfter(packet);
+  // The log's turns as it stood at the trigger, from the slice's start (or the oldest group the
+  // slice claims, if it claims an older one: re-freezing is `coverage_advances`' finding, not an
+  // invention): exactly the whole prefix's fold for those groups (core/turn-pages), read from
+  // that range of the log rather than by folding the whole prefix for every link.
+  const from = Math.min(after, ...packet.frozen.turns.map((t) => t.group - 1));
+  const asPlanned = turnsAsOf(logIndex, { admittedAgents: new Set(packet.historyAgents), includeSensitive: packet.admitSensitive }, from, packet.triggerSeq);
   const indexById = new Map<string, number>(asPlanned.map((t, i) => [t.id, i]));
   const problems: string[] = [];
   const invented = packet.frozen.turns.filter((t) => !indexById.has(t.id)).map((t) => t.id);
   if (invented.length > 0) problems.push(`frozen turns the log did not hold at seq ${packet.triggerSeq}: ${listed(invented)}`);
   // Silent truncation is forbidden: every turn of the groups the slice claims must be in it.
   // (Which groups it may claim at all is `coverage_advances`' question.)
-  const after = sliceStartsAfter(packet);
   const frozenIds = new Set(packet.frozen.turns.map((t) => t.id));
   const dropped = asPlanned.filter((t) => t.group > after && t.group <= packet.frozen.throughSeq && !frozenIds.has(t.id)).map((t) => t.id);
   if (dropped.length > 0) problems.push(`log turns missing from the frozen slice: ${listed(dropped)}`);
@@ -426,10 +430,11 @@ const CHECKS: Record<CheckName, (ctx: LinkContext) => Outcome> = {
   model_evidence: checkModelEvidence,
 };
 
-function auditLink(input: ChainAuditInput, row: AuditBoundary, epoch: readonly AuditBoundary[]): LinkAudit {
+function auditLink(input: ChainAuditInput, logIndex: LogIndex, row: AuditBoundary, epoch: readonly AuditBoundary[]): LinkAudit {
   const packetRead = input.packets.get(row.id);
   const ctx: LinkContext = {
     input,
+    logIndex,
     row,
     body: parseBoundaryBody(row.body),
     siblings: epoch.filter((b) => b !== row),
@@ -449,6 +454,7 @@ const byPosition = (a: AuditBoundary, b: AuditBoundary): number =>
   a.position - b.position || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
 
 export function auditChain(input: ChainAuditInput): ChainAuditReport {
+  const logIndex = new LogIndex(input.log);
   const byEpoch = new Map<string, AuditBoundary[]>([[input.currentEpochId, []]]);
   for (const boundary of input.boundaries) {
     const list = byEpoch.get(boundary.epochId) ?? [];
@@ -460,7 +466,7 @@ export function auditChain(input: ChainAuditInput): ChainAuditReport {
     .filter(([epochId]) => epochId !== input.currentEpochId)
     .sort(([a, la], [b, lb]) => newest(lb).localeCompare(newest(la)) || a.localeCompare(b));
   const epochs = [[input.currentEpochId, byEpoch.get(input.currentEpochId) ?? []] as const, ...retired].map(([epochId, list]): EpochAudit => {
-    const links = [...list].sort(byPosition).map((row) => auditLink(input, row, list));
+    const links = [...list].sort(byPosition).map((row) => auditLink(input, logIndex, row, list));
     return { epochId, current: epochId === input.currentEpochId, valid: links.every((l) => l.valid), links };
   });
   return {

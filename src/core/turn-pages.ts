@@ -64,3 +64,81 @@ export function pageOfTurns({ window, exhausted, related, policy, after, limit }
   if (!exhausted) return { complete: false };
   return { complete: true, turns, nextAfter: null };
 }
+
+/**
+ * A log held in memory, indexed the way `readTurnRelations` reads D1, so a page of turns as of
+ * any point of the log costs its own range plus lookups rather than a fold of the whole prefix
+ * (the chain audit checks every link's frozen slice this way).
+ */
+export class LogIndex {
+  readonly #log: readonly StoredEvent[];
+  readonly #sources = new Map<string, StoredEvent[]>();
+  readonly #corrections = new Map<string, StoredEvent[]>();
+  /** Proposals and deliveries by proposal id. */
+  readonly #byProposal = new Map<string, StoredEvent[]>();
+  /** Proposals by the message they answer. */
+  readonly #replies = new Map<string, StoredEvent[]>();
+
+  constructor(log: readonly StoredEvent[]) {
+    this.#log = [...log].sort((a, b) => a.seq - b.seq);
+    for (const event of this.#log) {
+      if (event.kind === "source") push(this.#sources, event.body.messageId, event);
+      if (event.kind === "correction") push(this.#corrections, event.body.targetMessageId, event);
+      if (event.kind === "proposal" || event.kind === "delivery") push(this.#byProposal, event.body.proposalId, event);
+      if (event.kind === "proposal" && event.body.replyToMessageId !== undefined) push(this.#replies, event.body.replyToMessageId, event);
+    }
+  }
+
+  /** The events with `after < seq <= through`, in order. */
+  range(after: number, through: number): StoredEvent[] {
+    return this.#log.slice(this.#firstAbove(after), this.#firstAbove(through));
+  }
+
+  /** What `readTurnRelations` would read for these ids, as the log stood at `through`. */
+  related(messageIds: readonly string[], proposalIds: readonly string[], through: number): StoredEvent[] {
+    const found = new Map<number, StoredEvent>();
+    const add = (events: readonly StoredEvent[] | undefined) => {
+      for (const event of events ?? []) if (event.seq <= through) found.set(event.seq, event);
+    };
+    const replyIds = new Set<string>();
+    for (const id of messageIds) {
+      add(this.#sources.get(id));
+      add(this.#corrections.get(id));
+      for (const reply of this.#replies.get(id) ?? []) if (reply.kind === "proposal" && reply.seq <= through) replyIds.add(reply.body.proposalId);
+    }
+    for (const id of [...proposalIds, ...replyIds]) add(this.#byProposal.get(id));
+    // The messages the named proposals answer.
+    for (const id of proposalIds) {
+      for (const event of this.#byProposal.get(id) ?? []) {
+        if (event.kind === "proposal" && event.seq <= through && event.body.replyToMessageId !== undefined) add(this.#sources.get(event.body.replyToMessageId));
+      }
+    }
+    return [...found.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Index of the first event with seq > `seq`. */
+  #firstAbove(seq: number): number {
+    let lo = 0;
+    let hi = this.#log.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.#log[mid]?.seq ?? Infinity) <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
+
+/** Every turn of the groups after `after`, as the whole log through `through` folds them. */
+export function turnsAsOf(index: LogIndex, policy: ReconstructionPolicy, after: number, through: number): Turn[] {
+  const window = index.range(after, through);
+  const ids = idsNamedBy(window);
+  const page = pageOfTurns({ window, exhausted: true, related: index.related(ids.messageIds, ids.proposalIds, through), policy, after, limit: Number.MAX_SAFE_INTEGER });
+  return page.complete ? page.turns : [];
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
