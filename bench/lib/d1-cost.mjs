@@ -16,8 +16,8 @@ export const DERIVED_FROM = {
   // an event about outside history arrives; the head RPC removed; read-only inspector queries
   // added to event-store), the commit that added migration 0007 (serving declarations found
   // through declaration_sources), readDeliveries (the dispatcher's resume) and readTurnRelations
-  // (pages of turns), both off the append path. Add a file's new hash here after re-reading its
-  // append path.
+  // (pages of turns), both off the append path; then a comment-only change to the engine. Add a
+  // file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
@@ -29,6 +29,7 @@ export const DERIVED_FROM = {
     "8e4e293eb7d0fc3e9e8eb35921ddaaa1ff1d84aa629667b8d63a67477d004cba",
     "72fd8af359ff7a449bc98958d3c5ca9cc8f3ca4f2f3fd9b865a46de05f36a849",
     "4866a28f7c608aa167797ee9fe8a5b7c899f0d748edc30cd9d4d564d4fcd3309",
+    "2053975521d5f846c4b0b52ef6b276ab89a04941dd701563ee405043bec36b21",
   ],
   "src/storage/event-store.ts": [
     "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",
