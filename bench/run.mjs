@@ -393,7 +393,7 @@ async function runMetrics(api, fake, current, restart) {
       { key: "mid", label: short(SIZE.mid) },
       { key: "big", label: short(SIZE.big) },
     ];
-    /** @type {Record<string, { latencies: number[], bytes: number[], shape: any }>} */
+    /** @type {Record<string, { latencies: number[], bytes: number[], shape: ReturnType<typeof contextShape> | null }>} */
     const data = {};
     for (const p of points) {
       data[p.label] = { latencies: [], bytes: [], shape: null };

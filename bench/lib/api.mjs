@@ -114,7 +114,8 @@ export class LogFollower {
     this.api = api;
     this.conversation = conversation;
     this.after = 0;
-    /** @type {Map<string, { planned?: any, completed?: any, failed: any[] }>} */
+    /** @typedef {{ seq: number, recordedAt: number, detail: Record<string, unknown> }} RunStep */
+    /** @type {Map<string, { planned?: RunStep, completed?: RunStep, failed: unknown[] }>} */
     this.runs = new Map();
     /** Preflight records: one per admitted source (skipped below the trigger or while a run is in flight). */
     /** @type {{ seq: number, sourceSeq: number, activeChars: number, reason: string }[]} */

@@ -15,8 +15,8 @@ export const DERIVED_FROM = {
   // the tail ledger's running totals: no statement added; the amendment lookup now runs only when
   // an event about outside history arrives; the head RPC removed; read-only inspector queries
   // added to event-store), the commit that added migration 0007 (serving declarations found
-  // through declaration_sources), readDeliveries (the dispatcher's resume) and readTurnRelations
-  // (pages of turns), both off the append path; then a comment-only change to the engine. Add a
+  // through declaration_sources), readDeliveries (the dispatcher's resume) and a reader for pages
+  // of turns (since merged into context-store's readRelatedEvents), both off the append path; then a comment-only change to the engine. Add a
   // file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",

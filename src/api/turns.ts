@@ -1,7 +1,8 @@
 import type { StoredEvent } from "../core/events";
 import type { ReconstructionPolicy, Turn } from "../core/reconstruction";
 import { idsNamedBy, pageOfTurns } from "../core/turn-pages";
-import { listEvents, readTurnRelations } from "../storage/event-store";
+import { readRelatedEvents } from "../storage/context-store";
+import { listEvents } from "../storage/event-store";
 
 /** Events read per step of a page: a page of turns usually needs one. */
 const CHUNK = 1_000;
@@ -34,7 +35,7 @@ export async function readTurnsPage(
     for (const id of messageIds) named.messageIds.add(id);
     for (const id of proposalIds) named.proposalIds.add(id);
     if (messageIds.length > 0 || proposalIds.length > 0) {
-      for (const event of await readTurnRelations(db, conversationId, messageIds, proposalIds)) related.set(event.seq, event);
+      for (const event of await readRelatedEvents(db, conversationId, messageIds, proposalIds, { replies: true })) related.set(event.seq, event);
     }
     const page = pageOfTurns({ window, exhausted: batch.length < chunk, related: [...related.values()], policy, after, limit });
     if (page.complete) return { turns: page.turns, nextAfter: page.nextAfter };

@@ -1,5 +1,6 @@
 import { turnChars } from "./compaction-plan";
 import type { StoredEvent } from "./events";
+import { push } from "./multimap";
 import type { ReconstructionPolicy } from "./reconstruction";
 import { reconstruct } from "./reconstruction";
 
@@ -19,7 +20,7 @@ type Delivery = Extract<StoredEvent, { kind: "delivery" }>;
  *   `reconstruct(tailEvents(window))` after `windowStart`, where a reply to a message the window
  *   does not hold is not a tail turn (`tailEvents`);
  * - `references(absorbedThroughSeq)`: which messages and proposals outside the window later events
- *   speak about — the ids whose history an amendment must be derived from (`amendmentReferences`).
+ *   speak about — the ids whose history an amendment must be derived from.
  *
  * Only the group an event touches is re-folded, with the same `reconstruct`, over that group's own
  * events; everything else is bookkeeping of which events belong to which group. Events must be
@@ -213,12 +214,6 @@ export class TailLedger {
   }
 }
 
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list === undefined) map.set(key, [value]);
-  else list.push(value);
-}
-
 /**
  * The window's tail events: a reply to a message the window does not hold would land in a covered
  * group, so it is an amendment of covered history, not a tail turn.
@@ -226,26 +221,4 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 export function tailEvents(window: readonly StoredEvent[]): StoredEvent[] {
   const sources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
   return window.filter((event) => !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)));
-}
-
-/**
- * The ids outside the window that window events after `absorbedThroughSeq` speak about: corrected
- * or replied-to messages the window does not hold, and delivered or replying proposals it does
- * not hold (or that reply outside it). The whole-window form of `TailLedger.references`.
- */
-export function amendmentReferences(window: readonly StoredEvent[], absorbedThroughSeq: number): { messageIds: string[]; proposalIds: string[] } {
-  const windowSources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
-  const windowProposals = new Set(window.flatMap((e) => (e.kind === "proposal" ? [e.body.proposalId] : [])));
-  const messageIds = new Set<string>();
-  const proposalIds = new Set<string>();
-  for (const event of window) {
-    if (event.seq <= absorbedThroughSeq) continue;
-    if (event.kind === "correction" && !windowSources.has(event.body.targetMessageId)) messageIds.add(event.body.targetMessageId);
-    if (event.kind === "delivery" && !windowProposals.has(event.body.proposalId)) proposalIds.add(event.body.proposalId);
-    if (event.kind === "proposal" && event.body.replyToMessageId !== undefined && !windowSources.has(event.body.replyToMessageId)) {
-      messageIds.add(event.body.replyToMessageId);
-      proposalIds.add(event.body.proposalId);
-    }
-  }
-  return { messageIds: [...messageIds], proposalIds: [...proposalIds] };
 }

@@ -1,4 +1,5 @@
 import type { StoredEvent } from "./events";
+import { push } from "./multimap";
 import type { ReconstructionPolicy, Turn } from "./reconstruction";
 import { reconstruct } from "./reconstruction";
 
@@ -9,9 +10,9 @@ import { reconstruct } from "./reconstruction";
  * events that may lie anywhere: an earlier source that already used the message id, edits and
  * deletions of the message, replies that name it, and the other events of those replies' ids
  * (deliveries, an earlier proposal of the same id, the message a reply names). The reader fetches
- * the range in chunks and those events through indexes (`RelatedEvents`); this module decides,
- * from what was read, which turns are certain and whether the page is complete. The property tests
- * hold every page to the whole-log fold.
+ * the range in chunks and those events through indexes (`readRelatedEvents` with replies); this
+ * module decides, from what was read, which turns are certain and whether the page is complete.
+ * The property tests hold every page to the whole-log fold.
  */
 
 /** The ids a window of the log names, whose related events the fold needs from anywhere in the log. */
@@ -66,9 +67,9 @@ export function pageOfTurns({ window, exhausted, related, policy, after, limit }
 }
 
 /**
- * A log held in memory, indexed the way `readTurnRelations` reads D1, so a page of turns as of
- * any point of the log costs its own range plus lookups rather than a fold of the whole prefix
- * (the chain audit checks every link's frozen slice this way).
+ * A log held in memory, indexed the way `readRelatedEvents` (with replies) reads D1, so a page of
+ * turns as of any point of the log costs its own range plus lookups rather than a fold of the
+ * whole prefix (the chain audit checks every link's frozen slice this way).
  */
 export class LogIndex {
   readonly #log: readonly StoredEvent[];
@@ -94,7 +95,7 @@ export class LogIndex {
     return this.#log.slice(this.#firstAbove(after), this.#firstAbove(through));
   }
 
-  /** What `readTurnRelations` would read for these ids, as the log stood at `through`. */
+  /** What `readRelatedEvents` with replies would read for these ids, as the log stood at `through`. */
   related(messageIds: readonly string[], proposalIds: readonly string[], through: number): StoredEvent[] {
     const found = new Map<number, StoredEvent>();
     const add = (events: readonly StoredEvent[] | undefined) => {
@@ -135,10 +136,4 @@ export function turnsAsOf(index: LogIndex, policy: ReconstructionPolicy, after: 
   const ids = idsNamedBy(window);
   const page = pageOfTurns({ window, exhausted: true, related: index.related(ids.messageIds, ids.proposalIds, through), policy, after, limit: Number.MAX_SAFE_INTEGER });
   return page.complete ? page.turns : [];
-}
-
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list === undefined) map.set(key, [value]);
-  else list.push(value);
 }

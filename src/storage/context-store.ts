@@ -46,19 +46,27 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
 }
 
 /**
- * Every event about the given messages and proposals: their sources and proposals, all their
- * corrections and deliveries, and the replies to the messages. Served by the partial indexes of
- * migration 0005.
+ * Every event about the given messages and proposals: their sources and the sources of the
+ * messages the proposals answer, all corrections of the messages, and every proposal and delivery
+ * of the proposals. With `replies`, also the replies to the messages wherever they lie, with
+ * their proposals' deliveries (a page of turns needs them; amendments find replies by proposal).
+ * Served by the partial indexes of migrations 0005 and 0008.
  */
 export async function readRelatedEvents(
   db: D1Database,
   conversationId: string,
   messageIds: readonly string[],
   proposalIds: readonly string[],
+  { replies = false }: { readonly replies?: boolean } = {},
 ): Promise<StoredEvent[]> {
   const messages = JSON.stringify(messageIds);
   const proposals = JSON.stringify(proposalIds);
   const columns = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
+  // The ids of the proposals that answer the messages (migration 0008's index).
+  const replyIds = replies
+    ? ` UNION SELECT json_extract(r.body, '$.proposalId') FROM events r
+         WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
+    : "";
   const results = await db.batch<Parameters<typeof toStoredEvent>[0]>([
     db
       // The messages themselves, and the messages the named proposals reply to (their groups).
@@ -70,11 +78,14 @@ export async function readRelatedEvents(
       )
       .bind(conversationId, messages, proposals),
     db
-      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ? AND kind = 'correction' AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?))`)
+      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
       .bind(conversationId, messages),
     db
-      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ? AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') IN (SELECT value FROM json_each(?))`)
-      .bind(conversationId, proposals),
+      .prepare(
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') IN (
+           SELECT value FROM json_each(?3)${replyIds})`,
+      )
+      .bind(conversationId, messages, proposals),
   ]);
   const bySeq = new Map<number, StoredEvent>();
   for (const result of results) for (const row of result.results) bySeq.set(row.seq, toStoredEvent(row));

@@ -112,42 +112,6 @@ export async function listEvents(
   return results.map(toStoredEvent);
 }
 
-/**
- * The events a page of turns needs from outside its range of the log (`core/turn-pages`): sources
- * of the named messages and of the messages the named proposals answer, corrections of the named
- * messages, and every proposal and delivery of the named proposals and of the replies to the
- * named messages (found by migration 0008's index), the replies themselves among them. Index
- * lookups only; may overlap the page's own range.
- */
-export async function readTurnRelations(db: D1Database, conversationId: string, messageIds: readonly string[], proposalIds: readonly string[]): Promise<StoredEvent[]> {
-  const messages = JSON.stringify(messageIds);
-  const proposals = JSON.stringify(proposalIds);
-  const replyIds = `SELECT json_extract(r.body, '$.proposalId') FROM events r
-    WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`;
-  const results = await db.batch<EventRow>([
-    db
-      .prepare(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND json_extract(body, '$.messageId') IN (
-           SELECT value FROM json_each(?2)
-           UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM events p
-           WHERE p.conversation_id = ?1 AND p.kind = 'proposal' AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
-      )
-      .bind(conversationId, messages, proposals),
-    db
-      .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
-      .bind(conversationId, messages),
-    db
-      .prepare(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') IN (
-           SELECT value FROM json_each(?3) UNION ${replyIds})`,
-      )
-      .bind(conversationId, messages, proposals),
-  ]);
-  const bySeq = new Map<number, StoredEvent>();
-  for (const result of results) for (const row of result.results) bySeq.set(row.seq, toStoredEvent(row));
-  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
-}
-
 /** The whole log of one conversation, read in pages so no single result grows without bound. */
 export async function readAllEvents(db: D1Database, conversationId: string): Promise<StoredEvent[]> {
   const page = 1_000;

@@ -4,7 +4,7 @@ import { groupTurns } from "../../src/core/compaction-plan";
 import type { StoredEvent } from "../../src/core/events";
 import type { ReconstructionPolicy } from "../../src/core/reconstruction";
 import { reconstruct } from "../../src/core/reconstruction";
-import { TailLedger, amendmentReferences, tailEvents } from "../../src/core/tail-ledger";
+import { TailLedger, tailEvents } from "../../src/core/tail-ledger";
 import { delivered, edit, proposal, source, storeAll } from "./event-builders";
 import { logArb, policyArb } from "./log-arbitraries";
 
@@ -15,6 +15,29 @@ const RUNS = { numRuns: 400 };
 function foldedTailChars(window: readonly StoredEvent[], policy: ReconstructionPolicy, windowStart: number): number {
   const turns = reconstruct(tailEvents(window), policy).filter((turn) => turn.group > windowStart);
   return groupTurns(turns).reduce((total, group) => total + group.chars, 0);
+}
+
+/**
+ * The ids outside the window that window events after `absorbedThroughSeq` speak about: corrected
+ * or replied-to messages the window does not hold, and delivered or replying proposals it does
+ * not hold (or that reply outside it): what the engine scanned the window for before the ledger,
+ * and what `TailLedger.references` must equal.
+ */
+function amendmentReferences(window: readonly StoredEvent[], absorbedThroughSeq: number): { messageIds: string[]; proposalIds: string[] } {
+  const windowSources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
+  const windowProposals = new Set(window.flatMap((e) => (e.kind === "proposal" ? [e.body.proposalId] : [])));
+  const messageIds = new Set<string>();
+  const proposalIds = new Set<string>();
+  for (const event of window) {
+    if (event.seq <= absorbedThroughSeq) continue;
+    if (event.kind === "correction" && !windowSources.has(event.body.targetMessageId)) messageIds.add(event.body.targetMessageId);
+    if (event.kind === "delivery" && !windowProposals.has(event.body.proposalId)) proposalIds.add(event.body.proposalId);
+    if (event.kind === "proposal" && event.body.replyToMessageId !== undefined && !windowSources.has(event.body.replyToMessageId)) {
+      messageIds.add(event.body.replyToMessageId);
+      proposalIds.add(event.body.proposalId);
+    }
+  }
+  return { messageIds: [...messageIds], proposalIds: [...proposalIds] };
 }
 
 const sorted = (refs: { messageIds: string[]; proposalIds: string[] }) => ({ messageIds: [...refs.messageIds].sort(), proposalIds: [...refs.proposalIds].sort() });
