@@ -36,6 +36,7 @@ export const DERIVED_FROM = {
     "816c845fc55f1f74a768d374614b7033e06ec0dd4f8d03ef6ed168cb87af025f",
     "1e9ba5f7eadb87a989505c1f66aa00df5a5c10b4e74431e4d83ea3afe234a822",
     "a414c8debdbd440dea232e68b3d14214bd0b6f5d2dc5d92924f8850219eb99cc",
+    "1e9ba5f7eadb87a989505c1f66aa00df5a5c10b4e74431e4d83ea3afe234a822",
   ],
 };
 
