@@ -93,9 +93,12 @@ describe("the Telegram dispatcher", () => {
       const delivery = events.find((e) => e.kind === "delivery" && e.body.proposalId === proposal.body.proposalId && e.body.status === "delivered");
       expect(delivery?.body.externalMessageId).toMatch(/^\d+$/);
     }
-    // The compactor did fail (the failures were injected) — privately.
-    const compactorFailures = events.filter((e) => e.kind === "run" && e.body.role === "compactor" && e.body.status === "failed");
-    expect(compactorFailures.length).toBeGreaterThanOrEqual(2);
+    // The compactor did fail (the failures were injected) — privately. Read once the chain has
+    // settled: the deliveries can all land before the compactor's retries have run. One failed run
+    // per injected failure (the SDK does not retry: MODEL_MAX_RETRIES is 0).
+    const settledLog = await log(token, conversation);
+    const compactorFailures = settledLog.filter((e) => e.kind === "run" && e.body.role === "compactor" && e.body.status === "failed");
+    expect(compactorFailures).toHaveLength(3);
     const chatText = requests.map((r) => r.body.text).join("\n");
     for (const forbidden of ["COMPACTOR-FAILURE-MARKER", "compactor", "untrusted-history-summary", "output_invalid_json", "model_server_error"]) {
       expect(chatText).not.toContain(forbidden);
