@@ -110,7 +110,8 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     const { conversation, agentId, token } = await setup("projection");
     await script(Array.from({ length: 6 }, () => ({ status: 503 })));
     await sayUntilPlanned(token, conversation);
-    const [boundary] = await idle(conversation, agentId, 1);
+    // Six attempts, the dead-letter hop and a re-plan each wait out the queue's batch window.
+    const [boundary] = (await settledChain(conversation, agentId, 1, 60_000)).chain;
 
     const incidents = await readIncidents(env.DB, conversation, 50);
     const abandoned = incidents.filter((i) => i.kind === "compactor_abandoned");
@@ -120,7 +121,7 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     expect(boundary?.runId).not.toBe(abandoned[0]?.runId);
     const planned = (await runs(token, conversation)).filter((r) => r.body.status === "planned");
     expect(planned.map((r) => r.body.runId)).toEqual([abandoned[0]?.runId, boundary?.runId]);
-  });
+  }, 90_000);
 
   it("never makes ingest wait for the model", async () => {
     const { conversation, agentId, token } = await setup("projection");

@@ -8,6 +8,7 @@ import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 import { insertPlan, settledChain } from "../support/chain";
+import { conversationStub } from "../../src/durable/stub";
 
 const idle = async (conversation: string, agentId: string, boundaries: number) => (await settledChain(conversation, agentId, boundaries)).chain;
 
@@ -81,6 +82,9 @@ describe("GET /v1/conversations/{conversation}/context", () => {
     await idle(conversation, agentId, 1);
     const before = await context(token, conversation, agentId);
     await say(token, conversation, 20, 21);
+    // The premise, stated: this message plans no compaction (a run settling between the two reads
+    // would change the head), so the two contexts differ by exactly the new turn.
+    expect((await conversationStub(env, conversation).describeChain(conversation, agentId))?.openRunId).toBeNull();
     const after = await context(token, conversation, agentId);
     expect(after.manifest.boundary?.id).toBe(before.manifest.boundary?.id);
     expect(after.messages.slice(0, before.messages.length)).toEqual(before.messages);

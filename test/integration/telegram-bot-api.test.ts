@@ -159,17 +159,6 @@ describe("sendMessage", () => {
     expect(malformed).toMatchObject({ ok: false, error: { kind: "not_sent", reason: "no_token" } });
     expect(await fake.requests()).toEqual([]);
   });
-
-  it("reaches the fake through the TELEGRAM_API_BASE_URL binding the tests configure", async () => {
-    const chatId = Math.floor(Math.random() * 1_000_000_000) + 1;
-
-    const result = await sendMessage(env, BOT, { chatId, text: "through the binding" });
-
-    expect(result.ok).toBe(true);
-    const response = await fetch(`${fakeOrigin}/__requests`);
-    const requests = (await response.json()) as Recorded[];
-    expect(requests.filter((request) => request.body["chat_id"] === chatId)).toHaveLength(1);
-  });
 });
 
 describe("deliverText", () => {

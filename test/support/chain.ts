@@ -19,13 +19,13 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, what: stri
  * afterwards, so the rows read next are final (read the other way round, a run settling in
  * between would leave the rows one boundary short).
  */
-export async function settledChain(conversation: string, agentId: string, atLeast: number) {
+export async function settledChain(conversation: string, agentId: string, atLeast: number, timeoutMs?: number) {
   return waitFor(async () => {
     const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
     if (state?.openRunId !== null) return undefined;
     const chain = await readChainBoundaries(env.DB, conversation, agentId, state.epochId);
     return chain.length >= atLeast && chain.at(-1)?.body.id === state.headId ? { chain, state } : undefined;
-  }, `${atLeast} boundaries`);
+  }, `${atLeast} boundaries`, timeoutMs);
 }
 
 /** A plan row written by hand, as a forger with database access would. */
