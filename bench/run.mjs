@@ -797,6 +797,33 @@ async function runMetrics(api, fake, current, restart) {
     const links = audit.epochs.flatMap((/** @type {any} */ e) => e.links);
     results.metrics.verifyBig = { valid: audit.valid, links: links.length, linksValid: links.filter((/** @type {any} */ l) => l.valid).length, ms: round(performance.now() - t0, 0) };
     log(`[verify] ${short(SIZE.big)} chain: ${results.metrics.verifyBig.linksValid}/${links.length} links valid in ${results.metrics.verifyBig.ms} ms`);
+
+    // The same chain a link per page (`verify/links`): each page reads its own rows, packet,
+    // receipt and slice of the log, so its cost should not grow with the link's position.
+    /** @type {number[]} */
+    const pageMs = [];
+    /** @type {any[]} */
+    const paged = [];
+    for (let after = 0; after !== null; ) {
+      const started = performance.now();
+      const page = await api.verifyLinks(agents.big.conversation, agents.big.id, after, 1);
+      pageMs.push(performance.now() - started);
+      paged.push(...page.links);
+      after = page.nextAfter;
+    }
+    const current = audit.epochs.find((/** @type {any} */ e) => e.current)?.links ?? [];
+    const half = Math.floor(pageMs.length / 2);
+    results.metrics.verifyBig.pages = {
+      pages: pageMs.length,
+      agreesWithWholeAudit: JSON.stringify(paged) === JSON.stringify(current),
+      p50Ms: round(percentile(pageMs, 50), 1),
+      maxMs: round(Math.max(...pageMs), 1),
+      firstHalfP50Ms: round(percentile(pageMs.slice(0, half), 50), 1),
+      secondHalfP50Ms: round(percentile(pageMs.slice(half), 50), 1),
+      totalMs: round(pageMs.reduce((a, b) => a + b, 0), 0),
+    };
+    const pages = results.metrics.verifyBig.pages;
+    log(`[verify] one link per page: ${pages.pages} pages, p50 ${pages.p50Ms} ms (first half ${pages.firstHalfP50Ms}, second half ${pages.secondHalfP50Ms}), ${pages.agreesWithWholeAudit ? "the same links as the whole audit" : "DIFFERENT links from the whole audit"}`);
   });
   if (!current().alive()) throw new WorkerError("wrangler dev exited during the run");
 }

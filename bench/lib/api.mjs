@@ -98,6 +98,12 @@ export class Api {
     return (await this.expect(`verify of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/verify?agent=${encodeURIComponent(agentId)}`)).json();
   }
 
+  /** @param {string} conversation @param {string} agentId @param {number} after @param {number} limit */
+  async verifyLinks(conversation, agentId, after, limit) {
+    const query = `agent=${encodeURIComponent(agentId)}&after=${after}&limit=${limit}`;
+    return (await this.expect(`verify/links of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/verify/links?${query}`)).json();
+  }
+
   /** @param {string} conversation @param {number} after @param {number} limit */
   async events(conversation, after, limit = 500) {
     return (await this.expect(`events of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/events?after=${after}&limit=${limit}`)).json();

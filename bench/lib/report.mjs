@@ -280,6 +280,13 @@ export function renderMarkdown(r) {
 
   if (m.verifyBig !== undefined) {
     out.push("## Chain audit", "", `\`GET …/verify\` on the long replay's conversation: ${m.verifyBig.linksValid} of ${m.verifyBig.links} links valid (${m.verifyBig.valid ? "chain valid" : "CHAIN INVALID"}) in ${n(m.verifyBig.ms)} ms (an operator's audit: it reads the whole log and every packet).`, "");
+    const p = m.verifyBig.pages;
+    if (p !== undefined) {
+      out.push(
+        `\`GET …/verify/links\`, one link per page: ${p.pages} pages, p50 ${n(p.p50Ms, 1)} ms, max ${n(p.maxMs, 1)} ms; p50 ${n(p.firstHalfP50Ms, 1)} ms over the older half of the chain and ${n(p.secondHalfP50Ms, 1)} ms over the newer half; ${n(p.totalMs)} ms in all. The pages ${p.agreesWithWholeAudit ? "report exactly the links of the whole audit" : "DO NOT report the links of the whole audit"}.`,
+        "",
+      );
+    }
   }
   if (r.errors.length > 0) {
     out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");

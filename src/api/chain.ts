@@ -1,14 +1,18 @@
-import type { AuditRun, PacketRead } from "../core/chain-audit";
-import { auditChain, packetLocation, parseBoundaryBody } from "../core/chain-audit";
+import type { AuditBoundary, AuditRun, LinkPage, PacketRead } from "../core/chain-audit";
+import { auditChain, auditLinkPage, frozenSliceRanges, packetLocation, parseBoundaryBody } from "../core/chain-audit";
+import type { StoredEvent } from "../core/events";
+import { idsNamedBy } from "../core/turn-pages";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { BoundaryAuditRow } from "../storage/compaction-store";
-import { currentDeclaration, readBoundaryAuditRows, readPlansByRunIds } from "../storage/compaction-store";
+import type { PlanRecord } from "../storage/compaction-store";
+import { currentDeclaration, readBoundaryAuditPage, readBoundaryAuditRows, readPlansByRunIds } from "../storage/compaction-store";
+import { readRelatedEvents } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
-import { readAllEvents } from "../storage/event-store";
+import { readAllEvents, readEventRange, readEventsByKeys } from "../storage/event-store";
 import { validate } from "../http/validation";
 import type { ScopedConversationId } from "./access";
-import { agentQuery } from "./queries";
+import { agentQuery, linkPageQuery } from "./queries";
 
 /**
  * The operator's view of an agent's boundary chain in one conversation: `listChain` lists every
@@ -59,6 +63,27 @@ export async function listChain(env: Env, conversationId: ScopedConversationId, 
 
 export type ChainAudit = ReturnType<typeof auditChain>;
 
+/**
+ * The packet of each boundary, read back from R2 and re-hashed. One at a time: each read holds a
+ * connection until its body is consumed, and a Worker has at most 6 open at once. An audit is not
+ * latency-sensitive.
+ */
+async function readPackets(documents: R2Bucket, boundaries: readonly AuditBoundary[], plans: ReadonlyMap<string, PlanRecord>): Promise<Map<string, PacketRead>> {
+  const packets = new Map<string, PacketRead>();
+  for (const boundary of boundaries) {
+    const location = packetLocation(boundary, plans.get(boundary.runId));
+    if (location === undefined) continue;
+    packets.set(boundary.id, { ...location, outcome: await readDocument(documents, location.key, location.hash) });
+  }
+  return packets;
+}
+
+const toAuditRun = (event: StoredEvent): AuditRun[] => {
+  if (event.kind !== "run") return [];
+  const boundaryId = event.body.detail?.["boundaryId"];
+  return [{ runId: event.body.runId, status: event.body.status, agentId: event.body.agentId, boundaryId: typeof boundaryId === "string" ? boundaryId : null }];
+};
+
 /** `{ agent }`: every link re-hashed from D1 events and R2 packets, each reported valid or with the checks it failed. */
 export async function verifyChain(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ChainAudit>> {
   const parsed = validate(agentQuery, query);
@@ -70,22 +95,55 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
   const { DB, DOCUMENTS } = env;
   const boundaries = await readBoundaryAuditRows(DB, conversationId, agentId);
   const plans = await readPlansByRunIds(DB, [...new Set(boundaries.map((b) => b.runId))]);
-  // One packet at a time: each read holds a connection until its body is consumed, and a Worker
-  // has at most 6 open at once. An audit is not latency-sensitive; a long chain is many
-  // subrequests, which bounds how long a chain one request can audit.
-  const packets = new Map<string, PacketRead>();
-  for (const boundary of boundaries) {
-    const location = packetLocation(boundary, plans.get(boundary.runId));
-    if (location === undefined) continue;
-    packets.set(boundary.id, { ...location, outcome: await readDocument(DOCUMENTS, location.key, location.hash) });
-  }
+  // A long chain is many subrequests, which bounds how long a chain one request can audit:
+  // `verifyLinks` audits it a page at a time.
+  const packets = await readPackets(DOCUMENTS, boundaries, plans);
   // The whole log, once: frozen turns are checked against the log as it stood at each run's
   // trigger, and receipts (run events) come after it. Acceptable for an audit, never for the hot path.
   const log = await readAllEvents(DB, conversationId);
-  const runs: AuditRun[] = log.flatMap((event) => {
-    if (event.kind !== "run") return [];
-    const boundaryId = event.body.detail?.["boundaryId"];
-    return [{ runId: event.body.runId, status: event.body.status, agentId: event.body.agentId, boundaryId: typeof boundaryId === "string" ? boundaryId : null }];
-  });
+  const runs = log.flatMap(toAuditRun);
   return ok(auditChain({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries, plans, packets, runs, log }));
+}
+
+/**
+ * `{ agent, epoch?, after?, limit? }`: one page of an epoch's links (the current epoch unless
+ * named), each audited exactly as `verifyChain` audits it, at the cost of the page alone: its
+ * boundary rows and their neighbours, its plans and packets, its completed-run receipts by key,
+ * and the ranges of the log its frozen slices were cut from (with the events related to them)
+ * rather than the whole log. A long chain is verified by following `nextAfter`.
+ */
+export async function verifyLinks(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<LinkPage>> {
+  const parsed = validate(linkPageQuery, query);
+  if (!parsed.ok) return parsed;
+  const { agent: agentId, after, limit } = parsed.value;
+  const declaration = await currentDeclaration(env.DB, agentId);
+  if (declaration === undefined) return fail("not_found", "no declaration for this agent");
+  const epochId = parsed.value.epoch ?? declaration.epoch.id;
+
+  const { DB, DOCUMENTS } = env;
+  const page = await readBoundaryAuditPage(DB, conversationId, agentId, epochId, after, limit);
+  const audited = page.rows.filter((row) => row.epochId === epochId && row.position > after && row.position <= page.through);
+  const plans = await readPlansByRunIds(DB, [...new Set(audited.map((b) => b.runId))]);
+  const packets = await readPackets(DOCUMENTS, audited, plans);
+  // The receipt a settled run leaves is keyed by its run (the `run:` prefix is the engine's alone).
+  const receipts = await readEventsByKeys(DB, conversationId, audited.map((b) => `run:${b.runId}:completed`));
+  const runs = [...receipts.values()].flatMap(toAuditRun);
+  const log = await readSliceLog(DB, conversationId, frozenSliceRanges(packets.values()));
+  return ok(auditLinkPage({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries: page.rows, plans, packets, runs, log }, epochId, after, page.through, page.nextAfter));
+}
+
+/**
+ * The events of each range with the events related to them wherever they lie (`LogIndex.related`
+ * mirrors this read), so `turnsAsOf` over the result folds each range exactly as over the whole log.
+ */
+async function readSliceLog(db: D1Database, conversationId: string, ranges: readonly { after: number; through: number }[]): Promise<StoredEvent[]> {
+  const bySeq = new Map<number, StoredEvent>();
+  for (const { after, through } of ranges) {
+    const window = await readEventRange(db, conversationId, after, through);
+    for (const event of window) bySeq.set(event.seq, event);
+    const ids = idsNamedBy(window);
+    if (ids.messageIds.length === 0 && ids.proposalIds.length === 0) continue;
+    for (const event of await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true })) bySeq.set(event.seq, event);
+  }
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }

@@ -6,6 +6,7 @@ import { composeRequestSchema } from "../core/compose";
 import type { ContextSelection } from "../durable/compaction-engine";
 import { appendToConversation, contextFor } from "../durable/stub";
 import { compose } from "../http/compose";
+import type { appendedBatchSchema, appendedEventSchema, storedEventSchema, Wire } from "../http/openapi/responses";
 import { validate } from "../http/validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery } from "./queries";
@@ -17,7 +18,7 @@ import { agentQuery } from "./queries";
  * A failed operation changes nothing: validation and reserved-key checks run before the append.
  */
 
-/** The wire form of a stored event. */
+/** The wire form of a stored event (the `StoredEvent` response component). */
 export function eventView(event: StoredEvent) {
   return {
     conversationId: event.conversationId,
@@ -28,7 +29,7 @@ export function eventView(event: StoredEvent) {
     body: event.body,
     hash: event.hash,
     recordedAt: event.recordedAt,
-  };
+  } satisfies Wire<typeof storedEventSchema>;
 }
 
 export type EventView = ReturnType<typeof eventView>;
@@ -56,7 +57,7 @@ export async function ingestEvent(env: Env, conversationId: ScopedConversationId
   if (!appended.ok) return appended;
   const [result] = appended.value.results;
   if (result === undefined) return fail("internal", "append returned no result");
-  return ok({ event: eventView(result.event), duplicate: result.duplicate });
+  return ok({ event: eventView(result.event), duplicate: result.duplicate } satisfies Wire<typeof appendedEventSchema>);
 }
 
 /** `{ events, expectedSeq? }`: up to the batch limit, all or none; one reserved event refuses all. */
@@ -74,7 +75,7 @@ export async function ingestBatch(env: Env, conversationId: ScopedConversationId
   });
   if (!appended.ok) return appended;
   const { results, lastSeq } = appended.value;
-  return ok({ results: results.map((r) => ({ event: eventView(r.event), duplicate: r.duplicate })), lastSeq });
+  return ok({ results: results.map((r) => ({ event: eventView(r.event), duplicate: r.duplicate })), lastSeq } satisfies Wire<typeof appendedBatchSchema>);
 }
 
 /** `{ agent }`: the agent's verified context (boundary envelope, amendments, exact tail, manifest). */

@@ -2,6 +2,7 @@ import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import type { IncidentRecord } from "../storage/compaction-store";
 import { readIncidentPage } from "../storage/compaction-store";
+import type { incidentPageSchema, Wire } from "../http/openapi/responses";
 import { validate } from "../http/validation";
 import type { ScopedConversationId } from "./access";
 import { pageQuery } from "./queries";
@@ -29,5 +30,5 @@ export async function listIncidents(env: Env, conversationId: ScopedConversation
   if (!parsed.ok) return parsed;
   const { incidents, more } = await readIncidentPage(env.DB, conversationId, parsed.value.after, parsed.value.limit);
   const last = incidents.at(-1);
-  return ok({ incidents, nextAfter: more && last !== undefined ? last.id : null });
+  return ok({ incidents, nextAfter: more && last !== undefined ? last.id : null } satisfies Wire<typeof incidentPageSchema>);
 }

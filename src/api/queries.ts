@@ -14,3 +14,14 @@ export const pageQuery = z.object({
 
 /** Routes about one agent's view of a conversation (context, chain, verify). */
 export const agentQuery = z.object({ agent: agentIdSchema });
+
+/**
+ * A page of one epoch's audited links (`verifyLinks`): `after` is the last position already read,
+ * `epoch` defaults to the agent's current epoch. Each link costs a packet read and its slice of the
+ * log, so a page is small.
+ */
+export const linkPageQuery = agentQuery.extend({
+  epoch: z.string().min(1).max(200).optional(),
+  after: z.coerce.number().int().nonnegative().default(0),
+  limit: z.coerce.number().int().min(1).max(50).default(10),
+});

@@ -1,6 +1,7 @@
 import type { StoredEvent } from "../core/events";
 import type { ReconstructionPolicy, Turn } from "../core/reconstruction";
 import { idsNamedBy, pageOfTurns } from "../core/turn-pages";
+import type { turnPageSchema, Wire } from "../http/openapi/responses";
 import { readRelatedEvents } from "../storage/context-store";
 import { listEvents } from "../storage/event-store";
 
@@ -38,6 +39,6 @@ export async function readTurnsPage(
       for (const event of await readRelatedEvents(db, conversationId, messageIds, proposalIds, { replies: true })) related.set(event.seq, event);
     }
     const page = pageOfTurns({ window, exhausted: batch.length < chunk, related: [...related.values()], policy, after, limit });
-    if (page.complete) return { turns: page.turns, nextAfter: page.nextAfter };
+    if (page.complete) return { turns: page.turns, nextAfter: page.nextAfter } satisfies Wire<typeof turnPageSchema>;
   }
 }

@@ -352,15 +352,44 @@ function checkPacketBinding({ input, body, packet: read }: LinkContext): Outcome
   return failWith(problems);
 }
 
+/**
+ * The range of the log a packet's frozen slice is checked against: the groups after the slice's
+ * start (or after the oldest group the slice claims, if it claims an older one: re-freezing is
+ * `coverage_advances`' finding, not an invention), as the log stood at the trigger.
+ */
+function frozenSliceRange(packet: Packet): { after: number; through: number } {
+  return { after: Math.min(sliceStartsAfter(packet), ...packet.frozen.turns.map((t) => t.group - 1)), through: packet.triggerSeq };
+}
+
+/**
+ * The ranges of the log (`after < seq <= through`) whose events, with the events related to them
+ * (`readRelatedEvents` with replies, as `LogIndex.related` mirrors it), the frozen-slice check of
+ * these packets reads: an audit of some links needs only these, not the whole log. Unreadable
+ * packets need none (their check fails without the log). Overlapping ranges are merged.
+ */
+export function frozenSliceRanges(reads: Iterable<PacketRead>): { after: number; through: number }[] {
+  const ranges = [...reads]
+    .map(parsePacket)
+    .flatMap((read) => (read.ok ? [frozenSliceRange(read.packet)] : []))
+    .filter((range) => range.through > range.after)
+    .sort((a, b) => a.after - b.after);
+  const merged: { after: number; through: number }[] = [];
+  for (const range of ranges) {
+    const last = merged.at(-1);
+    if (last !== undefined && range.after <= last.through) last.through = Math.max(last.through, range.through);
+    else merged.push({ ...range });
+  }
+  return merged;
+}
+
 function checkFrozenTurns({ logIndex, packet: read }: LinkContext): Outcome {
   if (!read.ok) return { ok: false, detail: read.detail };
   const { packet } = read;
   const after = sliceStartsAfter(packet);
-  // The log's turns as it stood at the trigger, from the slice's start (or the oldest group the
-  // slice claims, if it claims an older one: re-freezing is `coverage_advances`' finding, not an
-  // invention): exactly the whole prefix's fold for those groups (core/turn-pages), read from
-  // that range of the log rather than by folding the whole prefix for every link.
-  const from = Math.min(after, ...packet.frozen.turns.map((t) => t.group - 1));
+  // The log's turns as they stood at the trigger: exactly the whole prefix's fold for those
+  // groups (core/turn-pages), read from that range of the log rather than by folding the whole
+  // prefix for every link.
+  const { after: from } = frozenSliceRange(packet);
   const asPlanned = turnsAsOf(logIndex, { admittedAgents: new Set(packet.historyAgents), includeSensitive: packet.admitSensitive }, from, packet.triggerSeq);
   const indexById = new Map<string, number>(asPlanned.map((t, i) => [t.id, i]));
   const problems: string[] = [];
@@ -452,6 +481,46 @@ function auditLink(input: ChainAuditInput, logIndex: LogIndex, row: AuditBoundar
 
 const byPosition = (a: AuditBoundary, b: AuditBoundary): number =>
   a.position - b.position || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
+
+/** A page of one epoch's links (`verifyLinks`): those with `after < position <= through`. */
+export interface LinkPage {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly currentEpochId: string;
+  readonly epochId: string;
+  readonly current: boolean;
+  /** Every link of this page passes every check (a chain is valid when every page of every epoch is). */
+  readonly valid: boolean;
+  readonly links: readonly LinkAudit[];
+  /** The position to pass as `after` for the next page; null after the epoch's last link. */
+  readonly nextAfter: number | null;
+}
+
+/**
+ * The links of one epoch with `after < position <= through`, each exactly as `auditChain` would
+ * report it, given an input that holds (besides them) every boundary of the epoch that can bear
+ * on them — their predecessors and any row sharing a predecessor or a position — the plans and
+ * packets of the page's runs, their completed-run receipts, and the log over
+ * `frozenSliceRanges(packets)` with the events related to it.
+ */
+export function auditLinkPage(input: ChainAuditInput, epochId: string, after: number, through: number, nextAfter: number | null): LinkPage {
+  const logIndex = new LogIndex(input.log);
+  const epoch = input.boundaries.filter((b) => b.epochId === epochId);
+  const links = epoch
+    .filter((b) => b.position > after && b.position <= through)
+    .sort(byPosition)
+    .map((row) => auditLink(input, logIndex, row, epoch));
+  return {
+    conversationId: input.conversationId,
+    agentId: input.agentId,
+    currentEpochId: input.currentEpochId,
+    epochId,
+    current: epochId === input.currentEpochId,
+    valid: links.every((l) => l.valid),
+    links,
+    nextAfter,
+  };
+}
 
 export function auditChain(input: ChainAuditInput): ChainAuditReport {
   const logIndex = new LogIndex(input.log);

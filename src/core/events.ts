@@ -139,15 +139,19 @@ function refuseUnpairedSurrogates(value: unknown, ctx: z.RefinementCtx, path: Pr
   }
 }
 
-function eventUnion<Extra extends Record<string, z.ZodType>>(extra: Extra) {
-  const envelope = { idempotencyKey: idempotencyKeySchema, sensitive: z.boolean().default(false), ...extra };
+/** The five event kinds, each with its body schema, over one envelope (an input's, or a stored event's). */
+export function eventKinds<Envelope extends Record<string, z.ZodType>>(envelope: Envelope) {
   return z.discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("source"), ...envelope, body: sourceBodySchema }),
     z.strictObject({ kind: z.literal("run"), ...envelope, body: runBodySchema }),
     z.strictObject({ kind: z.literal("proposal"), ...envelope, body: proposalBodySchema }),
     z.strictObject({ kind: z.literal("delivery"), ...envelope, body: deliveryBodySchema }),
     z.strictObject({ kind: z.literal("correction"), ...envelope, body: correctionBodySchema }),
-  ]).superRefine((event, ctx) => refuseUnpairedSurrogates(event, ctx));
+  ]);
+}
+
+function eventUnion<Extra extends Record<string, z.ZodType>>(extra: Extra) {
+  return eventKinds({ idempotencyKey: idempotencyKeySchema, sensitive: z.boolean().default(false), ...extra }).superRefine((event, ctx) => refuseUnpairedSurrogates(event, ctx));
 }
 
 /** An event as it enters the log. */

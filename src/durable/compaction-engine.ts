@@ -103,7 +103,7 @@ export interface ContextManifest {
   readonly amendment: {
     readonly hash: string;
     readonly envelopeChars: number;
-    readonly items: readonly { readonly turnId: string; readonly group: number; readonly kind: string; readonly hashBefore: string | null; readonly hashAfter: string | null }[];
+    readonly items: readonly { readonly turnId: string; readonly group: number; readonly kind: Amendment["kind"]; readonly hashBefore: string | null; readonly hashAfter: string | null }[];
     readonly content: string;
   } | null;
   readonly withheld: string | null;

@@ -7,6 +7,7 @@ import { currentDeclaration, documentExists, idHolders, insertDeclaration, inser
 import { putDocument, readDocument } from "../storage/document-store";
 import { scopedAgent } from "./auth";
 import { problem } from "./errors";
+import type { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema, Wire } from "./openapi/responses";
 import type { AppEnv } from "./types";
 import { readJson } from "./validation";
 
@@ -50,7 +51,13 @@ export const agents = new Hono<AppEnv>()
     const epoch = epochOf(registration, prompt);
     const { declaration, created } = await insertDeclaration(c.env.DB, registration, epoch, prompt, sha256Hex(prompt), new Date().toISOString());
     return c.json(
-      { agentId: declaration.agentId, revision: declaration.revision, epoch: declaration.epoch, promptHash: declaration.promptHash, registration: declaration.registration },
+      {
+        agentId: declaration.agentId,
+        revision: declaration.revision,
+        epoch: declaration.epoch,
+        promptHash: declaration.promptHash,
+        registration: declaration.registration,
+      } satisfies Wire<typeof registeredAgentSchema>,
       created ? 201 : 200,
     );
   })
@@ -66,7 +73,7 @@ export const agents = new Hono<AppEnv>()
       promptHash: declaration.promptHash,
       registration: declaration.registration,
       createdAt: declaration.createdAt,
-    });
+    } satisfies Wire<typeof currentAgentSchema>);
   })
   .put("/:agent/documents/:name", async (c) => {
     const agentId = scopedAgent(c);
@@ -79,7 +86,7 @@ export const agents = new Hono<AppEnv>()
     const key = documentKey(agentId.value, name.data, hash);
     await putDocument(c.env.DOCUMENTS, key, request.value.content);
     await insertDocument(c.env.DB, agentId.value, name.data, hash, key, request.value.content.length, new Date().toISOString());
-    return c.json({ name: name.data, hash, chars: request.value.content.length }, 201);
+    return c.json({ name: name.data, hash, chars: request.value.content.length } satisfies Wire<typeof documentSummarySchema>, 201);
   })
   .get("/:agent/documents/:name/:hash", async (c) => {
     const agentId = scopedAgent(c);
@@ -91,5 +98,5 @@ export const agents = new Hono<AppEnv>()
     }
     const read = await readDocument(c.env.DOCUMENTS, documentKey(agentId.value, name, hash), hash);
     if (!read.ok) return problem(c, { code: "not_found", message: `document ${name}@${hash} not found (${read.reason})` });
-    return c.json({ name, hash, content: read.text });
+    return c.json({ name, hash, content: read.text } satisfies Wire<typeof trustedDocumentSchema>);
   });

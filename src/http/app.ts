@@ -9,6 +9,7 @@ import { problem } from "./errors";
 import { incidentRoutes } from "./incidents";
 import { inspector } from "./inspector";
 import { memory } from "./memory";
+import type { healthSchema, serviceIndexSchema, Wire } from "./openapi/responses";
 import { openApiRoutes } from "./openapi/routes";
 import { telegram } from "./telegram";
 import type { AppEnv } from "./types";
@@ -27,9 +28,9 @@ app.get("/", (c) =>
     service: "foldline",
     about: "conversation compaction with provenance for persistent chat agents",
     endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/openapi.json", "/reference", "/inspector"],
-  }),
+  } satisfies Wire<typeof serviceIndexSchema>),
 );
-app.get("/healthz", (c) => c.json({ ok: true }));
+app.get("/healthz", (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
 app.route("/", openApiRoutes);
 
 app.use("/v1/*", requireToken);

@@ -7,6 +7,7 @@ import { agentIdSchema } from "../core/events";
 import { listEvents } from "../storage/event-store";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
+import type { eventPageSchema, Wire } from "./openapi/responses";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 
@@ -58,7 +59,7 @@ export const conversations = new Hono<AppEnv>()
     const { after, limit } = query.value;
     const events = await listEvents(c.env.DB, conversation.value, after, limit);
     const last = events.at(-1);
-    return c.json({ events: events.map(eventView), nextAfter: events.length === limit && last ? last.seq : null });
+    return c.json({ events: events.map(eventView), nextAfter: events.length === limit && last ? last.seq : null } satisfies Wire<typeof eventPageSchema>);
   })
   .get("/:conversation/context", async (c) => {
     const conversation = scopedConversation(c);

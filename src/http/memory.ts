@@ -9,6 +9,7 @@ import type { MemoryPage, MemoryPageSummary } from "../storage/memory-store";
 import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/memory-store";
 import { scopedAgent } from "./auth";
 import { problem } from "./errors";
+import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "./openapi/responses";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 
@@ -54,11 +55,11 @@ function pageView(page: MemoryPage) {
     chars: page.chars,
     content: page.content,
     createdAt: page.createdAt,
-  };
+  } satisfies Wire<typeof memoryPageSchema>;
 }
 
 function summaryView(page: MemoryPageSummary) {
-  return { path: page.path, version: page.version, contentHash: page.contentHash, chars: page.chars };
+  return { path: page.path, version: page.version, contentHash: page.contentHash, chars: page.chars } satisfies Wire<typeof memoryPageSummarySchema>;
 }
 
 /** Memory pages of one agent, under `/v1/agents`. Every route needs the `agent:<id>` scope. */
@@ -71,7 +72,7 @@ export const memory = new Hono<AppEnv>()
     const { after, limit } = query.value;
     const pages = await listPages(c.env.DB, agent.value, { after, limit });
     const last = pages.at(-1);
-    return c.json({ pages: pages.map(summaryView), nextAfter: pages.length === limit && last ? last.path : null });
+    return c.json({ pages: pages.map(summaryView), nextAfter: pages.length === limit && last ? last.path : null } satisfies Wire<typeof memoryPageListSchema>);
   })
   .put("/:agent/memory/*", async (c) => {
     const agent = scopedAgent(c);
@@ -82,7 +83,7 @@ export const memory = new Hono<AppEnv>()
     if (!body.ok) return problem(c, body.error);
     const put = await putPage(c.env.DB, agent.value, path.value, body.value.content, new Date());
     return c.json(
-      { path: path.value, version: put.version, contentHash: put.contentHash, created: put.created },
+      { path: path.value, version: put.version, contentHash: put.contentHash, created: put.created } satisfies Wire<typeof memoryPageWriteSchema>,
       put.created ? 201 : 200,
     );
   })

@@ -5,6 +5,7 @@ import { mapTelegramUpdate, telegramUpdateSchema } from "../core/telegram-update
 import { telegramWebhookSecret } from "../config";
 import { appendToConversation } from "../durable/stub";
 import { problem } from "./errors";
+import type { telegramWebhookAnswerSchema, Wire } from "./openapi/responses";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 
@@ -27,7 +28,7 @@ export const telegram = new Hono<AppEnv>().post("/:bot/webhook", async (c) => {
   if (!update.ok) return problem(c, update.error);
 
   const mapped = mapTelegramUpdate(bot, update.value);
-  if (mapped.kind === "ignored") return c.json({ ok: true, ignored: mapped.reason });
+  if (mapped.kind === "ignored") return c.json({ ok: true, ignored: mapped.reason } satisfies Wire<typeof telegramWebhookAnswerSchema>);
   const event = validate(eventInputSchema, mapped.event);
   if (!event.ok) return problem(c, event.error);
 
@@ -39,7 +40,7 @@ export const telegram = new Hono<AppEnv>().post("/:bot/webhook", async (c) => {
     // The same update_id with another body: the first delivery is the record; retrying cannot help.
     if (appended.error.code === "idempotency_conflict") {
       console.warn("telegram update redelivered with a different body", { bot, updateId: update.value.update_id });
-      return c.json({ ok: true, ignored: "update_id already recorded with different content" });
+      return c.json({ ok: true, ignored: "update_id already recorded with different content" } satisfies Wire<typeof telegramWebhookAnswerSchema>);
     }
     return problem(c, appended.error);
   }

@@ -3,13 +3,14 @@ import type { z } from "zod";
 import type { ScopedConversationId } from "../api/access";
 import { authenticate, conversationInScope } from "../api/access";
 import type { ChainAudit, ChainListing } from "../api/chain";
-import { listChain, verifyChain } from "../api/chain";
+import { listChain, verifyChain, verifyLinks } from "../api/chain";
 import type { Composed, IngestedBatch, IngestedEvent } from "../api/conversations";
 import { composeRequest, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
 import type { IncidentPage } from "../api/incidents";
 import { listIncidents } from "../api/incidents";
 import { maxBodyBytes } from "../config";
 import type { composeRequestSchema } from "../core/compose";
+import type { LinkPage } from "../core/chain-audit";
 import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
@@ -44,6 +45,12 @@ export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly
 export type IngestInput = z.input<typeof appendEventRequestSchema> | z.input<typeof appendBatchRequestSchema>;
 export type ComposeInput = z.input<typeof composeRequestSchema>;
 export interface IncidentOptions {
+  readonly after?: number;
+  readonly limit?: number;
+}
+/** `verifyLinks`: an epoch other than the current one, the last position already read, the page size. */
+export interface LinkPageOptions {
+  readonly epoch?: string;
   readonly after?: number;
   readonly limit?: number;
 }
@@ -111,6 +118,11 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
   /** Every link of the agent's chain re-hashed from D1 and R2. */
   async verify(token: string, conversationId: string, agentId: string): Promise<RpcResult<ChainAudit>> {
     return this.#scoped(token, conversationId, (conversation) => verifyChain(this.env, conversation, { agent: agentId }));
+  }
+
+  /** One page of an epoch's links audited like `verify`, at the page's cost; follow `nextAfter`. */
+  async verifyLinks(token: string, conversationId: string, agentId: string, options: LinkPageOptions = {}): Promise<RpcResult<LinkPage>> {
+    return this.#scoped(token, conversationId, (conversation) => verifyLinks(this.env, conversation, { ...options, agent: agentId }));
   }
 
   /** The conversation's incidents, oldest first, paged by id like `GET …/incidents`. */

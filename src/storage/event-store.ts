@@ -112,6 +112,23 @@ export async function listEvents(
   return results.map(toStoredEvent);
 }
 
+/** The events with `after < seq <= through`, read in pages so no single result grows without bound. */
+export async function readEventRange(db: D1Database, conversationId: string, after: number, through: number): Promise<StoredEvent[]> {
+  const page = 1_000;
+  const all: StoredEvent[] = [];
+  for (let cursor = after; cursor < through; ) {
+    const { results } = await db
+      .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`)
+      .bind(conversationId, cursor, through, page)
+      .all<EventRow>();
+    all.push(...results.map(toStoredEvent));
+    const last = results.at(-1);
+    if (results.length < page || last === undefined) break;
+    cursor = last.seq;
+  }
+  return all;
+}
+
 /** The whole log of one conversation, read in pages so no single result grows without bound. */
 export async function readAllEvents(db: D1Database, conversationId: string): Promise<StoredEvent[]> {
   const page = 1_000;

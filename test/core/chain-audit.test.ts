@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ModelEvidence } from "../../src/core/boundary";
 import { boundaryBodySchema, buildBoundary } from "../../src/core/boundary";
-import type { AuditBoundary, AuditPlan, AuditRun, ChainAuditReport, CheckName, PacketRead } from "../../src/core/chain-audit";
-import { auditChain, CHECK_NAMES, packetLocation } from "../../src/core/chain-audit";
+import type { AuditBoundary, AuditPlan, AuditRun, ChainAuditReport, CheckName, LinkAudit, LinkPage, PacketRead } from "../../src/core/chain-audit";
+import { auditChain, auditLinkPage, CHECK_NAMES, frozenSliceRanges, packetLocation } from "../../src/core/chain-audit";
 import { renderBoundaryBody } from "../../src/core/compactor-output";
 import { compactionPolicySchema } from "../../src/core/declarations";
 import type { StoredEvent } from "../../src/core/events";
@@ -12,6 +12,7 @@ import type { CompactionContent, FrozenTurn, Packet } from "../../src/core/packe
 import { OUTPUT_CONTRACT, PACKET_FORMAT, packetSchema } from "../../src/core/packet";
 import { reconstruct, turnHash } from "../../src/core/reconstruction";
 import { renderSliceLine, renderTurn } from "../../src/core/render";
+import { idsNamedBy, LogIndex } from "../../src/core/turn-pages";
 import { BOB, CONVERSATION, delivered, edit, proposal, source, stored, storeAll } from "./event-builders";
 
 /**
@@ -225,9 +226,9 @@ function world(links: readonly Built[], options: { log?: StoredEvent[]; currentE
 }
 
 /** Reads the in-memory bucket the way `readDocument` reads R2: missing, or re-hashed and refused on mismatch. */
-function audit(w: World): ChainAuditReport {
+function readPackets(w: World, boundaries: readonly AuditBoundary[]): Map<string, PacketRead> {
   const packets = new Map<string, PacketRead>();
-  for (const boundary of w.boundaries) {
+  for (const boundary of boundaries) {
     const location = packetLocation(boundary, w.plans.get(boundary.runId));
     if (location === undefined) continue;
     const text = w.bucket.get(location.key);
@@ -235,16 +236,82 @@ function audit(w: World): ChainAuditReport {
       text === undefined ? { ok: false, reason: "missing" } : sha256Hex(text) === location.hash ? { ok: true, text } : { ok: false, reason: "hash_mismatch" };
     packets.set(boundary.id, { ...location, outcome });
   }
+  return packets;
+}
+
+function audit(w: World): ChainAuditReport {
   return auditChain({
     conversationId: CONVERSATION,
     agentId: AGENT,
     currentEpochId: w.currentEpochId,
     boundaries: w.boundaries,
     plans: w.plans,
-    packets,
+    packets: readPackets(w, w.boundaries),
     runs: w.runs,
     log: w.log,
   });
+}
+
+/**
+ * An epoch's links a page at a time, each page given only what `verifyLinks` reads for it (the
+ * same selections, over the in-memory world instead of D1): the rows at the page's positions with
+ * their predecessors and any row sharing a predecessor; the page's plans, packets and completed
+ * receipts; and the log over `frozenSliceRanges` with the events related to each range.
+ */
+function pagedLinks(w: World, epochId: string, limit: number): { links: LinkAudit[]; pages: LinkPage[] } {
+  const epoch = w.boundaries.filter((b) => b.epochId === epochId);
+  const index = new LogIndex(w.log);
+  const pages: LinkPage[] = [];
+  for (let after: number | null = 0; after !== null; ) {
+    const cursor: number = after;
+    const positions = [...new Set(epoch.map((b) => b.position).filter((p) => p > cursor))].sort((a, b) => a - b).slice(0, limit + 1);
+    const first = positions[0] ?? cursor + 1;
+    const through = positions[Math.min(limit, positions.length) - 1] ?? cursor;
+    const inPage = epoch.filter((b) => b.position >= first && b.position <= through);
+    const rows = epoch.filter((b) => inPage.includes(b) || inPage.some((p) => p.previousId === b.previousId || p.previousId === b.id));
+    const audited = rows.filter((b) => b.position > cursor && b.position <= through);
+    const runIds = new Set(audited.map((b) => b.runId));
+    const packets = readPackets(w, audited);
+    const log = new Map<number, StoredEvent>();
+    for (const range of frozenSliceRanges(packets.values())) {
+      const window = index.range(range.after, range.through);
+      const ids = idsNamedBy(window);
+      for (const event of [...window, ...index.related(ids.messageIds, ids.proposalIds, Number.MAX_SAFE_INTEGER)]) log.set(event.seq, event);
+    }
+    const page = auditLinkPage(
+      {
+        conversationId: CONVERSATION,
+        agentId: AGENT,
+        currentEpochId: w.currentEpochId,
+        boundaries: rows,
+        plans: new Map([...w.plans].filter(([runId]) => runIds.has(runId))),
+        packets,
+        runs: w.runs.filter((r) => runIds.has(r.runId) && r.status === "completed"),
+        log: [...log.values()].sort((a, b) => a.seq - b.seq),
+      },
+      epochId,
+      cursor,
+      through,
+      positions.length > limit ? through : null,
+    );
+    pages.push(page);
+    after = page.nextAfter;
+  }
+  return { links: pages.flatMap((p) => p.links), pages };
+}
+
+/** Every epoch of the whole audit read again a page at a time, at page sizes 1, 2 and 3. */
+function expectPagesAgree(w: World): void {
+  for (const epoch of audit(w).epochs) {
+    for (const limit of [1, 2, 3]) {
+      const { links, pages } = pagedLinks(w, epoch.epochId, limit);
+      expect(links).toEqual(epoch.links);
+      for (const page of pages) {
+        expect(page.valid).toBe(page.links.every((l) => l.valid));
+        expect(page.current).toBe(epoch.current);
+      }
+    }
+  }
 }
 
 /** Every failing check of the report, as `boundary id → names`. */
@@ -278,6 +345,7 @@ describe("auditChain: a chain built the way the engine builds it", () => {
     const links = chain();
     const report = audit(world(links));
     expect(report.valid).toBe(true);
+    expectPagesAgree(world(links));
     expect(report.epochs).toHaveLength(1);
     const [epoch] = report.epochs;
     expect(epoch?.current).toBe(true);
@@ -300,11 +368,23 @@ describe("auditChain: a chain built the way the engine builds it", () => {
     const links = chain();
     const later = [...LOG, stored(13, { ...edit("m1", "Evening! Shall we plan the offsite?"), idempotencyKey: "k13" })];
     expect(audit(world(links, { log: later })).valid).toBe(true);
+    expectPagesAgree(world(links, { log: later }));
     // The same edit before the first run's trigger is history that run should have frozen.
     const earlier = [...LOG.slice(0, 5), stored(6, { ...edit("m1", "Evening! Shall we plan the offsite?"), idempotencyKey: "k6" })];
     const moved = [...earlier, ...LOG.slice(5).map((e) => ({ ...e, seq: e.seq + 1 }))];
     const report = audit(world(links, { log: moved }));
+    expectPagesAgree(world(links, { log: moved }));
     expect(check(report, "bnd_run-1", "frozen_turns_match_log").ok).toBe(false);
+  });
+
+  it("reads a page's slice with what it needs from before its range: an edit logged before its message", () => {
+    // m6 (seq 8, frozen by the third link) is edited by an event at seq 4, before the third link's
+    // range of the log begins: only the lookup of related events finds it.
+    const early = LOG.map((e) => (e.seq === 4 ? stored(4, { ...edit("m6", "Flights are approved already."), idempotencyKey: "k4" }) : e));
+    const w = world(chain(), { log: early });
+    const report = audit(w);
+    expect(failures(report)["bnd_run-3"]).toContain("frozen_turns_match_log");
+    expectPagesAgree(w);
   });
 
   it("never puts conversation text in the report", () => {
@@ -467,6 +547,10 @@ describe("auditChain: each corruption fails exactly the check aimed at it", () =
     }
   });
 
+  it.each(cases)("reports the same links a page at a time: $name", ({ make }) => {
+    expectPagesAgree(make());
+  });
+
   it("reports the packet checks as not checked when the packet is unreadable, rather than as agreeing", () => {
     const links = chain();
     const w = world(links);
@@ -502,6 +586,7 @@ describe("auditChain: epochs", () => {
     ]);
     expect(report.epochs[1]?.links.every((l) => !l.current && l.valid)).toBe(true);
     expect(report.valid).toBe(true);
+    expectPagesAgree(world(links, { currentEpochId: "foldline-compactor/1:new" }));
   });
 
   it("judges links only within their own epoch: a predecessor in another epoch is missing", () => {
@@ -513,6 +598,7 @@ describe("auditChain: epochs", () => {
     expect(failures(report)["bnd_run-2"]).toEqual(["link"]);
     // The moved row itself no longer matches its body's epoch or its plan's.
     expect(failures(report)["bnd_run-1"]).toEqual(["body_hash", "plan"]);
+    expectPagesAgree(w);
   });
 });
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ChainAuditReport } from "../../src/core/chain-audit";
+import type { ChainAuditReport, LinkPage } from "../../src/core/chain-audit";
 import { canonicalJson, hashCanonical } from "../../src/core/hash";
 import { conversationStub } from "../../src/durable/stub";
 import { register } from "../support/declarations";
@@ -60,6 +60,35 @@ async function verify(token: string, conversation: string, agentId: string): Pro
   return json<ChainAuditReport>(res);
 }
 
+const linksPath = (conversation: string, agentId: string, query: Record<string, string | number>): string =>
+  `/v1/conversations/${encodeURIComponent(conversation)}/verify/links?${new URLSearchParams({ agent: agentId, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) })}`;
+
+/**
+ * Every epoch of the whole-chain audit, read again a page at a time at several page sizes: the
+ * pages, each from its own rows, packets, receipts and slices of the log, must report every link
+ * exactly as the whole-chain audit does, and each page's verdict must be its links'.
+ */
+async function expectPagesAgree(token: string, conversation: string, agentId: string, report: ChainAuditReport): Promise<void> {
+  for (const epoch of report.epochs) {
+    for (const limit of [1, 2, 50]) {
+      const links: LinkPage["links"][number][] = [];
+      let pages = 0;
+      for (let after: number | null = 0; after !== null; pages++) {
+        const res = await call("GET", linksPath(conversation, agentId, { epoch: epoch.epochId, after, limit }), { token });
+        expect(res.status).toBe(200);
+        const page = await json<LinkPage>(res);
+        expect(page).toMatchObject({ conversationId: conversation, agentId, currentEpochId: report.currentEpochId, epochId: epoch.epochId, current: epoch.current });
+        expect(page.links.length).toBeLessThanOrEqual(limit);
+        expect(page.valid).toBe(page.links.every((l) => l.valid));
+        links.push(...page.links);
+        after = page.nextAfter;
+      }
+      expect(links).toEqual(epoch.links);
+      expect(pages).toBe(Math.max(1, Math.ceil(epoch.links.length / limit)));
+    }
+  }
+}
+
 function linkOf(report: ChainAuditReport, boundaryId: string) {
   const link = report.epochs.flatMap((e) => e.links).find((l) => l.boundaryId === boundaryId);
   if (link === undefined) throw new Error(`no link ${boundaryId} in the report`);
@@ -68,7 +97,7 @@ function linkOf(report: ChainAuditReport, boundaryId: string) {
 
 const failing = (report: ChainAuditReport, boundaryId: string): string[] => linkOf(report, boundaryId).checks.filter((c) => !c.ok).map((c) => c.name);
 
-describe("GET /v1/conversations/:conversation/chain and /verify", () => {
+describe("GET /v1/conversations/:conversation/chain, /verify and /verify/links", () => {
   it("lists a settled chain with previews only, verifies it, and stays valid after a later correction", async () => {
     const { conversation, agentId, token } = await setup();
     await say(token, conversation, 0, 30);
@@ -115,8 +144,26 @@ describe("GET /v1/conversations/:conversation/chain and /verify", () => {
     const after = await verify(token, conversation, agentId);
     expect(after.epochs[0]?.links.map((l) => [l.boundaryId, l.valid])).toEqual(longer.map((b) => [b.body.id, true]));
     expect(after.valid).toBe(true);
+    await expectPagesAgree(token, conversation, agentId, after);
     // …including the amendment one of them absorbed, which its hash binds (and the audit rebuilt).
     expect(longer.slice(chain.length).some((b) => b.body.input.amendmentsHash !== hashCanonical([]))).toBe(true);
+  });
+
+  it("audits a page from its own slices of the log, with what they need from before them", async () => {
+    const { conversation, agentId, token } = await setup();
+    // An edit logged before the message it edits: the slice that freezes the message starts past
+    // the edit, so the page's reader must find it through the related-events lookup.
+    const early = { kind: "correction", idempotencyKey: "early-edit", body: { action: "edit", targetMessageId: "30", text: "Message 30: edited before it arrived." } };
+    expect((await call("POST", eventsPath(conversation), { token, body: early })).status).toBe(201);
+    await say(token, conversation, 0, 60);
+    const { chain } = await settledChain(conversation, agentId, 3);
+    const { events } = await json<{ events: { seq: number; kind: string; body: { messageId?: string } }[] }>(
+      await call("GET", `${eventsPath(conversation)}?limit=500`, { token }),
+    );
+    const edited = events.find((e) => e.kind === "source" && e.body.messageId === "30")?.seq ?? 0;
+    expect(chain[0]?.coveredThroughSeq).toBeLessThan(edited);
+    expect(chain.at(-1)?.coveredThroughSeq).toBeGreaterThanOrEqual(edited);
+    await expectPagesAgree(token, conversation, agentId, await verify(token, conversation, agentId));
   });
 
   it("reports an overwritten R2 packet as packet_hash failing on that link only", async () => {
@@ -138,6 +185,7 @@ describe("GET /v1/conversations/:conversation/chain and /verify", () => {
     // The stored boundary itself is intact; what no longer holds is everything read from the packet.
     expect(failing(report, second.body.id)).toEqual(["packet_hash", "packet_binding", "frozen_turns_match_log"]);
     expect(linkOf(report, first.body.id).valid).toBe(true);
+    await expectPagesAgree(token, conversation, agentId, report);
   });
 
   it("reports a hand-forged successor with its own plan: wrong hash, foreign packet, no completed run", async () => {
@@ -169,6 +217,7 @@ describe("GET /v1/conversations/:conversation/chain and /verify", () => {
     // The genuine links keep verifying: the forgery is reported where it is, not smeared over the chain.
     for (const boundary of chain) expect(linkOf(report, boundary.body.id).valid).toBe(true);
     expect(JSON.stringify(report)).not.toContain("double the budget");
+    await expectPagesAgree(token, conversation, agentId, report);
   });
 
   it("lists a retired epoch's boundaries as not current beside the new epoch's", async () => {
@@ -204,12 +253,17 @@ describe("GET /v1/conversations/:conversation/chain and /verify", () => {
     ]);
     expect(report.epochs[1]?.links.every((l) => !l.current)).toBe(true);
     expect(report.valid).toBe(true);
+    await expectPagesAgree(token, conversation, agentId, report);
+    // Without `epoch`, the pages are the current epoch's.
+    const current = await json<LinkPage>(await call("GET", linksPath(conversation, agentId, {}), { token }));
+    expect(current.epochId).toBe(newEpoch);
+    expect(current.links.map((l) => l.boundaryId)).toEqual(fresh.map((b) => b.id).slice(0, 10));
   });
 
   it("authorizes by conversation scope and validates the agent", async () => {
     const { conversation, agentId, token } = await setup();
     const other = await tokenFor(freshConversation(), `agent:${agentId}`);
-    for (const path of [chainPath(conversation, agentId), verifyPath(conversation, agentId)]) {
+    for (const path of [chainPath(conversation, agentId), verifyPath(conversation, agentId), linksPath(conversation, agentId, {})]) {
       const res = await call("GET", path, { token: other });
       expect(res.status).toBe(403);
       expect((await json<ErrorBody>(res)).error.code).toBe("forbidden");
@@ -226,5 +280,14 @@ describe("GET /v1/conversations/:conversation/chain and /verify", () => {
     const empty = await verify(token, conversation, agentId);
     expect(empty.valid).toBe(true);
     expect(empty.epochs.map((e) => e.links.length)).toEqual([0]);
+    await expectPagesAgree(token, conversation, agentId, empty);
+    expect((await call("GET", linksPath(conversation, freshAgent(), {}), { token })).status).toBe(404);
+    for (const bad of [{ limit: 0 }, { limit: 51 }, { after: -1 }, { after: "x" }, { epoch: "" }]) {
+      const res = await call("GET", linksPath(conversation, agentId, bad), { token });
+      expect(res.status).toBe(400);
+      expect((await json<ErrorBody>(res)).error.code).toBe("validation_failed");
+    }
+    // An epoch this agent never had: no links, not an error.
+    expect(await json<LinkPage>(await call("GET", linksPath(conversation, agentId, { epoch: "foldline-compactor/0:none" }), { token }))).toMatchObject({ links: [], valid: true, nextAfter: null });
   });
 });

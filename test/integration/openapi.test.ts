@@ -1,13 +1,22 @@
 /// <reference types="vite/client" />
-import { exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import readme from "../../README.md?raw";
+import type { ChainAudit, ChainListing } from "../../src/api/chain";
+import type { LinkPage } from "../../src/core/chain-audit";
 import { ERROR_STATUS } from "../../src/core/errors";
 import { appendEventRequestSchema } from "../../src/core/events";
 import { app } from "../../src/http/app";
 import type { JsonSchema, OpenApiDocument, OperationObject } from "../../src/http/openapi/document";
 import { openApiDocument, SCHEMA_REF_PREFIX } from "../../src/http/openapi/document";
+import type { chainAuditSchema, chainListingSchema, composeResponseSchema, contextResponseSchema, linkPageSchema, Wire } from "../../src/http/openapi/responses";
+import type { ContextSelection } from "../../src/durable/compaction-engine";
+import type { Composed } from "../../src/api/conversations";
+import { insertIncidentStatement } from "../../src/storage/compaction-store";
+import { settledChain } from "../support/chain";
+import { pair } from "../support/declarations";
+import { call, eventsPath, freshConversation, sourceEvent, textUpdate, tokenFor, webhook } from "./helpers";
 
 const ORIGIN = "https://foldline.test";
 
@@ -237,6 +246,179 @@ describe("GET /openapi.json", () => {
     expect(validate.safeParse(await res.json()).success).toBe(true);
     expect(validate.safeParse({ error: { code: "no_such_code", message: "x" } }).success).toBe(false);
     expect(validate.safeParse({ code: "internal", message: "x" }).success).toBe(false);
+  });
+});
+
+/** Every JSON success response the document describes, as `operationId status`, with its schema. */
+function jsonSuccesses(document: OpenApiDocument): Map<string, JsonSchema | undefined> {
+  const found = new Map<string, JsonSchema | undefined>();
+  for (const { operation } of operationsOf(document)) {
+    for (const [status, response] of Object.entries(operation.responses)) {
+      const media = response.content?.["application/json"];
+      if (Number(status) < 400 && media !== undefined) found.set(`${operation.operationId} ${status}`, media.schema);
+    }
+  }
+  return found;
+}
+
+/**
+ * Checks real responses against the schema the served document gives their operation and status,
+ * and remembers which (operationId, status) pairs it has seen.
+ */
+function responseChecker(document: OpenApiDocument) {
+  const schemas = jsonSuccesses(document);
+  const covered = new Set<string>();
+  return {
+    covered,
+    async check<T = Record<string, unknown>>(operationId: string, res: Response): Promise<T> {
+      const key = `${operationId} ${res.status}`;
+      const schema = schemas.get(key);
+      if (schema === undefined) throw new Error(`${key}: not a documented JSON success (${await res.text()})`);
+      const body: unknown = await res.json();
+      const parsed = validatorFor(document, schema).safeParse(body);
+      expect(parsed.error, `${key}: ${JSON.stringify(body)}`).toBeUndefined();
+      covered.add(key);
+      return body as T;
+    },
+  };
+}
+
+let responseCounter = 0;
+
+describe("success responses", () => {
+  it("are described by a named schema when JSON, and by none otherwise", async () => {
+    const document = await fetchDocument();
+    const successes = jsonSuccesses(document);
+    expect(successes.size).toBeGreaterThanOrEqual(operationsOf(document).length);
+    for (const [key, schema] of successes) {
+      expect(typeof schema === "object" ? schema.$ref : undefined, key).toMatch(new RegExp(`^${SCHEMA_REF_PREFIX}\\w+$`));
+      // Resolves, to a schema that constrains something.
+      expect(Object.keys(component(document, schema ?? {})).length, key).toBeGreaterThan(0);
+    }
+    for (const { method, path, operation } of operationsOf(document)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        for (const [media, { schema }] of Object.entries(response.content ?? {})) {
+          if (media !== "application/json") expect(schema, `${method} ${path} ${status} ${media}`).toBeUndefined();
+        }
+        if (status === "204") expect(response.content, `${method} ${path}`).toBeUndefined();
+      }
+    }
+    // Strict as served: an undocumented field, or a null where the service promises a value, fails.
+    const health = validatorFor(document, { $ref: `${SCHEMA_REF_PREFIX}Health` });
+    expect(health.safeParse({ ok: true }).success).toBe(true);
+    expect(health.safeParse({ ok: true, uptime: 1 }).success).toBe(false);
+    const page = validatorFor(document, { $ref: `${SCHEMA_REF_PREFIX}MemoryPageSummary` });
+    expect(page.safeParse({ path: "a/b", version: 1, contentHash: "0".repeat(64), chars: 1 }).success).toBe(true);
+    expect(page.safeParse({ path: "a/b", version: 1, contentHash: null, chars: 1 }).success).toBe(false);
+  });
+
+  it("validate against the served document: a real response of every operation and status", async () => {
+    const document = await fetchDocument();
+    const { check, covered } = responseChecker(document);
+    const conversation = freshConversation("api:openapi");
+    const agentId = `openapi-${Date.now().toString(36)}-${responseCounter++}`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const conversationPath = `/v1/conversations/${encodeURIComponent(conversation)}`;
+
+    await check("serviceIndex", await get("/"));
+    await check("health", await get("/healthz"));
+    await check("openApiDocument", await get("/openapi.json"));
+
+    // A trusted document, subscribed to by the pair, so a composition lists it.
+    const uploaded = await check<{ name: string; hash: string }>(
+      "putDocument",
+      await call("PUT", `/v1/agents/${agentId}/documents/identity`, { token, body: { content: "You are the concierge of the offsite." } }),
+    );
+    await check("getDocument", await call("GET", `/v1/agents/${agentId}/documents/identity/${uploaded.hash}`, { token }));
+    const base = pair({ agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true });
+    const documents = [{ name: uploaded.name, hash: uploaded.hash }];
+    const registration = { agent: { ...base.agent, documents }, compactor: { ...base.compactor, documents } };
+    await check("putAgent", await call("PUT", `/v1/agents/${agentId}`, { token, body: registration }));
+    await check("putAgent", await call("PUT", `/v1/agents/${agentId}`, { token, body: registration }));
+    await check("getAgent", await call("GET", `/v1/agents/${agentId}`, { token }));
+
+    // Enough history for a compaction, every event kind a client may append, and replays.
+    const line = (i: number) =>
+      `Message ${i}: planning the offsite, ${i % 2 === 0 ? "Lisbon" : "Porto"} looks good and the budget is ${1000 + i * 10} euros per person, flights included.`;
+    for (let i = 0; i < 20; i++) await check("appendEvent", await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, line(i)) }));
+    await check("appendEvent", await call("POST", eventsPath(conversation), { token, body: sourceEvent("m0", "0", line(0)) }));
+    const batch = {
+      events: [
+        { kind: "proposal", idempotencyKey: "p1", body: { proposalId: "p1", agentId, replyToMessageId: "19", text: "Lisbon it is." } },
+        { kind: "delivery", idempotencyKey: "d1", body: { status: "delivered", proposalId: "p1", externalMessageId: "x1" } },
+        { kind: "run", idempotencyKey: "r1", body: { runId: "r1", agentId, role: "agent", status: "completed", detail: { replies: 1 } } },
+        { kind: "source", idempotencyKey: "s-sensitive", sensitive: true, body: { messageId: "20", author: { id: "u2", username: "bo" }, text: "A private note." } },
+      ],
+    };
+    await check("appendBatch", await call("POST", eventsPath(conversation, "/batch"), { token, body: batch }));
+    await check("appendBatch", await call("POST", eventsPath(conversation, "/batch"), { token, body: batch }));
+    await settledChain(conversation, agentId, 1);
+    // An edit of a covered message: the context carries an amendment beside the boundary.
+    const edit = { kind: "correction", idempotencyKey: "edit-0", body: { action: "edit", targetMessageId: "0", text: "Message 0 (corrected): Berlin instead." } };
+    await check("appendEvent", await call("POST", eventsPath(conversation), { token, body: edit }));
+
+    const context = await check<{ manifest: { boundary: unknown; amendment: unknown } }>(
+      "getContext",
+      await call("GET", `${conversationPath}/context?agent=${agentId}`, { token }),
+    );
+    expect(context.manifest.boundary).not.toBeNull();
+    expect(context.manifest.amendment).not.toBeNull();
+    const prompt = { text: "What did we decide?", images: [{ url: "https://example.invalid/menu.png", detail: "low" }] };
+    await check("compose", await call("POST", `${conversationPath}/compose`, { token, body: { agent: agentId, prompt } }));
+
+    const events = await check<{ events: { kind: string }[] }>("listEvents", await call("GET", `${eventsPath(conversation)}?limit=500`, { token }));
+    expect(new Set(events.events.map((e) => e.kind))).toEqual(new Set(["source", "proposal", "delivery", "run", "correction"]));
+    await check("listEvents", await call("GET", `${eventsPath(conversation)}?limit=2`, { token }));
+    await check("listTurns", await call("GET", `${conversationPath}/turns?sensitive=include`, { token }));
+    await check("listTurns", await call("GET", `${conversationPath}/turns?limit=1&agents=${agentId}`, { token }));
+
+    const chain = await check<{ boundaries: unknown[] }>("listChain", await call("GET", `${conversationPath}/chain?agent=${agentId}`, { token }));
+    expect(chain.boundaries.length).toBeGreaterThan(0);
+    const audit = await check<{ valid: boolean }>("verifyChain", await call("GET", `${conversationPath}/verify?agent=${agentId}`, { token }));
+    expect(audit.valid).toBe(true);
+    const linkPage = await check<{ links: unknown[]; nextAfter: number | null }>("verifyLinks", await call("GET", `${conversationPath}/verify/links?agent=${agentId}&limit=1`, { token }));
+    expect(linkPage.links).toHaveLength(1);
+
+    // An incident row as the engine writes it; the read is what is checked.
+    await insertIncidentStatement(env.DB, {
+      conversationId: conversation,
+      agentId,
+      runId: null,
+      kind: "compactor_failure",
+      code: "model_error",
+      message: "attempt 1: model_error",
+      createdAt: new Date().toISOString(),
+    }).run();
+    const incidents = await check<{ incidents: unknown[] }>("listIncidents", await call("GET", `${conversationPath}/incidents`, { token }));
+    expect(incidents.incidents.length).toBeGreaterThan(0);
+    await check("listIncidents", await call("GET", `${conversationPath}/incidents?limit=1`, { token }));
+
+    const memoryPage = `/v1/agents/${agentId}/memory/decisions/venue`;
+    await check("putMemoryPage", await call("PUT", memoryPage, { token, body: { content: "Lisbon, in May." } }));
+    await check("putMemoryPage", await call("PUT", memoryPage, { token, body: { content: "Lisbon, in May." } }));
+    await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory`, { token }));
+    await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory?limit=1`, { token }));
+    await check("getMemoryPage", await call("GET", `${memoryPage}?version=1`, { token }));
+
+    // Telegram: stored, redelivered, and an update kind that is not used.
+    const updateId = 500_000_000 + Math.floor(Math.random() * 100_000_000);
+    const update = textUpdate(updateId, 900_000_000 + Math.floor(Math.random() * 100_000_000), "hello from telegram");
+    const stored = await check<{ duplicate?: boolean }>("telegramWebhook", await webhook(update));
+    const redelivered = await check<{ duplicate?: boolean }>("telegramWebhook", await webhook(update));
+    expect([stored.duplicate, redelivered.duplicate]).toEqual([false, true]);
+    const ignored = await check<{ ignored?: string }>("telegramWebhook", await webhook({ update_id: updateId + 1 }));
+    expect(ignored.ignored).toBeDefined();
+
+    // A new operation, or a new status of one, fails here until a call above covers it.
+    expect([...covered].sort()).toEqual([...jsonSuccesses(document).keys()].sort());
+  });
+
+  it("of the chain, context and compose views conform to their schemas (a compile-time check, run by `npm run typecheck`)", () => {
+    expectTypeOf<ChainListing>().toExtend<Wire<typeof chainListingSchema>>();
+    expectTypeOf<ChainAudit>().toExtend<Wire<typeof chainAuditSchema>>();
+    expectTypeOf<LinkPage>().toExtend<Wire<typeof linkPageSchema>>();
+    expectTypeOf<ContextSelection>().toExtend<Wire<typeof contextResponseSchema>>();
+    expectTypeOf<Composed>().toExtend<Wire<typeof composeResponseSchema>>();
   });
 });
 

@@ -68,7 +68,7 @@ describe("FoldlineRpc", () => {
     expect(served.value).toEqual(await json(overHttp));
   });
 
-  it("answers compose, chain and verify exactly as HTTP does", async () => {
+  it("answers compose, chain, verify and verifyLinks exactly as HTTP does", async () => {
     const { conversation, agentId, token } = await setup();
     expect((await rpc.ingest(token, conversation, source("m1", "1", "Where is the offsite?"))).ok).toBe(true);
 
@@ -89,6 +89,14 @@ describe("FoldlineRpc", () => {
     const verifiedHttp = await call("GET", `/v1/conversations/${conversation}/verify?agent=${agentId}`, { token });
     expect(verifiedHttp.status).toBe(200);
     expect(verified).toEqual({ ok: true, value: await json(verifiedHttp) });
+    const page = await rpc.verifyLinks(token, conversation, agentId, { limit: 5 });
+    const pageHttp = await call("GET", `/v1/conversations/${conversation}/verify/links?agent=${agentId}&limit=5`, { token });
+    expect(pageHttp.status).toBe(200);
+    expect(page).toEqual({ ok: true, value: await json(pageHttp) });
+    // The caller's options are validated like a query string.
+    const badPage = await rpc.verifyLinks(token, conversation, agentId, { limit: 0 });
+    expect(badPage).toEqual({ ok: false, error: await httpError(await call("GET", `/v1/conversations/${conversation}/verify/links?agent=${agentId}&limit=0`, { token })) });
+    expect(badPage.ok ? "ok" : badPage.error.code).toBe("validation_failed");
 
     // An agent without a declaration is the same `not_found` on both.
     const missing = await rpc.chain(token, conversation, "nobody-here");
@@ -127,6 +135,7 @@ describe("FoldlineRpc", () => {
       rpc.compose(myToken, theirs, { agent: "any-agent", prompt: { text: "hi" } }),
       rpc.chain(myToken, theirs, "any-agent"),
       rpc.verify(myToken, theirs, "any-agent"),
+      rpc.verifyLinks(myToken, theirs, "any-agent"),
       rpc.incidents(myToken, theirs),
     ]) {
       const answer = await read;

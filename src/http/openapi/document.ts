@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentQuery, pageQuery } from "../../api/queries";
+import { agentQuery, linkPageQuery, pageQuery } from "../../api/queries";
 import { composeRequestSchema } from "../../core/compose";
 import { conversationIdSchema } from "../../core/conversation-id";
 import {
@@ -36,14 +36,57 @@ import { turnsQuery } from "../conversations";
 import { listQuery as memoryListQuery, versionQuery as memoryVersionQuery } from "../memory";
 import { BOT_ID } from "../telegram";
 import { problemSchema } from "./problem";
+import {
+  appendedBatchSchema,
+  appendedEventSchema,
+  auditCheckSchema,
+  chainAuditSchema,
+  chainListingSchema,
+  chatRequestSchema,
+  composeManifestSchema,
+  composeResponseSchema,
+  contextManifestSchema,
+  contextMessageSchema,
+  contextResponseSchema,
+  currentAgentSchema,
+  documentSummarySchema,
+  epochAuditSchema,
+  epochSchema,
+  eventPageSchema,
+  healthSchema,
+  incidentPageSchema,
+  incidentSchema,
+  linkAuditSchema,
+  linkPageSchema,
+  listedBoundarySchema,
+  memoryPageListSchema,
+  memoryPageSchema,
+  memoryPageSummarySchema,
+  memoryPageWriteSchema,
+  openApiDocumentSchema,
+  registeredAgentSchema,
+  serviceIndexSchema,
+  storedEventSchema,
+  telegramWebhookAnswerSchema,
+  trustedDocumentSchema,
+  turnPageSchema,
+  turnSchema,
+} from "./responses";
 
 /**
  * The OpenAPI 3.1 description of the HTTP API, generated from the same zod schemas the routes
  * validate with: a shape is never written twice, so the document cannot drift from what a route
  * accepts. What is written here is only what zod cannot know — which route takes which schema,
  * the prose, and which error codes each operation can answer with (statuses come from
- * `ERROR_STATUS`). Success bodies are built by view functions, not zod schemas, so they are
- * described in prose only.
+ * `ERROR_STATUS`). Success bodies are described by the schemas of `./responses`: the views that
+ * build them are type-checked against those where their types allow (`Wire`), and an integration
+ * test validates a real response of every operation and status against the served document.
+ *
+ * Request and response shapes are converted separately, because one zod schema reads differently
+ * in the two directions: as a request (`io: "input"`) a defaulted field is optional, as a response
+ * (`io: "output"`) the service always sends it. Each direction has its own registry; a component
+ * both use keeps one name only when it converts identically both ways (checked as the document is
+ * built), and otherwise its response form is named `<Name>Output`.
  */
 
 export type JsonSchema = z.core.JSONSchema._JSONSchema;
@@ -112,16 +155,8 @@ const TAGS = [
 
 type Tag = (typeof TAGS)[number]["name"];
 
-/**
- * Named schemas, listed under `components.schemas` and referenced wherever they occur (a batch's
- * events refer to `EventInput`, every event variant to its body schema). Everything not named here
- * is inlined by the converter.
- */
-const COMPONENTS: readonly (readonly [string, z.ZodType])[] = [
-  ["Problem", problemSchema],
-  ["AppendEventRequest", appendEventRequestSchema],
-  ["AppendBatchRequest", appendBatchRequestSchema],
-  ["EventInput", eventInputSchema],
+/** The event bodies and their parts: request and response components alike, under the same names. */
+const EVENT_PARTS: readonly (readonly [string, z.ZodType])[] = [
   ["SourceBody", sourceBodySchema],
   ["CorrectionBody", correctionBodySchema],
   ["ProposalBody", proposalBodySchema],
@@ -129,6 +164,19 @@ const COMPONENTS: readonly (readonly [string, z.ZodType])[] = [
   ["RunBody", runBodySchema],
   ["Author", authorSchema],
   ["Attachment", attachmentSchema],
+];
+
+/**
+ * Request components, listed under `components.schemas` and referenced wherever they occur (a
+ * batch's events refer to `EventInput`, every event variant to its body schema). Everything not
+ * named here or in `RESPONSE_COMPONENTS` is inlined by the converter.
+ */
+const COMPONENTS: readonly (readonly [string, z.ZodType])[] = [
+  ["Problem", problemSchema],
+  ["AppendEventRequest", appendEventRequestSchema],
+  ["AppendBatchRequest", appendBatchRequestSchema],
+  ["EventInput", eventInputSchema],
+  ...EVENT_PARTS,
   ["Registration", registrationSchema],
   ["AgentDeclaration", agentDeclarationSchema],
   ["CompactorDeclaration", compactorDeclarationSchema],
@@ -143,11 +191,66 @@ const COMPONENTS: readonly (readonly [string, z.ZodType])[] = [
   ["TelegramUpdate", telegramUpdateSchema],
 ];
 
+/**
+ * Response components: every JSON success body, and the parts worth a name of their own. Event
+ * bodies and the declaration's plain parts are request components too and keep their names (they
+ * read the same both ways); the registration and everything in it with a default are listed
+ * under their `Output` names, since as responses those fields are always present.
+ */
+const RESPONSE_COMPONENTS: readonly (readonly [string, z.ZodType])[] = [
+  ["StoredEvent", storedEventSchema],
+  ["AppendedEvent", appendedEventSchema],
+  ["AppendedBatch", appendedBatchSchema],
+  ["EventPage", eventPageSchema],
+  ["Turn", turnSchema],
+  ["TurnPage", turnPageSchema],
+  ["ContextMessage", contextMessageSchema],
+  ["ContextManifest", contextManifestSchema],
+  ["ContextResponse", contextResponseSchema],
+  ["ChatRequest", chatRequestSchema],
+  ["ComposeManifest", composeManifestSchema],
+  ["ComposeResponse", composeResponseSchema],
+  ["ListedBoundary", listedBoundarySchema],
+  ["ChainListing", chainListingSchema],
+  ["AuditCheck", auditCheckSchema],
+  ["LinkAudit", linkAuditSchema],
+  ["EpochAudit", epochAuditSchema],
+  ["ChainAudit", chainAuditSchema],
+  ["LinkPage", linkPageSchema],
+  ["Incident", incidentSchema],
+  ["IncidentPage", incidentPageSchema],
+  ["Epoch", epochSchema],
+  ["RegisteredAgent", registeredAgentSchema],
+  ["CurrentAgent", currentAgentSchema],
+  ["DocumentSummary", documentSummarySchema],
+  ["TrustedDocument", trustedDocumentSchema],
+  ["MemoryPageSummary", memoryPageSummarySchema],
+  ["MemoryPageList", memoryPageListSchema],
+  ["MemoryPageWrite", memoryPageWriteSchema],
+  ["MemoryPage", memoryPageSchema],
+  ["TelegramWebhookAnswer", telegramWebhookAnswerSchema],
+  ["ServiceIndex", serviceIndexSchema],
+  ["Health", healthSchema],
+  ["OpenApiDocument", openApiDocumentSchema],
+  ...EVENT_PARTS,
+  ["Provider", providerSchema],
+  ["DocumentRef", documentRefSchema],
+  ["RegistrationOutput", registrationSchema],
+  ["AgentDeclarationOutput", agentDeclarationSchema],
+  ["CompactorDeclarationOutput", compactorDeclarationSchema],
+  ["ReplyOutput", replySchema],
+  ["ContextPolicyOutput", contextPolicySchema],
+  ["CompactionPolicyOutput", compactionPolicySchema],
+];
+
 interface Success {
   readonly status: number;
+  /** Short prose; the body's shape is `schema`'s. */
   readonly description: string;
   /** Absent: no body (204). */
   readonly media?: "application/json" | "text/html";
+  /** One of `RESPONSE_COMPONENTS`; every JSON success has one. */
+  readonly schema?: z.ZodType;
 }
 
 interface OperationSpec {
@@ -187,8 +290,8 @@ const OPERATIONS: readonly OperationSpec[] = [
       "the idempotency prefixes `run:`, `tg:`, `reply:` and `dispatch:` are reserved (`forbidden`). A failed request changes nothing.",
     body: appendEventRequestSchema,
     success: [
-      { status: 201, description: "appended: `{ event, duplicate: false }`", media: json },
-      { status: 200, description: "a replay of the same key and payload: `{ event, duplicate: true }`", media: json },
+      { status: 201, description: "appended (`duplicate: false`)", media: json, schema: appendedEventSchema },
+      { status: 200, description: "a replay of the same key and payload (`duplicate: true`)", media: json, schema: appendedEventSchema },
     ],
     errors: ["idempotency_conflict", "sequence_conflict"],
   },
@@ -203,8 +306,8 @@ const OPERATIONS: readonly OperationSpec[] = [
       "One reserved event refuses the whole batch.",
     body: appendBatchRequestSchema,
     success: [
-      { status: 201, description: "at least one event was new: `{ results: [{ event, duplicate }], lastSeq }`", media: json },
-      { status: 200, description: "every event was a replay", media: json },
+      { status: 201, description: "at least one event was new", media: json, schema: appendedBatchSchema },
+      { status: 200, description: "every event was a replay", media: json, schema: appendedBatchSchema },
     ],
     errors: ["idempotency_conflict", "sequence_conflict"],
   },
@@ -216,7 +319,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "Read the log",
     description: "The raw, immutable log, paged by sequence. `nextAfter` is the next cursor, or null once the page reached the end.",
     query: { schema: pageQuery, notes: PAGE_NOTES },
-    success: [{ status: 200, description: "`{ events: [{ conversationId, seq, kind, idempotencyKey, sensitive, body, hash, recordedAt }], nextAfter }`", media: json }],
+    success: [{ status: 200, description: "a page of stored events", media: json, schema: eventPageSchema }],
   },
   {
     method: "get",
@@ -236,7 +339,7 @@ const OPERATIONS: readonly OperationSpec[] = [
         sensitive: "`include` adds sensitive turns",
       },
     },
-    success: [{ status: 200, description: "`{ turns, nextAfter }`", media: json }],
+    success: [{ status: 200, description: "a page of effective turns", media: json, schema: turnPageSchema }],
   },
   {
     method: "get",
@@ -250,7 +353,7 @@ const OPERATIONS: readonly OperationSpec[] = [
       "request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, " +
       "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`) and nothing unverified is served.",
     query: { schema: agentQuery, notes: { agent: "the agent whose view is served" } },
-    success: [{ status: 200, description: "`{ messages, manifest }`", media: json }],
+    success: [{ status: 200, description: "the messages and their manifest", media: json, schema: contextResponseSchema }],
     errors: ["not_found", "chain_invalid", "amendment_too_large", "context_budget_exceeded"],
   },
   {
@@ -263,7 +366,7 @@ const OPERATIONS: readonly OperationSpec[] = [
       "One OpenAI chat-completions body over the agent's verified context: its trusted documents as the only system content, " +
       "then the selected history, then the prompt (images as `image_url` parts).",
     body: composeRequestSchema,
-    success: [{ status: 200, description: "`{ request: { model, messages }, manifest }`", media: json }],
+    success: [{ status: 200, description: "the provider request and its manifest", media: json, schema: composeResponseSchema }],
     errors: ["not_found", "chain_invalid", "amendment_too_large", "context_budget_exceeded", "unknown_document", "document_budget_exceeded"],
   },
   {
@@ -274,7 +377,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "The boundary chain",
     description: "Every boundary of the agent in this conversation, across epochs, oldest first. Previews only: boundaries are sensitive.",
     query: { schema: agentQuery, notes: { agent: "the agent whose chain is listed" } },
-    success: [{ status: 200, description: "`{ conversationId, agentId, currentEpochId, boundaries }`", media: json }],
+    success: [{ status: 200, description: "every boundary, oldest first", media: json, schema: chainListingSchema }],
     errors: ["not_found"],
   },
   {
@@ -283,9 +386,34 @@ const OPERATIONS: readonly OperationSpec[] = [
     operationId: "verifyChain",
     tag: "chain",
     summary: "Verify the boundary chain",
-    description: "Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed.",
+    description:
+      "Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed. It reads the " +
+      "whole log and every packet of every epoch: for a long chain, `verifyLinks` audits it a page at a time.",
     query: { schema: agentQuery, notes: { agent: "the agent whose chain is verified" } },
-    success: [{ status: 200, description: "the audit: every link with its verdict", media: json }],
+    success: [{ status: 200, description: "the audit: every link with its verdict", media: json, schema: chainAuditSchema }],
+    errors: ["not_found"],
+  },
+  {
+    method: "get",
+    path: "/v1/conversations/{conversation}/verify/links",
+    operationId: "verifyLinks",
+    tag: "chain",
+    summary: "Verify a page of the boundary chain",
+    description:
+      "Audits the links of one epoch at positions after `after`, each exactly as `verifyChain` reports it, at the cost of the " +
+      "page alone: its boundary rows and their neighbours, its plans, packets and completed-run receipts, and the ranges of " +
+      "the log its frozen slices were cut from. Follow `nextAfter` to verify a chain of any length; it is valid when every " +
+      "page of every epoch is. An epoch the agent never had is an empty page.",
+    query: {
+      schema: linkPageQuery,
+      notes: {
+        agent: "the agent whose chain is verified",
+        epoch: "the epoch to verify; the agent's current epoch when absent",
+        after: "the last position already verified; 0 from the first link",
+        limit: "most positions in the page (1–50)",
+      },
+    },
+    success: [{ status: 200, description: "the page: its links with their verdicts, and `nextAfter`", media: json, schema: linkPageSchema }],
     errors: ["not_found"],
   },
   {
@@ -298,7 +426,7 @@ const OPERATIONS: readonly OperationSpec[] = [
       "Private incident rows (compactor, plan, resolver, agent and delivery failures), oldest first, paged by incident id, " +
       "so a new incident always lands behind the cursor.",
     query: { schema: pageQuery, notes: { after: "the last incident id already read; 0 reads from the start", limit: "most incidents in the page (1–500)" } },
-    success: [{ status: 200, description: "`{ incidents: [{ id, agentId, runId, kind, code, message, createdAt }], nextAfter }`", media: json }],
+    success: [{ status: 200, description: "a page of incidents", media: json, schema: incidentPageSchema }],
   },
   {
     method: "put",
@@ -311,8 +439,8 @@ const OPERATIONS: readonly OperationSpec[] = [
       "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch.",
     body: registrationSchema,
     success: [
-      { status: 201, description: "a new revision: `{ agentId, revision, epoch, promptHash, registration }`", media: json },
-      { status: 200, description: "unchanged", media: json },
+      { status: 201, description: "a new revision", media: json, schema: registeredAgentSchema },
+      { status: 200, description: "unchanged", media: json, schema: registeredAgentSchema },
     ],
     errors: ["declaration_mismatch", "id_in_use", "unknown_document"],
   },
@@ -323,7 +451,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     tag: "agents",
     summary: "The current declaration",
     description: "The agent's current declaration pair, revision and epoch.",
-    success: [{ status: 200, description: "`{ agentId, revision, epoch, promptHash, registration, createdAt }`", media: json }],
+    success: [{ status: 200, description: "the current revision", media: json, schema: currentAgentSchema }],
     errors: ["not_found"],
   },
   {
@@ -334,7 +462,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "Store a trusted document",
     description: "A trusted identity/memory document, stored under its SHA-256; declarations subscribe to `{ name, hash }`.",
     body: documentBodySchema,
-    success: [{ status: 201, description: "`{ name, hash, chars }`", media: json }],
+    success: [{ status: 201, description: "stored", media: json, schema: documentSummarySchema }],
   },
   {
     method: "get",
@@ -343,7 +471,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     tag: "agents",
     summary: "Read a trusted document",
     description: "The document stored under this name and hash, re-verified against the hash as it is read.",
-    success: [{ status: 200, description: "`{ name, hash, content }`", media: json }],
+    success: [{ status: 200, description: "the document", media: json, schema: trustedDocumentSchema }],
     errors: ["not_found"],
   },
   {
@@ -354,7 +482,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "List memory pages",
     description: "The agent's current memory pages, ordered by path, without their content.",
     query: { schema: memoryListQuery, notes: { after: "the last path already read; empty reads from the start", limit: "most pages listed" } },
-    success: [{ status: 200, description: "`{ pages: [{ path, version, contentHash, chars }], nextAfter }`", media: json }],
+    success: [{ status: 200, description: "a page of the listing", media: json, schema: memoryPageListSchema }],
   },
   {
     method: "put",
@@ -365,8 +493,8 @@ const OPERATIONS: readonly OperationSpec[] = [
     description: "Writes a new version of the page (indexed for recall); the same content as the current version changes nothing.",
     body: putMemoryPageSchema,
     success: [
-      { status: 201, description: "a new version: `{ path, version, contentHash, created: true }`", media: json },
-      { status: 200, description: "unchanged: `{ path, version, contentHash, created: false }`", media: json },
+      { status: 201, description: "a new version (`created: true`)", media: json, schema: memoryPageWriteSchema },
+      { status: 200, description: "unchanged (`created: false`)", media: json, schema: memoryPageWriteSchema },
     ],
   },
   {
@@ -377,7 +505,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "Read a memory page",
     description: "The page's current version, or the version asked for.",
     query: { schema: memoryVersionQuery, notes: { version: "a past version; omitted: the current one" } },
-    success: [{ status: 200, description: "`{ path, version, contentHash, chars, content, createdAt }`", media: json }],
+    success: [{ status: 200, description: "the page", media: json, schema: memoryPageSchema }],
     errors: ["not_found"],
   },
   {
@@ -401,7 +529,7 @@ const OPERATIONS: readonly OperationSpec[] = [
       "`update_id` is the idempotency key (`tg:update:<id>`). Every update Telegram sent validly is answered 200, including " +
       "kinds that are not used and redeliveries, because Telegram retries non-2xx answers for a day.",
     body: telegramUpdateSchema,
-    success: [{ status: 200, description: "`{ ok: true, seq, duplicate }`, or `{ ok: true, ignored }` for an update that is not used", media: json }],
+    success: [{ status: 200, description: "stored (`seq`, `duplicate`), or `ignored` with the reason", media: json, schema: telegramWebhookAnswerSchema }],
   },
   {
     method: "get",
@@ -410,7 +538,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     tag: "service",
     summary: "What this service is",
     description: "The service's name and its main endpoints.",
-    success: [{ status: 200, description: "`{ service, about, endpoints }`", media: json }],
+    success: [{ status: 200, description: "the service's name and main endpoints", media: json, schema: serviceIndexSchema }],
   },
   {
     method: "get",
@@ -419,7 +547,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     tag: "service",
     summary: "Liveness",
     description: "Answers as long as the Worker runs; touches no binding.",
-    success: [{ status: 200, description: "`{ ok: true }`", media: json }],
+    success: [{ status: 200, description: "alive", media: json, schema: healthSchema }],
   },
   {
     method: "get",
@@ -428,7 +556,7 @@ const OPERATIONS: readonly OperationSpec[] = [
     tag: "service",
     summary: "This API description",
     description: "The OpenAPI 3.1 document, generated from the zod schemas the routes validate with.",
-    success: [{ status: 200, description: "the OpenAPI document", media: json }],
+    success: [{ status: 200, description: "the OpenAPI document", media: json, schema: openApiDocumentSchema }],
   },
   {
     method: "get",
@@ -524,18 +652,45 @@ function errorResponses(codes: readonly ErrorCode[]): Record<string, ResponseObj
   );
 }
 
-function buildDocument(): OpenApiDocument {
+/**
+ * One direction's components, converted together so that each refers to the others by `$ref`
+ * (every reference is `#/components/schemas/<id>`, whichever registry the target is in). What is
+ * not registered is inlined by the converter.
+ */
+function convertComponents(components: readonly (readonly [string, z.ZodType])[], io: "input" | "output") {
   const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of COMPONENTS) registry.add(schema, { id });
+  for (const [id, schema] of components) registry.add(schema, { id });
   const converted = z.toJSONSchema(registry, {
     target: "draft-2020-12",
-    io: "input",
+    io,
     unrepresentable: "any",
     uri: (id) => `${SCHEMA_REF_PREFIX}${id}`,
   }).schemas;
-  const schemas = Object.fromEntries(
+  const schemas: Record<string, JsonSchema> = Object.fromEntries(
     Object.entries(converted).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema]),
   );
+  return { registry, schemas };
+}
+
+/**
+ * Both directions' components under one `components.schemas`. A name in both must denote the
+ * same shape both ways; a schema whose output differs from its input (a default, a transform), or
+ * which refers to one that does, needs its own name in `RESPONSE_COMPONENTS`.
+ */
+function mergeComponents(input: Readonly<Record<string, JsonSchema>>, output: Readonly<Record<string, JsonSchema>>): Record<string, JsonSchema> {
+  for (const [id, schema] of Object.entries(output)) {
+    const request = input[id];
+    if (request !== undefined && JSON.stringify(request) !== JSON.stringify(schema)) {
+      throw new Error(`component ${id} reads differently as a response than as a request: name its response form ${id}Output, or name the components it refers to`);
+    }
+  }
+  return { ...input, ...output };
+}
+
+function buildDocument(): OpenApiDocument {
+  const { registry, schemas: requestSchemas } = convertComponents(COMPONENTS, "input");
+  const { registry: responseRegistry, schemas: responseSchemas } = convertComponents(RESPONSE_COMPONENTS, "output");
+  const schemas = mergeComponents(requestSchemas, responseSchemas);
 
   const params = pathParameters();
   const paths: Record<string, Partial<Record<HttpMethod, OperationObject>>> = {};
@@ -548,10 +703,13 @@ function buildDocument(): OpenApiDocument {
     const bodyId = spec.body === undefined ? undefined : registry.get(spec.body)?.id;
     if (spec.body !== undefined && bodyId === undefined) throw new Error(`${spec.operationId}: its request body is not a named component`);
     const successes = Object.fromEntries(
-      spec.success.map((s): [string, ResponseObject] => [
-        String(s.status),
-        { description: s.description, ...(s.media === undefined ? {} : { content: { [s.media]: {} } }) },
-      ]),
+      spec.success.map((s): [string, ResponseObject] => {
+        const schemaId = s.schema === undefined ? undefined : responseRegistry.get(s.schema)?.id;
+        if (s.schema !== undefined && schemaId === undefined) throw new Error(`${spec.operationId} ${s.status}: its response body is not a named component`);
+        if (s.media === json && schemaId === undefined) throw new Error(`${spec.operationId} ${s.status}: a JSON response needs a schema`);
+        const media = s.media === undefined ? {} : { content: { [s.media]: schemaId === undefined ? {} : { schema: { $ref: `${SCHEMA_REF_PREFIX}${schemaId}` } } } };
+        return [String(s.status), { description: s.description, ...media }];
+      }),
     );
     const operation: OperationObject = {
       operationId: spec.operationId,

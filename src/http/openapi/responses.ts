@@ -1,0 +1,350 @@
+import { z } from "zod";
+import { modelEvidenceSchema } from "../../core/boundary";
+import { CHECK_NAMES } from "../../core/chain-audit";
+import { conversationIdSchema } from "../../core/conversation-id";
+import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Schema } from "../../core/declarations";
+import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../../core/events";
+import { memoryPathSchema } from "../../core/memory-path";
+import { amendmentSchema } from "../../core/packet";
+
+/**
+ * The JSON success bodies of the HTTP API, as schemas: `/openapi.json` describes every response
+ * with them (converted as output shapes, so a defaulted field is required), and the views that
+ * build the bodies are checked against them by the compiler where their types allow (`Wire`).
+ * They describe, they never parse: no route runs a response through them, so they cost nothing
+ * at request time.
+ *
+ * Every object is strict, so a field a view adds without documenting it fails the integration test
+ * that validates real responses against the served document. Shapes that already have a schema
+ * (event bodies, declarations, amendments, model evidence) are reused, not restated. A field the
+ * service always sends, possibly as null, is nullable rather than optional.
+ */
+
+/** Instants as the service writes them (`Date.prototype.toISOString`). */
+const isoTime = z.iso.datetime({ offset: true });
+const seq = z.number().int().nonnegative();
+const count = z.number().int().nonnegative();
+const position = z.number().int().positive();
+/** Ids the service derives (boundary, run, epoch, turn ids) and promises no pattern for. */
+const id = z.string().min(1);
+
+/** The model that answered a compactor run, without the rest of its evidence. */
+const modelNames = modelEvidenceSchema.pick({ provider: true, model: true });
+
+/** An event as the log stores and the API renders it: the input's fields and what the log assigned. */
+export const storedEventSchema = eventKinds({
+  conversationId: conversationIdSchema,
+  seq: position,
+  idempotencyKey: idempotencyKeySchema,
+  sensitive: z.boolean(),
+  /** SHA-256 of the canonical envelope (`eventHash`); excludes `seq` and `recordedAt`. */
+  hash: sha256Schema,
+  recordedAt: isoTime,
+});
+
+export const appendedEventSchema = z.strictObject({
+  event: storedEventSchema,
+  /** A replay of the same idempotency key and payload (answered 200, not 201). */
+  duplicate: z.boolean(),
+});
+
+export const appendedBatchSchema = z.strictObject({
+  results: z.array(appendedEventSchema),
+  /** The conversation's latest sequence number after the batch. */
+  lastSeq: seq,
+});
+
+export const eventPageSchema = z.strictObject({
+  events: z.array(storedEventSchema),
+  /** The cursor of the next page; null once this page reached the end of the log. */
+  nextAfter: seq.nullable(),
+});
+
+/** An effective turn of the canonical reconstruction (`core/reconstruction`). */
+export const turnSchema = z.strictObject({
+  id,
+  group: seq,
+  role: z.enum(["user", "assistant"]),
+  author: authorSchema,
+  text: z.string(),
+  hash: sha256Schema,
+  originSeq: position,
+  effectiveSeq: position,
+  messageId: z.string(),
+  sensitive: z.boolean(),
+  edited: z.boolean(),
+});
+
+export const turnPageSchema = z.strictObject({
+  turns: z.array(turnSchema),
+  nextAfter: seq.nullable(),
+});
+
+/** A provider-ready message: envelopes speak as `user`, exact turns as their author's role. */
+export const contextMessageSchema = z.strictObject({
+  role: z.enum(["system", "user", "assistant"]),
+  content: z.string(),
+});
+
+/** Provenance of a served context, private to the caller (never inside the text the model reads). */
+export const contextManifestSchema = z.strictObject({
+  conversationId: conversationIdSchema,
+  agentId: agentIdSchema,
+  epochId: id,
+  /** The verified head boundary served; null when there is none, or it is withheld. */
+  boundary: z
+    .strictObject({
+      id,
+      hash: sha256Schema,
+      position,
+      coveredThroughSeq: seq,
+      coveredThroughTurnId: id,
+      runId: id,
+      model: modelNames,
+      envelopeChars: count,
+    })
+    .nullable(),
+  /** The covered-history amendment envelope served; null when nothing covered has changed. */
+  amendment: z
+    .strictObject({
+      hash: sha256Schema,
+      envelopeChars: count,
+      items: z.array(amendmentSchema.pick({ turnId: true, group: true, kind: true, hashBefore: true, hashAfter: true })),
+      content: z.string(),
+    })
+    .nullable(),
+  /** Why a boundary and its amendments were withheld (the agent does not admit sensitive content). */
+  withheld: z.string().nullable(),
+  tail: z.strictObject({
+    turns: count,
+    chars: count,
+    firstTurnId: id.nullable(),
+    lastTurnId: id.nullable(),
+    turnIdsHash: sha256Schema,
+  }),
+  omitted: z.strictObject({ groups: count, chars: count, throughGroup: seq.nullable() }),
+  reserved: z.strictObject({ chars: count, messages: count }),
+  totals: z.strictObject({ chars: count, messages: count }),
+  policy: contextPolicySchema,
+});
+
+export const contextResponseSchema = z.strictObject({
+  messages: z.array(contextMessageSchema),
+  manifest: contextManifestSchema,
+});
+
+/** A stored trusted document, without its content: what an upload answers and what a composition used. */
+export const documentSummarySchema = z.strictObject({ name: documentNameSchema, hash: sha256Schema, chars: count });
+
+export const trustedDocumentSchema = z.strictObject({ name: documentNameSchema, hash: sha256Schema, content: z.string() });
+
+/** One OpenAI chat-completions request body; only trusted documents speak as `system`. */
+export const chatRequestSchema = z.strictObject({
+  model: z.string(),
+  messages: z.array(
+    z.union([
+      contextMessageSchema,
+      z.strictObject({
+        role: z.literal("user"),
+        content: z.array(
+          z.discriminatedUnion("type", [
+            z.strictObject({ type: z.literal("text"), text: z.string() }),
+            z.strictObject({
+              type: z.literal("image_url"),
+              image_url: z.strictObject({ url: z.string(), detail: z.enum(["auto", "low", "high"]).optional() }),
+            }),
+          ]),
+        ),
+      }),
+    ]),
+  ),
+});
+
+export const composeManifestSchema = contextManifestSchema.extend({ documents: z.array(documentSummarySchema) });
+
+export const composeResponseSchema = z.strictObject({
+  request: chatRequestSchema,
+  manifest: composeManifestSchema,
+});
+
+/**
+ * A boundary as `listChain` lists it. Identity, order and links are the stored columns as they are,
+ * so a row whose body is not a boundary still lists (with null `coveredThroughTurnId`, `model` and
+ * `preview`); judging the row is `verifyChain`'s work, hence plain strings for its hashes and times.
+ */
+export const listedBoundarySchema = z.strictObject({
+  id,
+  epochId: id,
+  position,
+  previous: z.strictObject({ id, hash: z.string().nullable() }).nullable(),
+  coveredThroughSeq: seq,
+  coveredThroughTurnId: id.nullable(),
+  runId: id,
+  hash: z.string(),
+  createdAt: z.string(),
+  model: modelNames.nullable(),
+  /** The bounded preview the contract derives for listings; never the summary. */
+  preview: z.string().nullable(),
+  /** Whether the boundary belongs to the agent's current epoch. */
+  current: z.boolean(),
+});
+
+export const chainListingSchema = z.strictObject({
+  conversationId: conversationIdSchema,
+  agentId: agentIdSchema,
+  currentEpochId: id,
+  boundaries: z.array(listedBoundarySchema),
+});
+
+/** One check of one link (`core/chain-audit`); `detail` only when it failed. */
+export const auditCheckSchema = z.strictObject({
+  name: z.enum(CHECK_NAMES),
+  ok: z.boolean(),
+  detail: z.string().optional(),
+});
+
+export const linkAuditSchema = z.strictObject({
+  boundaryId: id,
+  position,
+  epochId: id,
+  current: z.boolean(),
+  valid: z.boolean(),
+  checks: z.array(auditCheckSchema),
+});
+
+export const epochAuditSchema = z.strictObject({
+  epochId: id,
+  current: z.boolean(),
+  valid: z.boolean(),
+  links: z.array(linkAuditSchema),
+});
+
+export const chainAuditSchema = z.strictObject({
+  conversationId: conversationIdSchema,
+  agentId: agentIdSchema,
+  currentEpochId: id,
+  /** Every link of every epoch passes every check. */
+  valid: z.boolean(),
+  /** The current epoch first (listed even with no boundary yet), then retired ones, newest first. */
+  epochs: z.array(epochAuditSchema),
+});
+
+/** A page of one epoch's audited links (`verifyLinks`). */
+export const linkPageSchema = z.strictObject({
+  conversationId: conversationIdSchema,
+  agentId: agentIdSchema,
+  currentEpochId: id,
+  epochId: id,
+  current: z.boolean(),
+  /** Every link of this page passes every check. */
+  valid: z.boolean(),
+  links: z.array(linkAuditSchema),
+  /** The position to pass as `after` for the next page; null after the epoch's last link. */
+  nextAfter: position.nullable(),
+});
+
+export const incidentSchema = z.strictObject({
+  id: position,
+  agentId: agentIdSchema,
+  runId: id.nullable(),
+  kind: z.enum(["compactor_failure", "compactor_abandoned", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"]),
+  code: z.string(),
+  message: z.string(),
+  createdAt: isoTime,
+});
+
+export const incidentPageSchema = z.strictObject({
+  incidents: z.array(incidentSchema),
+  nextAfter: position.nullable(),
+});
+
+/** `version:fingerprint`: the key an agent's chain lives under; a changed pair or prompt is a new epoch. */
+export const epochSchema = z.strictObject({
+  compactorVersion: z.string(),
+  fingerprint: sha256Schema,
+  id,
+});
+
+/** A registration answer: the pair as stored, canonical and with every default filled in. */
+export const registeredAgentSchema = z.strictObject({
+  agentId: agentIdSchema,
+  revision: position,
+  epoch: epochSchema,
+  promptHash: sha256Schema,
+  registration: registrationSchema,
+});
+
+export const currentAgentSchema = registeredAgentSchema.extend({ createdAt: isoTime });
+
+export const memoryPageSummarySchema = z.strictObject({
+  path: memoryPathSchema,
+  version: position,
+  /** SHA-256 (hex) of the content's UTF-8 bytes. */
+  contentHash: sha256Schema,
+  /** JavaScript string length of the content. */
+  chars: count,
+});
+
+export const memoryPageListSchema = z.strictObject({
+  pages: z.array(memoryPageSummarySchema),
+  /** The path to pass as `after` for the next page; null once this page reached the end. */
+  nextAfter: memoryPathSchema.nullable(),
+});
+
+export const memoryPageWriteSchema = z.strictObject({
+  path: memoryPathSchema,
+  version: position,
+  contentHash: sha256Schema,
+  /** False when the content equals the current version's: nothing was written. */
+  created: z.boolean(),
+});
+
+export const memoryPageSchema = memoryPageSummarySchema.extend({ content: z.string(), createdAt: isoTime });
+
+/** Every valid update is answered 200 (Telegram retries anything else for a day): stored, or why not. */
+export const telegramWebhookAnswerSchema = z.union([
+  z.strictObject({ ok: z.literal(true), seq: position, duplicate: z.boolean() }),
+  z.strictObject({ ok: z.literal(true), ignored: z.string() }),
+]);
+
+export const serviceIndexSchema = z.strictObject({
+  service: z.string(),
+  about: z.string(),
+  endpoints: z.array(z.string()),
+});
+
+export const healthSchema = z.strictObject({ ok: z.literal(true) });
+
+/**
+ * `/openapi.json` itself: an OpenAPI 3.1 document, whose own schema is the specification's. Only
+ * its top level is described here, and loosely, as the one body not meant for client types.
+ */
+export const openApiDocumentSchema = z.looseObject({
+  openapi: z.literal("3.1.0"),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.looseObject({})),
+  components: z.looseObject({}),
+});
+
+/**
+ * The type of a body a schema describes, as views build it, so that a view ties itself to its
+ * schema with `satisfies Wire<typeof schema>`: a missing or mistyped field is then a compile error,
+ * and so is an undocumented one written in an object literal. Readonly all the way down, so values
+ * built from the domain's readonly types conform; stored events in their `Merged` form.
+ */
+export type Wire<S extends z.ZodType> = WireOf<z.output<S>>;
+
+type StoredEventOutput = z.output<typeof storedEventSchema>;
+
+type WireOf<T> = [T] extends [StoredEventOutput] ? Merged<DeepReadonly<StoredEventOutput>> : DeepReadonly<T>;
+
+type DeepReadonly<T> = T extends readonly (infer I)[] ? readonly WireOf<I>[] : T extends object ? { readonly [K in keyof T]: WireOf<T[K]> } : T;
+
+/**
+ * A union of object types as one object type whose every field takes the union of the members'
+ * types. `eventView` copies a stored event field by field (`kind: event.kind, body: event.body`),
+ * which builds this rather than the union: the compiler cannot correlate copied fields. So a
+ * rendered event is checked field by field, and that its `kind` and `body` agree is the domain
+ * type `StoredEvent`'s own guarantee.
+ */
+type Merged<U> = { readonly [K in U extends unknown ? keyof U : never]: U extends { readonly [P in K]: infer V } ? V : never };
