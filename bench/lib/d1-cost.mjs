@@ -16,8 +16,10 @@ export const DERIVED_FROM = {
   // an event about outside history arrives; the head RPC removed; read-only inspector queries
   // added to event-store), the commit that added migration 0007 (serving declarations found
   // through declaration_sources), readDeliveries (the dispatcher's resume) and a reader for pages
-  // of turns (since merged into context-store's readRelatedEvents), both off the append path; then a comment-only change to the engine. Add a
-  // file's new hash here after re-reading its append path.
+  // of turns (since merged into context-store's readRelatedEvents), both off the append path; then a comment-only change to the engine;
+  // then a type-only change to the engine's context manifest and event-store's readEventRange (the
+  // paged chain audit's reader, off the append path). Add a file's new hash here after re-reading
+  // its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
@@ -30,6 +32,7 @@ export const DERIVED_FROM = {
     "72fd8af359ff7a449bc98958d3c5ca9cc8f3ca4f2f3fd9b865a46de05f36a849",
     "4866a28f7c608aa167797ee9fe8a5b7c899f0d748edc30cd9d4d564d4fcd3309",
     "2053975521d5f846c4b0b52ef6b276ab89a04941dd701563ee405043bec36b21",
+    "65c1ea675925ba508de5cee410c71104dd2d3a3cab826c6decce8a52e62d8af9",
   ],
   "src/storage/event-store.ts": [
     "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",
@@ -37,6 +40,7 @@ export const DERIVED_FROM = {
     "1e9ba5f7eadb87a989505c1f66aa00df5a5c10b4e74431e4d83ea3afe234a822",
     "a414c8debdbd440dea232e68b3d14214bd0b6f5d2dc5d92924f8850219eb99cc",
     "1e9ba5f7eadb87a989505c1f66aa00df5a5c10b4e74431e4d83ea3afe234a822",
+    "5aa013a85a42be427a831dc555e812d7f2126d408cf56b33c6882965d72a614b",
   ],
 };
 
