@@ -51,8 +51,8 @@ const SOURCE = args.source;
 // Sizes. --quick is a smoke run of the same code path (smaller histories, fewer samples); its
 // numbers are not the benchmark's and its report says so.
 const SIZE = args.quick
-  ? { small: 50_000, mid: 200_000, big: 400_000, appendSamples: 50, contextSamples: 20, parallel: 10, parallelEach: 10, prefixGroups: 120, dupChars: 30_000, warmContexts: 5 }
-  : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 1000, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20 };
+  ? { small: 50_000, mid: 200_000, big: 400_000, appendSamples: 50, contextSamples: 20, parallel: 10, parallelEach: 10, prefixGroups: 120, dupChars: 30_000, warmContexts: 5, meteredContexts: 5 }
+  : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 1000, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20, meteredContexts: 20 };
 
 /** 2000000 → "2M", 200000 → "200k". @param {number} chars */
 const short = (chars) => (chars >= 1_000_000 ? `${chars / 1_000_000}M` : chars >= 1_000 ? `${chars / 1_000}k` : String(chars));
@@ -286,6 +286,8 @@ async function main() {
     OPENAI_BASE_URL: fake.baseUrl,
     COMPACTION_RETRY_BASE_SECONDS: "0",
     COMPACTION_BACKOFF_BASE_SECONDS: "1",
+    // Lets §3's metered pass ask what each context call read from D1 (only requests that ask pay).
+    D1_METER: "on",
   });
   const port = await freePort(8791);
   const workerOptions = { root: ROOT, appDir, persistDir, envFile, port, logPath, log };
@@ -408,15 +410,39 @@ async function runMetrics(api, fake, current, restart) {
         data[p.label].shape = contextShape(response.json());
       }
     }
+    // What selection reads: a separate pass with the D1 meter asked for (after the timed samples,
+    // so none of them paid for it). The Worker's share (the token) and the object's (declaration,
+    // head rows, tail) are both in it.
+    /** @type {Record<string, { statements: number, rowsRead: number, bytesRead: number, bytes: number }>} */
+    const reads = {};
+    for (const p of points) {
+      const samples = [];
+      for (let i = 0; i < SIZE.meteredContexts; i++) samples.push(await api.contextReads(agents[p.key].conversation, agents[p.key].id));
+      const avg = (/** @type {(s: typeof samples[number]) => number} */ pick) => mean(samples.map(pick));
+      reads[p.key] = { statements: avg((s) => s.statements), rowsRead: avg((s) => s.rowsRead), bytesRead: avg((s) => s.bytesRead), bytes: avg((s) => s.bytes) };
+    }
+    const readsOf = (/** @type {string} */ key) => {
+      const r = reads[key];
+      return {
+        d1Statements: round(r.statements, 1),
+        d1RowsRead: round(r.rowsRead, 1),
+        d1BytesRead: round(r.bytesRead, 0),
+        d1RowsReadPerKiBReturned: round(r.rowsRead / (r.bytes / 1024), 2),
+        d1BytesReadPerByteReturned: round(r.bytesRead / r.bytes, 3),
+      };
+    };
     const summary = Object.fromEntries(
-      points.map((p) => [p.key, { label: p.label, historyChars: ledgers[p.key].chars, ...roundSummary(latencySummary(data[p.label].latencies)), ...halves(data[p.label].latencies), bytes: round(mean(data[p.label].bytes), 0), ...data[p.label].shape }]),
+      points.map((p) => [p.key, { label: p.label, historyChars: ledgers[p.key].chars, ...roundSummary(latencySummary(data[p.label].latencies)), ...halves(data[p.label].latencies), bytes: round(mean(data[p.label].bytes), 0), ...data[p.label].shape, ...readsOf(p.key) }]),
     );
     results.metrics.contextLatency = {
       points: summary,
       p50RatioBigToSmall: round(summary.big.p50 / summary.small.p50, 3),
       p99RatioBigToSmall: round(summary.big.p99 / summary.small.p99, 3),
     };
-    for (const p of points) log(`  at ${p.label}: p50 ${summary[p.key].p50} ms, p99 ${summary[p.key].p99} ms, ${fmt(summary[p.key].bytes)} bytes`);
+    for (const p of points) {
+      const q = summary[p.key];
+      log(`  at ${p.label}: p50 ${q.p50} ms, p99 ${q.p99} ms, ${fmt(q.bytes)} bytes; D1: ${q.d1Statements} statements, ${q.d1RowsRead} rows and ${fmt(q.d1BytesRead)} bytes read (${q.d1BytesReadPerByteReturned} bytes read per byte returned)`);
+    }
   });
 
   // --- 1. Append latency -----------------------------------------------------------------------

@@ -21,12 +21,12 @@ export class Api {
 
   /**
    * One request, timed from send to the last byte of the body.
-   * @param {string} method @param {string} path @param {unknown} [body]
-   * @returns {Promise<{ status: number, ms: number, bytes: number, text: string, json: () => any }>}
+   * @param {string} method @param {string} path @param {unknown} [body] @param {Record<string, string>} [extraHeaders]
+   * @returns {Promise<{ status: number, ms: number, bytes: number, text: string, headers: Headers, json: () => any }>}
    */
-  async request(method, path, body) {
+  async request(method, path, body, extraHeaders = {}) {
     /** @type {Record<string, string>} */
-    const headers = { authorization: `Bearer ${this.token}` };
+    const headers = { authorization: `Bearer ${this.token}`, ...extraHeaders };
     const init = /** @type {RequestInit} */ ({ method, headers });
     if (body !== undefined) {
       headers["content-type"] = "application/json";
@@ -37,7 +37,7 @@ export class Api {
     const buffer = Buffer.from(await response.arrayBuffer());
     const ms = performance.now() - started;
     const text = buffer.toString("utf8");
-    return { status: response.status, ms, bytes: buffer.length, text, json: () => JSON.parse(text) };
+    return { status: response.status, ms, bytes: buffer.length, text, headers: response.headers, json: () => JSON.parse(text) };
   }
 
   /** A request that must succeed with one of `ok` statuses. */
@@ -86,6 +86,21 @@ export class Api {
   /** @param {string} conversation @param {string} agentId */
   context(conversation, agentId) {
     return this.expect(`context of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/context?agent=${encodeURIComponent(agentId)}`);
+  }
+
+  /**
+   * A context call with the Worker's D1 meter asked for (`D1_METER = "on"` in the bench's worker):
+   * what the Worker and the conversation's object read from D1 to answer it.
+   * @param {string} conversation @param {string} agentId
+   */
+  async contextReads(conversation, agentId) {
+    const path = `${Api.conversationPath(conversation)}/context?agent=${encodeURIComponent(agentId)}`;
+    const response = await this.request("GET", path, undefined, { "x-foldline-d1-meter": "on" });
+    if (response.status !== 200) throw new ApiError(`metered context of ${conversation}`, response.status, response.text);
+    const header = response.headers.get("x-foldline-d1-reads");
+    if (header === null) throw new ApiError(`metered context of ${conversation}: no x-foldline-d1-reads header (is D1_METER on?)`, response.status, "");
+    const reads = Object.fromEntries(header.split("; ").map((part) => part.split("=")).map(([key, value]) => [key, Number(value)]));
+    return { bytes: response.bytes, statements: reads["statements"] ?? NaN, rowsRead: reads["rows-read"] ?? NaN, bytesRead: reads["bytes-read"] ?? NaN };
   }
 
   /** @param {string} conversation @param {string} agentId */

@@ -18,12 +18,14 @@ export const DERIVED_FROM = {
   // through declaration_sources), readDeliveries (the dispatcher's resume) and a reader for pages
   // of turns (since merged into context-store's readRelatedEvents), both off the append path; then a comment-only change to the engine;
   // then a type-only change to the engine's context manifest and event-store's readEventRange (the
-  // paged chain audit's reader, off the append path). Add a file's new hash here after re-reading
-  // its append path.
+  // paged chain audit's reader, off the append path); then the object's D1 meter (with
+  // D1_METER on, its statements pass through a wrapper that counts only armed requests: the same
+  // statements). Add a file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
     "f8020b910c959e876ec66956e8291fe1f1f683f375d09eef60980bdbbefa78c5",
+    "6dc4a9ed64922cc65e222549ac629890efd90a87dfd436dcf337132a0b002937",
   ],
   "src/durable/compaction-engine.ts": [
     "aa77e28728cdfffa345c33b8d1c304f598864f417833410976e0327b16b45383",

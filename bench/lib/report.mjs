@@ -157,8 +157,20 @@ export function renderMarkdown(r) {
       "",
       table(["history", "chars", "samples", "p50 ms", "p99 ms", "p99 of each half ms", "bytes returned", "boundary", "served chars", "messages"], rows),
       "",
-      `${c.points.big.label} ÷ ${c.points.small.label}: p50 **${n(c.p50RatioBigToSmall, 3)}** (${signed(c.p50RatioBigToSmall)}), p99 ${n(c.p99RatioBigToSmall, 3)} (${signed(c.p99RatioBigToSmall)}). ` +
-        "Rows read per byte returned is not observable from outside local workerd (D1's `meta.rows_read` stays inside the Worker); what selection reads is bounded by indexes and by the uncovered window (§2), not by history.",
+      `${c.points.big.label} ÷ ${c.points.small.label}: p50 **${n(c.p50RatioBigToSmall, 3)}** (${signed(c.p50RatioBigToSmall)}), p99 ${n(c.p99RatioBigToSmall, 3)} (${signed(c.p99RatioBigToSmall)}).`,
+      ...(c.points.small.d1RowsRead === undefined
+        ? []
+        : [
+            "",
+            "**What a context call reads from D1**, from a separate pass after the timed samples with the Worker's D1 meter asked for (`D1_METER = \"on\"` in the bench's worker, header `x-foldline-d1-meter: on`; `meta.rows_read` of every statement the Worker and the conversation's object ran, and the JSON size of the rows they got back), mean per call:",
+            "",
+            table(
+              ["history", "D1 statements", "rows read", "bytes read", "bytes returned", "rows read per KiB returned", "bytes read per byte returned"],
+              Object.values(c.points).map((s) => [s.label, n(s.d1Statements, 1), n(s.d1RowsRead, 1), n(s.d1BytesRead), n(s.bytes), n(s.d1RowsReadPerKiBReturned, 2), n(s.d1BytesReadPerByteReturned, 3)]),
+            ),
+            "",
+            "The statements are the token's row (the Worker), the agent's declaration by key, and one batch of five that judges the head (the head boundary, its predecessor, the count of rows sharing its predecessor or position, its plan, its completed-run receipt); the exact tail comes from the object's memory, and with no boundary yet the head batch finds nothing. None of them reads more as history grows.",
+          ]),
     ];
   });
 

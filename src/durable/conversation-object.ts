@@ -7,6 +7,8 @@ import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
+import type { D1Reads } from "../storage/d1-meter";
+import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
 import type { ContextSelection, SettleError } from "./compaction-engine";
 import { CompactionEngine } from "./compaction-engine";
@@ -41,6 +43,23 @@ export class ConversationObject extends DurableObject<Env> {
   #lastSeq: number | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
+  readonly #d1Meter = new D1Meter();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // The benchmark's reads-per-request meter (storage/d1-meter): off unless the deployment says so.
+    if (d1MeterEnabled(env)) this.env = { ...env, DB: meteredD1(env.DB, this.#d1Meter) };
+  }
+
+  /** Starts counting this object's D1 reads for one metered request (`D1_METER`). */
+  armD1Meter(): void {
+    this.#d1Meter.arm();
+  }
+
+  /** What this object read from D1 since `armD1Meter`. */
+  takeD1Reads(): D1Reads {
+    return this.#d1Meter.take();
+  }
 
   /**
    * Appends in order; D1 outages reject the promise (nothing acknowledged, nothing half-written).

@@ -12,6 +12,7 @@ import { memory } from "./memory";
 import type { healthSchema, serviceIndexSchema, Wire } from "./openapi/responses";
 import { openApiRoutes } from "./openapi/routes";
 import { telegram } from "./telegram";
+import { meterD1Reads, meterObjectD1Reads } from "./d1-meter";
 import type { AppEnv } from "./types";
 
 export const app = new Hono<AppEnv>();
@@ -33,7 +34,9 @@ app.get("/", (c) =>
 app.get("/healthz", (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
 app.route("/", openApiRoutes);
 
+app.use("/v1/*", meterD1Reads);
 app.use("/v1/*", requireToken);
+app.use("/v1/conversations/:conversation/*", meterObjectD1Reads);
 app.route("/v1/conversations", conversations);
 app.route("/v1/conversations", chainRoutes);
 app.route("/v1/conversations", incidentRoutes);

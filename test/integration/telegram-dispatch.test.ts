@@ -52,7 +52,7 @@ interface LogEvent {
   seq: number;
   kind: string;
   idempotencyKey: string;
-  body: { status?: string; role?: string; proposalId?: string; agentId?: string; text?: string; externalMessageId?: string; reason?: string; messageId?: string };
+  body: { status?: string; role?: string; proposalId?: string; agentId?: string; text?: string; externalMessageId?: string; reason?: string; messageId?: string; error?: { code: string } };
 }
 async function log(token: string, conversation: string): Promise<LogEvent[]> {
   return (await json<{ events: LogEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }))).events;
@@ -96,10 +96,13 @@ describe("the Telegram dispatcher", () => {
     }
     // The compactor did fail (the failures were injected) — privately. Read once the chain has
     // settled: the deliveries can all land before the compactor's retries have run. One failed run
-    // per injected failure (the SDK does not retry: MODEL_MAX_RETRIES is 0).
+    // per injected failure, in order (the SDK does not retry: MODEL_MAX_RETRIES is 0); another
+    // attempt may fail too on a loaded machine (a dropped loopback connection), and is retried alike.
     const settledLog = await log(token, conversation);
     const compactorFailures = settledLog.filter((e) => e.kind === "run" && e.body.role === "compactor" && e.body.status === "failed");
-    expect(compactorFailures).toHaveLength(3);
+    const codes = compactorFailures.map((e) => e.body.error?.code ?? "");
+    const injected = ["model_server_error", "output_invalid_json", "model_rate_limited"];
+    expect(codes.filter((code) => injected.includes(code)), JSON.stringify(codes)).toEqual(injected);
     const chatText = requests.map((r) => r.body.text).join("\n");
     for (const forbidden of ["COMPACTOR-FAILURE-MARKER", "compactor", "untrusted-history-summary", "output_invalid_json", "model_server_error"]) {
       expect(chatText).not.toContain(forbidden);

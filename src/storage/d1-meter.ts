@@ -1,0 +1,114 @@
+/**
+ * What D1 statements read while a request is served, for the benchmark's "rows and bytes read per
+ * byte returned": D1 reports `meta.rows_read` for every statement it runs, but only to the Worker
+ * that ran it, so the count has to be taken inside. Off unless the deployment sets
+ * `D1_METER = "on"` (the benchmark's worker does), and then counted only for a request that asks
+ * (`x-foldline-d1-meter: on`), so no other request pays for it.
+ *
+ * The metered database hands every statement to the real one unchanged; it only adds up what comes
+ * back. `bytesRead` is the JSON length of the rows returned, the size of what crossed from D1 into
+ * the Worker.
+ */
+
+export interface D1Reads {
+  readonly statements: number;
+  readonly rowsRead: number;
+  readonly bytesRead: number;
+}
+
+export const NO_READS: D1Reads = { statements: 0, rowsRead: 0, bytesRead: 0 };
+
+export const D1_METER_HEADER = "x-foldline-d1-meter";
+export const D1_READS_HEADER = "x-foldline-d1-reads";
+
+export function d1MeterEnabled(env: Pick<Env, "D1_METER">): boolean {
+  // Typed by wrangler.toml's default ("off"); a deployment's var may say otherwise.
+  const setting: string = env.D1_METER;
+  return setting === "on";
+}
+
+export const addReads = (a: D1Reads, b: D1Reads): D1Reads => ({
+  statements: a.statements + b.statements,
+  rowsRead: a.rowsRead + b.rowsRead,
+  bytesRead: a.bytesRead + b.bytesRead,
+});
+
+/** `statements=…; rows-read=…; bytes-read=…`, the header the benchmark reads. */
+export const formatReads = (reads: D1Reads): string => `statements=${reads.statements}; rows-read=${reads.rowsRead}; bytes-read=${reads.bytesRead}`;
+
+/** Counts while armed; a meter that was never armed counts nothing. */
+export class D1Meter {
+  #armed = false;
+  #reads: D1Reads = NO_READS;
+
+  arm(): void {
+    this.#armed = true;
+    this.#reads = NO_READS;
+  }
+
+  /** What was read since `arm`, and disarms. */
+  take(): D1Reads {
+    const reads = this.#reads;
+    this.#armed = false;
+    this.#reads = NO_READS;
+    return reads;
+  }
+
+  record(result: D1Result): void {
+    if (!this.#armed) return;
+    this.#reads = addReads(this.#reads, {
+      statements: 1,
+      rowsRead: result.meta.rows_read ?? 0,
+      bytesRead: result.results.length === 0 ? 0 : JSON.stringify(result.results).length,
+    });
+  }
+}
+
+/**
+ * `db` with every statement's result recorded on `meter`. Statements are proxies of the real ones:
+ * `bind` wraps again, `all`/`run`/`first` record, and `batch` hands D1 the real statements (it
+ * accepts no others). `first` runs as `all`, so that its result carries the statement's meta.
+ */
+export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
+    const proxy = new Proxy(statement, {
+      get(target, property) {
+        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+        if (property === "all" || property === "run") {
+          return async () => {
+            const result = property === "all" ? await target.all() : await target.run();
+            meter.record(result);
+            return result;
+          };
+        }
+        if (property === "first") {
+          return async (column?: string) => {
+            if (column !== undefined) return target.first(column);
+            const result = await target.all();
+            meter.record(result);
+            return result.results[0] ?? null;
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    real.set(proxy, statement);
+    return proxy;
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === "prepare") return (query: string) => wrap(target.prepare(query));
+      if (property === "batch") {
+        return async (statements: D1PreparedStatement[]) => {
+          const results = await target.batch(statements.map((s) => real.get(s) ?? s));
+          for (const result of results) meter.record(result);
+          return results;
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,77 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { app } from "../../src/http/app";
+import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1 } from "../../src/storage/d1-meter";
+import { eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * The benchmark's D1 meter: a metered database answers exactly what the real one answers and adds
+ * up what each statement read while armed; the `/v1` middleware reports it only where the
+ * deployment turned it on and the request asked.
+ */
+
+const parseReads = (header: string | null): Record<string, number> =>
+  Object.fromEntries((header ?? "").split("; ").map((part) => {
+    const [key = "", value = ""] = part.split("=");
+    return [key, Number(value)];
+  }));
+
+describe("meteredD1", () => {
+  it("answers as D1 does and counts statements, rows read and bytes returned while armed", async () => {
+    const conversation = freshConversation();
+    const token = await tokenFor(conversation);
+    for (let i = 0; i < 3; i++) {
+      const res = await app.request(eventsPath(conversation), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(sourceEvent(`k${i}`, `${i}`, `message ${i}`)) }, env);
+      expect(res.status).toBe(201);
+    }
+    const meter = new D1Meter();
+    const db = meteredD1(env.DB, meter);
+    const select = "SELECT seq, idempotency_key FROM events WHERE conversation_id = ? ORDER BY seq";
+
+    // Unarmed: answers, counts nothing.
+    expect((await db.prepare(select).bind(conversation).all()).results).toHaveLength(3);
+    expect(meter.take()).toEqual({ statements: 0, rowsRead: 0, bytesRead: 0 });
+
+    meter.arm();
+    const all = await db.prepare(select).bind(conversation).all<{ seq: number; idempotency_key: string }>();
+    const first = await db.prepare(select).bind(conversation).first<{ seq: number }>();
+    const missing = await db.prepare(select).bind("api:nobody-here").first();
+    const batch = await db.batch([db.prepare(select).bind(conversation), env.DB.prepare("SELECT 1 AS one")]);
+    const reads = meter.take();
+
+    expect(all.results).toEqual((await env.DB.prepare(select).bind(conversation).all()).results);
+    expect(first).toEqual(await env.DB.prepare(select).bind(conversation).first());
+    expect(missing).toBeNull();
+    expect(batch.map((r) => r.results)).toEqual([all.results, [{ one: 1 }]]);
+    expect(reads.statements).toBe(5);
+    expect(reads.rowsRead).toBeGreaterThanOrEqual(3 * 3);
+    const returned = JSON.stringify(all.results).length;
+    expect(reads.bytesRead).toBe(returned * 3 + JSON.stringify([{ one: 1 }]).length);
+    // Taken: disarmed and reset.
+    await db.prepare(select).bind(conversation).all();
+    expect(meter.take()).toEqual({ statements: 0, rowsRead: 0, bytesRead: 0 });
+  });
+});
+
+describe("the /v1 D1 meter", () => {
+  it("reports the reads of a request that asks, only where D1_METER is on", async () => {
+    const conversation = freshConversation();
+    const token = await tokenFor(conversation);
+    const request = (headers: Record<string, string>) => new Request(`http://foldline.test${eventsPath(conversation)}?limit=10`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+    const on = { ...env, D1_METER: "on" } as unknown as Env;
+
+    const metered = await app.fetch(request({ [D1_METER_HEADER]: "on" }), on);
+    expect(metered.status).toBe(200);
+    const reads = parseReads(metered.headers.get(D1_READS_HEADER));
+    // The token's row and the page of the log, at least.
+    expect(reads["statements"]).toBeGreaterThanOrEqual(2);
+    expect(reads["rows-read"]).toBeGreaterThanOrEqual(1);
+    expect(reads["bytes-read"]).toBeGreaterThan(0);
+
+    expect((await app.fetch(request({}), on)).headers.get(D1_READS_HEADER)).toBeNull();
+    expect((await app.fetch(request({ [D1_METER_HEADER]: "on" }), env)).headers.get(D1_READS_HEADER)).toBeNull();
+    // A request that is refused still answers as it would have, metered or not.
+    const refused = await app.fetch(new Request(`http://foldline.test${eventsPath(conversation)}`, { headers: { [D1_METER_HEADER]: "on" } }), on);
+    expect(refused.status).toBe(401);
+  });
+});
