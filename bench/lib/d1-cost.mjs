@@ -20,7 +20,8 @@ export const DERIVED_FROM = {
   // then a type-only change to the engine's context manifest and event-store's readEventRange (the
   // paged chain audit's reader, off the append path); then the object's D1 meter (with
   // D1_METER on, its statements pass through a wrapper that counts only armed requests: the same
-  // statements). Add a file's new hash here after re-reading its append path.
+  // statements); then the engine's nothing-to-freeze skip (at the trigger only: below it, the
+  // same skipped run). Add a file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
@@ -35,6 +36,7 @@ export const DERIVED_FROM = {
     "4866a28f7c608aa167797ee9fe8a5b7c899f0d748edc30cd9d4d564d4fcd3309",
     "2053975521d5f846c4b0b52ef6b276ab89a04941dd701563ee405043bec36b21",
     "65c1ea675925ba508de5cee410c71104dd2d3a3cab826c6decce8a52e62d8af9",
+    "78f2faaf3aac21b375b3ee62037e69d1f75c702a73777f27851fb9530ac17f34",
   ],
   "src/storage/event-store.ts": [
     "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",

@@ -619,25 +619,32 @@ export class CompactionEngine {
           : now.getTime() < chain.backoffUntil
             ? "backoff"
             : undefined;
-    if (reason !== undefined) {
+    const skipped = reason ?? ((await this.#plan(chain, sourceSeq, now)) === "nothing_to_freeze" ? "nothing_to_freeze" : undefined);
+    if (skipped !== undefined) {
       // Content-dark: counts only. Nothing is reserved and no model is called.
       await this.append([
         this.#runEvent(chain.declaration, `pf_${compactor.id}_${sourceSeq}`, "skipped", {
-          detail: { sourceSeq, activeChars, triggerInputChars: compactor.policy.triggerInputChars, reason },
+          detail: { sourceSeq, activeChars, triggerInputChars: compactor.policy.triggerInputChars, reason: skipped },
         }),
       ]);
-      return;
     }
-    await this.#plan(chain, sourceSeq, now);
   }
 
   async #planIfDue(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) return;
     const activeChars = await this.#activeChars(chain, sourceSeq);
+    // Nothing to freeze is not recorded here: no source arrived, and the next one's preflight says so.
     if (preflight(activeChars, chain.declaration.registration.compactor.policy).action === "plan") await this.#plan(chain, sourceSeq, now);
   }
 
-  async #plan(chain: Chain, triggerSeq: number, now: Date): Promise<void> {
+  /**
+   * Plans a compaction of the window as of `triggerSeq`, or records why it failed closed. When
+   * every uncovered group already fits the tail — the chain is at the trigger only because of its
+   * envelopes (a summary as large as the trigger minus the tail target) — there is nothing to
+   * freeze: that is not a failure, and the caller records it as a skip (or nothing); the next run
+   * is planned once the exact tail outgrows its target.
+   */
+  async #plan(chain: Chain, triggerSeq: number, now: Date): Promise<"planned" | "failed" | "nothing_to_freeze"> {
     const { declaration } = chain;
     const { agent, compactor } = declaration.registration;
     const { groups, amendments, envelopeChars, activeChars } = await this.#active(chain, triggerSeq);
@@ -648,15 +655,16 @@ export class CompactionEngine {
     const cut = cutTail(groups, compactor.policy, eventsOf);
     const runId = `cmp_${crypto.randomUUID()}`;
     if (!cut.ok) {
+      if (cut.error.code === "nothing_to_freeze") return "nothing_to_freeze";
       await this.#planFailed(chain, runId, triggerSeq, cut.error, now);
-      return;
+      return "failed";
     }
     const { frozen, tailChars, frozenChars, frozenEvents } = cut.value;
     const frozenTurns = frozen.flatMap((g) => g.turns);
     const first = frozen[0];
     const lastGroup = frozen.at(-1);
     const lastTurn = frozenTurns.at(-1);
-    if (first === undefined || lastGroup === undefined || lastTurn === undefined) return;
+    if (first === undefined || lastGroup === undefined || lastTurn === undefined) return "nothing_to_freeze";
 
     // Recalled pages share the document budget with the subscribed trusted documents.
     const sliceText = frozenTurns.map((t) => t.text).join("\n");
@@ -736,6 +744,7 @@ export class CompactionEngine {
     );
     chain.openPlan = plan;
     await this.#dispatch(chain, plan, now);
+    return "planned";
   }
 
   /** Queues the job naming the plan's packet, and arms the watchdog that re-sends it if it stalls. */

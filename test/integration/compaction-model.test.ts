@@ -123,6 +123,47 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     expect(planned.map((r) => r.body.runId)).toEqual([abandoned[0]?.runId, boundary?.runId]);
   }, 90_000);
 
+  it("records a message that finds nothing to freeze as a skip, not a failure, and plans once the tail outgrows its target", async () => {
+    const { conversation, agentId, token } = await setup("plain");
+    // A boundary almost as large as the slice it replaces (it must be smaller): with it and the
+    // exact tail (at most 800) the chain is at the trigger (2,000) while every uncovered group
+    // still fits the tail, so there is nothing to freeze until the tail outgrows its target.
+    const summary = Array.from({ length: 12 }, (_, i) => `Point ${i + 1}: the offsite is in Lisbon, flights under 200 euros, a venue with a garden.`).join("\n");
+    await script([{ content: summary }]);
+    const stub = conversationStub(env, conversation);
+    // Up to the first plan and no further, so the tail at the settle is what the plan retained.
+    for (let i = 0; (await stub.describeChain(conversation, agentId))?.openRunId === null; i++) {
+      expect(i).toBeLessThan(40);
+      const text = `Message ${i}: the team compares Lisbon and Porto for the offsite; Ada wants flights under ${200 + i} euros and a venue with a garden.`;
+      expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, text) })).status).toBe(201);
+    }
+    const [first] = await idle(conversation, agentId, 1);
+    const settled = await stub.describeChain(conversation, agentId);
+    // The premise: at the trigger with no run open (before, this state recorded a failed plan).
+    expect(settled?.activeChars).toBeGreaterThanOrEqual(2_000);
+    expect(settled?.openRunId).toBeNull();
+
+    // Short messages, one at a time, until the tail outgrows its target and a run is planned.
+    let sent = 0;
+    for (; sent < 60; sent++) {
+      expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`s${sent}`, `s${sent}`, `Short note ${sent}.`) })).status).toBe(201);
+      if ((await stub.describeChain(conversation, agentId))?.openRunId !== null) break;
+    }
+    expect(sent).toBeLessThan(60);
+    const second = await idle(conversation, agentId, 2);
+    expect(second[0]?.body.id).toBe(first?.body.id);
+
+    const compactor = (await runs(token, conversation)).filter((r) => r.body.role === "compactor");
+    const nothing = compactor
+      .filter((r) => r.body.status === "skipped")
+      .map((r) => (r.body as { detail?: { reason?: string; activeChars?: number } }).detail)
+      .filter((d) => d?.reason === "nothing_to_freeze");
+    expect(nothing.length).toBeGreaterThan(0);
+    for (const detail of nothing) expect(detail?.activeChars).toBeGreaterThanOrEqual(2_000);
+    expect(compactor.filter((r) => r.body.status === "failed").map((r) => r.body.error?.code)).toEqual([]);
+    expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "plan_failure")).toEqual([]);
+  });
+
   it("never makes ingest wait for the model", async () => {
     const { conversation, agentId, token } = await setup("projection");
     await script([{ delayMs: 4_000 }]);

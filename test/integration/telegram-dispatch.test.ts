@@ -96,13 +96,12 @@ describe("the Telegram dispatcher", () => {
     }
     // The compactor did fail (the failures were injected) — privately. Read once the chain has
     // settled: the deliveries can all land before the compactor's retries have run. One failed run
-    // per injected failure, in order (the SDK does not retry: MODEL_MAX_RETRIES is 0); another
-    // attempt may fail too on a loaded machine (a dropped loopback connection), and is retried alike.
+    // per injected failure, in order (the SDK does not retry: MODEL_MAX_RETRIES is 0), and no
+    // other: a chain at the trigger with nothing to freeze is a skip, not a failure (on a loaded
+    // machine the replies can land after the boundary settles, which is how that was found).
     const settledLog = await log(token, conversation);
     const compactorFailures = settledLog.filter((e) => e.kind === "run" && e.body.role === "compactor" && e.body.status === "failed");
-    const codes = compactorFailures.map((e) => e.body.error?.code ?? "");
-    const injected = ["model_server_error", "output_invalid_json", "model_rate_limited"];
-    expect(codes.filter((code) => injected.includes(code)), JSON.stringify(codes)).toEqual(injected);
+    expect(compactorFailures.map((e) => e.body.error?.code)).toEqual(["model_server_error", "output_invalid_json", "model_rate_limited"]);
     const chatText = requests.map((r) => r.body.text).join("\n");
     for (const forbidden of ["COMPACTOR-FAILURE-MARKER", "compactor", "untrusted-history-summary", "output_invalid_json", "model_server_error"]) {
       expect(chatText).not.toContain(forbidden);
