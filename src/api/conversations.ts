@@ -6,7 +6,7 @@ import { composeRequestSchema } from "../core/compose";
 import type { ContextSelection } from "../durable/compaction-engine";
 import { appendToConversation, contextFor } from "../durable/stub";
 import { compose } from "../http/compose";
-import type { appendedBatchSchema, appendedEventSchema, storedEventSchema, Wire } from "../http/openapi/responses";
+import type { appendedBatchSchema, appendedEventSchema, storedEventSchema, Wire } from "./responses";
 import { validate } from "../http/validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery } from "./queries";

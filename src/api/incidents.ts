@@ -2,7 +2,7 @@ import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import type { IncidentRecord } from "../storage/compaction-store";
 import { readIncidentPage } from "../storage/compaction-store";
-import type { incidentPageSchema, Wire } from "../http/openapi/responses";
+import type { incidentPageSchema, Wire } from "./responses";
 import { validate } from "../http/validation";
 import type { ScopedConversationId } from "./access";
 import { pageQuery } from "./queries";

@@ -1,7 +1,7 @@
 import type { StoredEvent } from "../core/events";
 import type { ReconstructionPolicy, Turn } from "../core/reconstruction";
 import { idsNamedBy, pageOfTurns } from "../core/turn-pages";
-import type { turnPageSchema, Wire } from "../http/openapi/responses";
+import type { turnPageSchema, Wire } from "./responses";
 import { readRelatedEvents } from "../storage/context-store";
 import { listEvents } from "../storage/event-store";
 

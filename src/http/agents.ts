@@ -7,7 +7,7 @@ import { currentDeclaration, documentExists, idHolders, insertDeclaration, inser
 import { putDocument, readDocument } from "../storage/document-store";
 import { scopedAgent } from "./auth";
 import { problem } from "./errors";
-import type { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema, Wire } from "./openapi/responses";
+import type { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema, Wire } from "../api/responses";
 import type { AppEnv } from "./types";
 import { readJson } from "./validation";
 

@@ -9,7 +9,7 @@ import { problem } from "./errors";
 import { incidentRoutes } from "./incidents";
 import { inspector } from "./inspector";
 import { memory } from "./memory";
-import type { healthSchema, serviceIndexSchema, Wire } from "./openapi/responses";
+import type { healthSchema, serviceIndexSchema, Wire } from "../api/responses";
 import { openApiRoutes } from "./openapi/routes";
 import { telegram } from "./telegram";
 import { meterD1Reads, meterObjectD1Reads } from "./d1-meter";

@@ -7,7 +7,7 @@ import { agentIdSchema } from "../core/events";
 import { listEvents } from "../storage/event-store";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
-import type { eventPageSchema, Wire } from "./openapi/responses";
+import type { eventPageSchema, Wire } from "../api/responses";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 

@@ -9,7 +9,7 @@ import type { MemoryPage, MemoryPageSummary } from "../storage/memory-store";
 import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/memory-store";
 import { scopedAgent } from "./auth";
 import { problem } from "./errors";
-import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "./openapi/responses";
+import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "../api/responses";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 

@@ -5,7 +5,7 @@ import { mapTelegramUpdate, telegramUpdateSchema } from "../core/telegram-update
 import { telegramWebhookSecret } from "../config";
 import { appendToConversation } from "../durable/stub";
 import { problem } from "./errors";
-import type { telegramWebhookAnswerSchema, Wire } from "./openapi/responses";
+import type { telegramWebhookAnswerSchema, Wire } from "../api/responses";
 import type { AppEnv } from "./types";
 import { readJson, validate } from "./validation";
 

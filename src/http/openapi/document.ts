@@ -71,14 +71,14 @@ import {
   trustedDocumentSchema,
   turnPageSchema,
   turnSchema,
-} from "./responses";
+} from "../../api/responses";
 
 /**
  * The OpenAPI 3.1 description of the HTTP API, generated from the same zod schemas the routes
  * validate with: a shape is never written twice, so the document cannot drift from what a route
  * accepts. What is written here is only what zod cannot know — which route takes which schema,
  * the prose, and which error codes each operation can answer with (statuses come from
- * `ERROR_STATUS`). Success bodies are described by the schemas of `./responses`: the views that
+ * `ERROR_STATUS`). Success bodies are described by the schemas of `api/responses`: the views that
  * build them are type-checked against those where their types allow (`Wire`), and an integration
  * test validates a real response of every operation and status against the served document.
  *

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { modelEvidenceSchema } from "../../core/boundary";
-import { CHECK_NAMES } from "../../core/chain-audit";
-import { conversationIdSchema } from "../../core/conversation-id";
-import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Schema } from "../../core/declarations";
-import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../../core/events";
-import { memoryPathSchema } from "../../core/memory-path";
-import { amendmentSchema } from "../../core/packet";
+import { modelEvidenceSchema } from "../core/boundary";
+import { CHECK_NAMES } from "../core/chain-audit";
+import { conversationIdSchema } from "../core/conversation-id";
+import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Schema } from "../core/declarations";
+import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../core/events";
+import { memoryPathSchema } from "../core/memory-path";
+import { amendmentSchema } from "../core/packet";
 
 /**
  * The JSON success bodies of the HTTP API, as schemas: `/openapi.json` describes every response
