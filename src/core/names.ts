@@ -1,0 +1,37 @@
+/**
+ * Names and ids that reach a screen or a model. Message text stays exactly as sent; a name is the
+ * one field a participant chooses that Foldline itself prints in front of text (`Ada: …`,
+ * `[73] @ada (user): …`), so a name that holds a line break, a bidi override or an invisible
+ * character could forge a speaker line or hide what it says. Ids are refused when they hold such
+ * characters; names are stored as sent and normalized wherever they are rendered.
+ */
+
+/**
+ * C0 and C1 controls (line breaks and NUL among them), DEL, the Unicode line and paragraph
+ * separators, the bidi embedding/override/isolate controls and marks, and the zero-width
+ * characters (space, non-joiner, joiner, word joiner, BOM).
+ */
+const UNSAFE = /[\u0000-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/u;
+const UNSAFE_GLOBAL = new RegExp(UNSAFE.source, "gu");
+/** Characters that become a space rather than vanish: they separated words where they stood. */
+const SPACING = /[\u0009-\u000D\u0085\u2028\u2029]/gu;
+
+/** The longest name rendered; a longer one is cut on a code point with an ellipsis. */
+export const MAX_RENDERED_NAME = 64;
+
+/** True when an id holds a character that could forge or hide text where it is rendered. */
+export function hasUnsafeChars(value: string): boolean {
+  return UNSAFE.test(value);
+}
+
+/**
+ * A name as it may be printed in front of someone's text: one line, no controls, no bidi or
+ * invisible characters, whitespace runs folded to one space, at most `MAX_RENDERED_NAME` code
+ * points. Returns `undefined` when nothing printable is left, so the caller falls back to an id.
+ */
+export function displayName(raw: string): string | undefined {
+  const folded = raw.replace(SPACING, " ").replace(UNSAFE_GLOBAL, "").replace(/\s+/gu, " ").trim();
+  if (folded === "") return undefined;
+  const points = [...folded];
+  return points.length <= MAX_RENDERED_NAME ? folded : `${points.slice(0, MAX_RENDERED_NAME - 1).join("").trimEnd()}…`;
+}
