@@ -1,6 +1,10 @@
-import type { Result } from "../core/errors";
+import type { AgentRefusal } from "../core/agent-access";
+import { agentAccess } from "../core/agent-access";
+import type { AppError, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { conversationIdSchema, scopesAllow } from "../core/conversation-id";
+import { agentIdSchema } from "../core/events";
+import { currentDeclaration } from "../storage/compaction-store";
 import { sha256Hex } from "../core/hash";
 import { secretsEqual } from "../core/secrets";
 import type { ApiPrincipal } from "../storage/token-store";
@@ -53,4 +57,41 @@ export function conversationInScope(principal: ApiPrincipal, conversation: unkno
     return fail("forbidden", "this token is not scoped to that conversation");
   }
   return ok(parsed.data as ScopedConversationId);
+}
+
+/**
+ * The wire form of an agent refusal. Missing the agent scope and not containing the agent's stored
+ * sources are one message, so a token learns neither whether the agent is declared nor where it
+ * serves; only the caller's own proposed patterns are named back to it.
+ */
+function agentRefused(refusal: AgentRefusal): AppError {
+  switch (refusal.reason) {
+    case "agent_scope":
+    case "stored_sources":
+      return {
+        code: "forbidden",
+        message: "this token is not scoped to that agent (it needs agent:<id> and conversation scopes that contain every source the agent serves)",
+      };
+    case "proposed_sources":
+      return {
+        code: "forbidden",
+        message: `sources outside this token's conversation scopes: ${refusal.outside.join(", ")} (an agent reads and writes every conversation its sources admit)`,
+        details: { outside: refusal.outside },
+      };
+  }
+}
+
+/**
+ * The named agent, if it is well-formed and the principal may act for it: `agent:<id>`, plus
+ * conversation scopes containing every source pattern of its current declaration and of the
+ * `proposed` one (a registration). See `core/agent-access`.
+ */
+export async function agentInScope(db: D1Database, principal: ApiPrincipal, agent: unknown, proposed?: readonly string[]): Promise<Result<string>> {
+  const parsed = agentIdSchema.safeParse(agent);
+  if (!parsed.success) return fail("validation_failed", "agent: 1–64 letters, digits, . _ -");
+  const early = agentAccess(principal.scopes, parsed.data, undefined);
+  if (early !== undefined) return { ok: false, error: agentRefused(early) };
+  const stored = await currentDeclaration(db, parsed.data);
+  const refusal = agentAccess(principal.scopes, parsed.data, stored?.registration.agent.sources, proposed);
+  return refusal === undefined ? ok(parsed.data) : { ok: false, error: agentRefused(refusal) };
 }

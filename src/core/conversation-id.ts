@@ -39,3 +39,21 @@ export function scopeAllows(pattern: string, conversationId: string): boolean {
 export function scopesAllow(patterns: readonly string[], conversationId: string): boolean {
   return patterns.some((p) => scopeAllows(p, conversationId));
 }
+
+/**
+ * Whether `outer` admits every conversation `inner` admits (pattern containment). An exact id is
+ * inside an exact id only when they are equal and inside a prefix pattern when it starts with the
+ * prefix; a prefix pattern is inside a prefix pattern whose prefix starts its own, never inside an
+ * exact id. So `telegram:1:*` is inside `telegram:*`, not the other way round, and `*` holds all.
+ * A pattern a single scope does not contain is refused even if several scopes together might
+ * enumerate it: refusing a pattern is safe, admitting one too many is not.
+ */
+export function patternContains(outer: string, inner: string): boolean {
+  if (outer.endsWith("*")) return inner.startsWith(outer.slice(0, -1));
+  return !inner.endsWith("*") && inner === outer;
+}
+
+/** Whether some scope of `patterns` contains `inner` (`patternContains`). */
+export function scopesContain(patterns: readonly string[], inner: string): boolean {
+  return patterns.some((p) => patternContains(p, inner));
+}

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { scopePatternSchema } from "./conversation-id";
+import type { AppError } from "./errors";
 import { agentIdSchema } from "./events";
 import { hashCanonical } from "./hash";
 
@@ -87,6 +88,32 @@ const botUrlSchema = z
     { message: "an https URL (plain http only for 127.0.0.1 or localhost), without credentials" },
   );
 
+/**
+ * The Worker secrets a declaration may name as an HMAC key: only `BOT_HMAC_<NAME>`. Model keys,
+ * webhook secrets and bot tokens live outside this namespace, so no declaration can have one of
+ * them sent (as a signature key) to a URL it chose.
+ */
+export const REPLY_SECRET_PREFIX = "BOT_HMAC_";
+const REPLY_SECRET = /^BOT_HMAC_[A-Z0-9][A-Z0-9_]{0,54}$/;
+
+export function isReplySecretName(name: string): boolean {
+  return REPLY_SECRET.test(name);
+}
+
+/**
+ * A new registration's reply secret outside the namespace. Checked when a declaration is written,
+ * not by the stored shape, so a revision stored before the namespace existed still loads (and is
+ * refused the secret when a reply is signed, src/external/bots.ts).
+ */
+export function replySecretRefusal(reply: ReplyMode): AppError | undefined {
+  if (reply.mode !== "http" || isReplySecretName(reply.secret)) return undefined;
+  return {
+    code: "secret_outside_namespace",
+    message: `agent.reply.secret: name a Worker secret ${REPLY_SECRET_PREFIX}<NAME> (A-Z, 0-9, _); model keys, webhook secrets and bot tokens can never be named`,
+    details: { field: "agent.reply.secret" },
+  };
+}
+
 export const DEFAULT_BOT_TIMEOUT_MS = 10_000;
 
 /**
@@ -104,7 +131,7 @@ export const replySchema = z.discriminatedUnion("mode", [
   z.strictObject({
     mode: z.literal("http"),
     url: botUrlSchema,
-    /** The name of the Worker secret holding the shared HMAC key, never the key itself. */
+    /** The name of the Worker secret `BOT_HMAC_<NAME>` holding the shared HMAC key, never the key itself. */
     secret: bindingNameSchema,
     timeoutMs: z.number().int().min(1_000).max(30_000).default(DEFAULT_BOT_TIMEOUT_MS),
   }),

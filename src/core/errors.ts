@@ -19,6 +19,8 @@ export const ERROR_STATUS = {
   amendment_too_large: 422,
   context_budget_exceeded: 422,
   document_budget_exceeded: 422,
+  secret_outside_namespace: 422,
+  unsafe_characters: 422,
   internal: 500,
 } as const;
 
@@ -38,6 +40,16 @@ export interface AppError {
 export type Result<T, E = AppError> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: E };
 
 export const ok = <T>(value: T): { readonly ok: true; readonly value: T } => ({ ok: true, value });
+
+/**
+ * A schema check whose failure is its own code rather than `validation_failed` (zod issue
+ * `params`): `validate` answers with it when every issue of a request carries the same one.
+ */
+export const typedIssue = (code: ErrorCode): { readonly params: { readonly code: ErrorCode } } => ({ params: { code } });
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(ERROR_STATUS, value);
+}
 
 export const fail = (code: ErrorCode, message: string, details?: { readonly [key: string]: ErrorDetail }): { readonly ok: false; readonly error: AppError } => ({
   ok: false,

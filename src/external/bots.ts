@@ -1,5 +1,5 @@
 import type { ReplyMode } from "../core/declarations";
-import { DEFAULT_BOT_TIMEOUT_MS } from "../core/declarations";
+import { DEFAULT_BOT_TIMEOUT_MS, isReplySecretName } from "../core/declarations";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import type { BotPayload } from "./payload";
@@ -46,8 +46,12 @@ function validated(answer: unknown, started: number, via: BotReply["via"]): Resu
   return ok({ text: parsed.data.text, latencyMs: Date.now() - started, via });
 }
 
-/** The Worker secret holding an http bot's HMAC key, read like config.ts reads secrets. */
+/**
+ * The Worker secret holding an http bot's HMAC key, read like config.ts reads secrets. Only names
+ * in the reply-secret namespace are read, also for a declaration stored before it was enforced.
+ */
 function botSecret(env: Env, name: string): string | undefined {
+  if (!isReplySecretName(name)) return undefined;
   const value: unknown = Reflect.get(env, name);
   return typeof value === "string" && value.length > 0 ? value : undefined;
 }
@@ -81,7 +85,7 @@ async function askService(env: Env, binding: string, payload: BotPayload): Promi
 async function askHttp(env: Env, reply: Extract<ExternalMode, { mode: "http" }>, payload: BotPayload): Promise<Result<BotReply, BotFailure>> {
   const secret = botSecret(env, reply.secret);
   // Never send unsigned: the bot could not tell Foldline from anyone else who knows its URL.
-  if (secret === undefined) return failure("rejected", `the Worker secret ${reply.secret} is not set`);
+  if (secret === undefined) return failure("rejected", `the Worker secret ${reply.secret} is not set, or is not a BOT_HMAC_<NAME> secret`);
   const body = JSON.stringify(payload);
   const signature = await signBody(secret, body, Math.floor(Date.now() / 1_000));
   const signal = AbortSignal.timeout(reply.timeoutMs);

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { canonicalRegistration, documentNameSchema, epochOf, pairMismatches, registrationSchema, sha256Schema } from "../core/declarations";
+import { canonicalRegistration, documentNameSchema, epochOf, pairMismatches, registrationSchema, replySecretRefusal, sha256Schema } from "../core/declarations";
 import { sha256Hex } from "../core/hash";
 import { compactorPrompt } from "../core/prompts";
 import { currentDeclaration, documentExists, idHolders, insertDeclaration, insertDocument } from "../storage/compaction-store";
@@ -21,14 +21,19 @@ const documentKey = (agentId: string, name: string, hash: string): string => `do
  */
 export const agents = new Hono<AppEnv>()
   .put("/:agent", async (c) => {
-    const agentId = scopedAgent(c);
-    if (!agentId.ok) return problem(c, agentId.error);
+    const named = await scopedAgent(c);
+    if (!named.ok) return problem(c, named.error);
     const request = await readJson(c, registrationSchema);
     if (!request.ok) return problem(c, request.error);
     const registration = canonicalRegistration(request.value);
-    if (registration.agent.id !== agentId.value) {
+    if (registration.agent.id !== named.value) {
       return problem(c, { code: "validation_failed", message: "agent.id must be the agent named in the path" });
     }
+    // The pair check below makes the compactor's sources equal to these.
+    const agentId = await scopedAgent(c, registration.agent.sources);
+    if (!agentId.ok) return problem(c, agentId.error);
+    const secretRefused = replySecretRefusal(registration.agent.reply);
+    if (secretRefused !== undefined) return problem(c, secretRefused);
     const mismatches = pairMismatches(registration.agent, registration.compactor);
     if (mismatches.length > 0) {
       return problem(c, {
@@ -40,7 +45,8 @@ export const agents = new Hono<AppEnv>()
     const ids = [registration.agent.id, registration.compactor.id];
     const clash = (await idHolders(c.env.DB, ids)).find((holder) => holder.agentId !== registration.agent.id);
     if (clash !== undefined) {
-      return problem(c, { code: "id_in_use", message: `agent ${clash.agentId} already uses one of ${ids.join(", ")}` });
+      // Which agent holds it is not this caller's to know.
+      return problem(c, { code: "id_in_use", message: `another declaration already uses one of ${ids.join(", ")}; choose other ids` });
     }
     for (const doc of registration.agent.documents) {
       if (!(await documentExists(c.env.DB, agentId.value, doc.name, doc.hash))) {
@@ -62,7 +68,7 @@ export const agents = new Hono<AppEnv>()
     );
   })
   .get("/:agent", async (c) => {
-    const agentId = scopedAgent(c);
+    const agentId = await scopedAgent(c);
     if (!agentId.ok) return problem(c, agentId.error);
     const declaration = await currentDeclaration(c.env.DB, agentId.value);
     if (declaration === undefined) return problem(c, { code: "not_found", message: "no declaration for this agent" });
@@ -76,7 +82,7 @@ export const agents = new Hono<AppEnv>()
     } satisfies Wire<typeof currentAgentSchema>);
   })
   .put("/:agent/documents/:name", async (c) => {
-    const agentId = scopedAgent(c);
+    const agentId = await scopedAgent(c);
     if (!agentId.ok) return problem(c, agentId.error);
     const name = documentNameSchema.safeParse(c.req.param("name"));
     if (!name.success) return problem(c, { code: "validation_failed", message: "name: 1–128 letters, digits, . _ -" });
@@ -89,7 +95,7 @@ export const agents = new Hono<AppEnv>()
     return c.json({ name: name.data, hash, chars: request.value.content.length } satisfies Wire<typeof documentSummarySchema>, 201);
   })
   .get("/:agent/documents/:name/:hash", async (c) => {
-    const agentId = scopedAgent(c);
+    const agentId = await scopedAgent(c);
     if (!agentId.ok) return problem(c, agentId.error);
     const name = c.req.param("name");
     const hash = c.req.param("hash");

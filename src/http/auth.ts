@@ -1,10 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { ScopedConversationId } from "../api/access";
-import { authenticate, conversationInScope } from "../api/access";
+import { agentInScope, authenticate, conversationInScope } from "../api/access";
 import type { Result } from "../core/errors";
-import { fail, ok } from "../core/errors";
-import { scopesAllow } from "../core/conversation-id";
-import { agentIdSchema } from "../core/events";
 import { problem } from "./errors";
 import type { AppEnv } from "./types";
 
@@ -30,15 +27,12 @@ export function scopedConversation(c: Context<AppEnv>): Result<ScopedConversatio
 }
 
 /**
- * The agent named in the path, if the token holds `agent:<id>` (or a pattern matching it, such as
- * `agent:*`). Agent routes (declarations, documents, memory pages) are scoped separately from
- * conversations: reading a conversation never grants rewriting the agent that reads it.
+ * The agent named in the path, if the token may act for it (`api/access` `agentInScope`): its
+ * `agent:<id>` scope (or a pattern matching it, such as `agent:*`) and conversation scopes that
+ * contain every source the agent serves and, for a registration, every source it `proposed`.
+ * Reading a conversation never grants rewriting the agent that reads it, and holding an agent never
+ * grants the conversations it serves.
  */
-export function scopedAgent(c: Context<AppEnv>): Result<string> {
-  const parsed = agentIdSchema.safeParse(c.req.param("agent"));
-  if (!parsed.success) return fail("validation_failed", "agent: 1–64 letters, digits, . _ -");
-  if (!scopesAllow(c.get("principal").scopes, `agent:${parsed.data}`)) {
-    return fail("forbidden", "this token is not scoped to that agent (it needs agent:<id>)");
-  }
-  return ok(parsed.data);
+export function scopedAgent(c: Context<AppEnv>, proposed?: readonly string[]): Promise<Result<string>> {
+  return agentInScope(c.env.DB, c.get("principal"), c.req.param("agent"), proposed);
 }

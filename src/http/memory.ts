@@ -62,10 +62,14 @@ function summaryView(page: MemoryPageSummary) {
   return { path: page.path, version: page.version, contentHash: page.contentHash, chars: page.chars } satisfies Wire<typeof memoryPageSummarySchema>;
 }
 
-/** Memory pages of one agent, under `/v1/agents`. Every route needs the `agent:<id>` scope. */
+/**
+ * Memory pages of one agent, under `/v1/agents`. Every route needs the `agent:<id>` scope and
+ * conversation scopes containing the agent's sources: pages are extracted from its conversations
+ * and recalled into their compactions.
+ */
 export const memory = new Hono<AppEnv>()
   .get("/:agent/memory", async (c) => {
-    const agent = scopedAgent(c);
+    const agent = await scopedAgent(c);
     if (!agent.ok) return problem(c, agent.error);
     const query = validate(listQuery, c.req.query());
     if (!query.ok) return problem(c, query.error);
@@ -75,7 +79,7 @@ export const memory = new Hono<AppEnv>()
     return c.json({ pages: pages.map(summaryView), nextAfter: pages.length === limit && last ? last.path : null } satisfies Wire<typeof memoryPageListSchema>);
   })
   .put("/:agent/memory/*", async (c) => {
-    const agent = scopedAgent(c);
+    const agent = await scopedAgent(c);
     if (!agent.ok) return problem(c, agent.error);
     const path = pagePath(c);
     if (!path.ok) return problem(c, path.error);
@@ -88,7 +92,7 @@ export const memory = new Hono<AppEnv>()
     );
   })
   .get("/:agent/memory/*", async (c) => {
-    const agent = scopedAgent(c);
+    const agent = await scopedAgent(c);
     if (!agent.ok) return problem(c, agent.error);
     const path = pagePath(c);
     if (!path.ok) return problem(c, path.error);
@@ -102,7 +106,7 @@ export const memory = new Hono<AppEnv>()
     return c.json(pageView(page));
   })
   .delete("/:agent/memory/*", async (c) => {
-    const agent = scopedAgent(c);
+    const agent = await scopedAgent(c);
     if (!agent.ok) return problem(c, agent.error);
     const path = pagePath(c);
     if (!path.ok) return problem(c, path.error);

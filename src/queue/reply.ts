@@ -1,5 +1,6 @@
 import { compactionRetryBaseSeconds, directReplyAgents, DEFAULT_PROFILE, openAiApiKey } from "../config";
 import { buildChatRequest } from "../core/compose";
+import { scopesAllow } from "../core/conversation-id";
 import type { EventInput, StoredEvent } from "../core/events";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
@@ -72,6 +73,9 @@ export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<
   const declaration = await currentDeclaration(env.DB, job.agentId);
   // `none`: the agent's bot reads context and posts proposals itself; Foldline produces nothing.
   if (declaration === undefined || !declaration.registration.agent.enabled || declaration.registration.agent.reply.mode === "none") return { kind: "done" };
+  // An agent writes only where its current sources admit it: a job queued before its sources
+  // changed, or one that names another conversation, composes, asks and records nothing.
+  if (!scopesAllow(declaration.registration.agent.sources, job.conversationId)) return { kind: "done" };
   const k = keys(job);
   const existing = await readEventsByKeys(env.DB, job.conversationId, [k.proposal]);
   let proposal = existing.get(k.proposal);

@@ -46,7 +46,7 @@ async function setup(options: { trigger?: number; retain?: number } = {}) {
 describe("declarations", () => {
   it("refuses a pair that disagrees, naming every field", async () => {
     const agentId = freshAgent();
-    const token = await tokenFor(`agent:${agentId}`);
+    const token = await tokenFor(`agent:${agentId}`, "api:x:*");
     const good = pair({ agentId, sources: ["api:x:*"] });
     const bad = {
       agent: good.agent,
@@ -64,7 +64,7 @@ describe("declarations", () => {
 
   it("refuses retain ≥ trigger, unknown documents, and ids already in use", async () => {
     const agentId = freshAgent();
-    const token = await tokenFor(`agent:${agentId}`, "agent:*");
+    const token = await tokenFor(`agent:${agentId}`, "agent:*", "api:x:*");
     const body = pair({ agentId, sources: ["api:x:*"], trigger: 1_000, retain: 1_000 });
     expect((await call("PUT", `/v1/agents/${agentId}`, { token, body })).status).toBe(400);
     const withDocument = pair({ agentId, sources: ["api:x:*"] });
@@ -84,7 +84,7 @@ describe("declarations", () => {
 
   it("registers idempotently and starts a new epoch when the prompt changes", async () => {
     const agentId = freshAgent();
-    const token = await tokenFor(`agent:${agentId}`);
+    const token = await tokenFor(`agent:${agentId}`, "api:x:*");
     const first = await json<{ revision: number; epoch: { id: string } }>(await register(token, { agentId, sources: ["api:x:*"] }));
     const again = await register(token, { agentId, sources: ["api:x:*"] });
     expect(again.status).toBe(200);

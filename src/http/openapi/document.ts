@@ -436,13 +436,16 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "Register an agent and its compactor",
     description:
       "Registers the declaration pair. The two must agree on everything the contract lists; `declaration_mismatch` names " +
-      "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch.",
+      "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch. The token needs " +
+      "`agent:<id>` and conversation scopes that contain every source pattern the agent has now and would have afterwards " +
+      "(`forbidden` names the proposed patterns outside them). An `http` reply names a Worker secret `BOT_HMAC_<NAME>`; " +
+      "any other name is `secret_outside_namespace`.",
     body: registrationSchema,
     success: [
       { status: 201, description: "a new revision", media: json, schema: registeredAgentSchema },
       { status: 200, description: "unchanged", media: json, schema: registeredAgentSchema },
     ],
-    errors: ["declaration_mismatch", "id_in_use", "unknown_document"],
+    errors: ["declaration_mismatch", "id_in_use", "unknown_document", "secret_outside_namespace"],
   },
   {
     method: "get",
@@ -607,7 +610,10 @@ function pathParameters(): Readonly<Record<string, { readonly schema: JsonSchema
         "`telegram:<botId>:<chatId>`, `telegram:<botId>:<chatId>:<threadId>` for a forum topic, or `api:<key>` " +
         "(letters, digits, `._:-`); it must be inside the token's scopes",
     },
-    agent: { schema: inputSchemaOf(agentIdSchema), description: "the agent's id; the token needs the scope `agent:<id>` (or a pattern matching it)" },
+    agent: {
+      schema: inputSchemaOf(agentIdSchema),
+      description: "the agent's id; the token needs the scope `agent:<id>` (or a pattern matching it) and conversation scopes that contain every source the agent serves",
+    },
     bot: { schema: { type: "string", pattern: BOT_ID.source }, description: "the bot's numeric id; its secret is the Worker secret `TELEGRAM_WEBHOOK_SECRET_<botId>`" },
     name: { schema: inputSchemaOf(documentNameSchema), description: "the document's name" },
     hash: { schema: inputSchemaOf(sha256Schema), description: "the SHA-256 of the document's content" },

@@ -1,0 +1,31 @@
+import { scopesAllow, scopesContain } from "./conversation-id";
+
+/**
+ * Who may read or change an agent. An agent reads and writes every conversation its sources
+ * admit (its context, its replies, its compactor's runs, the memory pages extracted from them), so
+ * holding `agent:<id>` is not enough: the caller's conversation scopes must contain every source
+ * pattern of the agent as it stands (`stored`) and, for a change, every pattern it would have
+ * afterwards (`proposed`). A token that registered an agent and whose scopes no longer contain its
+ * current sources (someone wider changed them) can neither read nor change it; the agent keeps
+ * running as declared.
+ */
+
+export type AgentRefusal =
+  | { readonly reason: "agent_scope"; readonly agentId: string }
+  /** The stored declaration serves conversations outside the caller's scopes; which ones is not said. */
+  | { readonly reason: "stored_sources"; readonly agentId: string }
+  /** The caller's own proposed patterns that its scopes do not contain. */
+  | { readonly reason: "proposed_sources"; readonly agentId: string; readonly outside: readonly string[] };
+
+export function agentAccess(
+  scopes: readonly string[],
+  agentId: string,
+  stored: readonly string[] | undefined,
+  proposed?: readonly string[],
+): AgentRefusal | undefined {
+  if (!scopesAllow(scopes, `agent:${agentId}`)) return { reason: "agent_scope", agentId };
+  if (stored !== undefined && !stored.every((pattern) => scopesContain(scopes, pattern))) return { reason: "stored_sources", agentId };
+  const outside = (proposed ?? []).filter((pattern) => !scopesContain(scopes, pattern));
+  if (outside.length > 0) return { reason: "proposed_sources", agentId, outside };
+  return undefined;
+}

@@ -1,0 +1,175 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, inject, it } from "vitest";
+import worker from "../../src/index";
+import type { ReplyJob } from "../../src/queue/jobs";
+import type { ReceivedRequest } from "../fake-bot/server";
+import { pair } from "../support/declarations";
+import { waitFor } from "../support/chain";
+import type { ErrorBody } from "./helpers";
+import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * A token reaches only what its scopes name, also through an agent: declaring or reading an agent
+ * needs `agent:<id>` and conversation scopes containing every source pattern the agent has and
+ * would have; what an agent produces lands only where its sources admit it.
+ */
+
+const botOrigin = inject("fakeBotOrigin");
+let counter = 0;
+const unique = (name: string): string => `${name}-${Date.now().toString(36)}-${counter++}`;
+
+async function declarationRows(agentId: string): Promise<number> {
+  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM declarations WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+async function botRequests(): Promise<ReceivedRequest[]> {
+  return (await (await fetch(`${botOrigin}/__requests`)).json()) as ReceivedRequest[];
+}
+
+function registration(agentId: string, sources: readonly string[], reply: Record<string, unknown> = { mode: "none" }) {
+  const base = pair({ agentId, sources, trigger: 50_000, retain: 20_000 });
+  return { agent: { ...base.agent, reply }, compactor: base.compactor };
+}
+
+beforeEach(async () => {
+  await fetch(`${botOrigin}/__reset`, { method: "POST" });
+});
+
+describe("declaring an agent stays inside the caller's scopes", () => {
+  it("refuses an agent-only token that names another tenant's conversations as sources, and writes nothing", async () => {
+    const agentId = unique("agentA");
+    const tenantB = unique("api:tenantB");
+    const attacker = await tokenFor(`agent:${agentId}`);
+    const reply = { mode: "http", url: `${botOrigin}/steal`, secret: "BOT_HMAC_SECRET" };
+    const res = await call("PUT", `/v1/agents/${agentId}`, { token: attacker, body: registration(agentId, [`${tenantB}:*`, "telegram:*"], reply) });
+    expect(res.status).toBe(403);
+    const body = await json<ErrorBody>(res);
+    expect(body.error.code).toBe("forbidden");
+    expect(body.error.message).toContain(`${tenantB}:*`);
+    expect(await declarationRows(agentId)).toBe(0);
+
+    // Tenant B's own traffic reaches no agent the attacker declared.
+    const conversation = `${tenantB}:chat`;
+    const tenantToken = await tokenFor(`${tenantB}:*`);
+    expect((await call("POST", eventsPath(conversation), { token: tenantToken, body: sourceEvent("b-1", "1", "tenant B's secret") })).status).toBe(201);
+    expect((await logRows(conversation)).map((r) => r.kind)).toEqual(["source"]);
+    expect(await botRequests()).toEqual([]);
+  });
+
+  it("refuses a pattern wider than the caller's, and accepts one inside it", async () => {
+    const agentId = unique("narrow");
+    const tenant = unique("api:tenantN");
+    const token = await tokenFor(`agent:${agentId}`, `${tenant}:team1:*`);
+    for (const sources of [[`${tenant}:*`], ["*"], [`${tenant}:team1`, `${tenant}:team2:*`]]) {
+      const res = await call("PUT", `/v1/agents/${agentId}`, { token, body: registration(agentId, sources) });
+      expect(res.status, JSON.stringify(sources)).toBe(403);
+    }
+    expect(await declarationRows(agentId)).toBe(0);
+    const res = await call("PUT", `/v1/agents/${agentId}`, { token, body: registration(agentId, [`${tenant}:team1:*`, `${tenant}:team1:x`]) });
+    expect(res.status).toBe(201);
+  });
+
+  it("judges every change against the caller's scopes now: a narrower token can neither widen nor touch an agent a wider one moved", async () => {
+    const agentId = unique("moved");
+    const tenant = unique("api:tenantM");
+    const narrow = await tokenFor(`agent:${agentId}`, `${tenant}:a:*`);
+    const wide = await tokenFor(`agent:${agentId}`, `${tenant}:*`);
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token: narrow, body: registration(agentId, [`${tenant}:a:*`]) })).status).toBe(201);
+    // The wider token may widen it.
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token: wide, body: registration(agentId, [`${tenant}:*`]) })).status).toBe(201);
+    // Now the narrower token may not read it, re-narrow it, or reach its memory and documents.
+    for (const [method, path, body] of [
+      ["GET", `/v1/agents/${agentId}`, undefined],
+      ["PUT", `/v1/agents/${agentId}`, registration(agentId, [`${tenant}:a:*`])],
+      ["GET", `/v1/agents/${agentId}/memory`, undefined],
+      ["PUT", `/v1/agents/${agentId}/memory/notes/a`, { content: "planted" }],
+      ["PUT", `/v1/agents/${agentId}/documents/identity`, { content: "planted" }],
+    ] as const) {
+      const res = await call(method, path, { token: narrow, ...(body === undefined ? {} : { body }) });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      const text = await res.text();
+      expect(text, `${method} ${path}`).not.toContain(`${tenant}:*`);
+    }
+    expect(await declarationRows(agentId)).toBe(2);
+    // The agent keeps running as the wider token declared it: a message in the wider range is preflighted.
+    const conversation = `${tenant}:b:chat`;
+    expect((await call("POST", eventsPath(conversation), { token: wide, body: sourceEvent("m-1", "1", "hello") })).status).toBe(201);
+    await waitFor(async () => ((await logRows(conversation)).some((r) => r.kind === "run") ? true : undefined), "the compactor's preflight run");
+  });
+});
+
+describe("reply secrets live in their own namespace", () => {
+  it.each(["OPENAI_API_KEY", "OPENAI_API_KEY_FAKE", "TELEGRAM_WEBHOOK_SECRET_7001", "TELEGRAM_BOT_TOKEN_7001", "BOT_HMAC_", "MY_BOT_HMAC"])(
+    "refuses %s with a 422 that names the namespace, and writes nothing",
+    async (secret) => {
+      const conversation = freshConversation("api:secrets");
+      const agentId = unique("secret");
+      const token = await tokenFor(conversation, `agent:${agentId}`);
+      const res = await call("PUT", `/v1/agents/${agentId}`, { token, body: registration(agentId, [conversation], { mode: "http", url: `${botOrigin}/reply`, secret }) });
+      expect(res.status).toBe(422);
+      const body = await json<ErrorBody>(res);
+      expect(body.error.code).toBe("secret_outside_namespace");
+      expect(body.error.message).toContain("BOT_HMAC_");
+      expect(await declarationRows(agentId)).toBe(0);
+    },
+  );
+
+  it("accepts a BOT_HMAC_<NAME> secret", async () => {
+    const conversation = freshConversation("api:secrets");
+    const agentId = unique("secret-ok");
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const res = await call("PUT", `/v1/agents/${agentId}`, { token, body: registration(agentId, [conversation], { mode: "http", url: `${botOrigin}/reply`, secret: "BOT_HMAC_SECRET" }) });
+    expect(res.status).toBe(201);
+  });
+});
+
+describe("errors say nothing the caller may not see", () => {
+  it("id_in_use does not name the agent that holds the id", async () => {
+    const holder = unique("holder");
+    const sharedCompactor = unique("cmp");
+    const admin = await tokenFor("*");
+    const holderPair = registration(holder, [freshConversation("api:holder")]);
+    const held = { agent: { ...holderPair.agent, compactorId: sharedCompactor }, compactor: { ...holderPair.compactor, id: sharedCompactor } };
+    expect((await call("PUT", `/v1/agents/${holder}`, { token: admin, body: held })).status).toBe(201);
+
+    const other = unique("other");
+    const conversation = freshConversation("api:other");
+    const token = await tokenFor(conversation, `agent:${other}`);
+    const mine = registration(other, [conversation]);
+    const res = await call("PUT", `/v1/agents/${other}`, {
+      token,
+      body: { agent: { ...mine.agent, compactorId: sharedCompactor }, compactor: { ...mine.compactor, id: sharedCompactor } },
+    });
+    expect(res.status).toBe(409);
+    const text = await res.text();
+    expect(text).toContain("id_in_use");
+    expect(text).not.toContain(holder);
+    expect(await declarationRows(other)).toBe(0);
+  });
+});
+
+describe("what an agent produces lands only where its sources admit it", () => {
+  it("a reply job for a conversation outside the agent's sources writes nothing there and sends nothing", async () => {
+    const tenantA = unique("api:tenantR");
+    const agentId = unique("replier");
+    const token = await tokenFor(`${tenantA}:*`, `agent:${agentId}`);
+    const reply = { mode: "http", url: `${botOrigin}/reply`, secret: "BOT_HMAC_SECRET" };
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token, body: registration(agentId, [`${tenantA}:*`], reply) })).status).toBe(201);
+
+    const outside = freshConversation(unique("api:tenantS"));
+    const outsideToken = await tokenFor(outside);
+    expect((await call("POST", eventsPath(outside), { token: outsideToken, body: sourceEvent("s-1", "1", "not for agent A") })).status).toBe(201);
+    const before = await logRows(outside);
+
+    const job: ReplyJob = { type: "reply", conversationId: outside, agentId, sourceSeq: 1, sourceMessageId: "1" };
+    const batch = createMessageBatch("foldline-compaction", [{ id: "forged-reply", timestamp: new Date(), attempts: 1, body: job }]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks).toEqual(["forged-reply"]);
+    expect(await logRows(outside)).toEqual(before);
+    expect(await botRequests()).toEqual([]);
+  });
+});
