@@ -37,7 +37,12 @@ export async function findPrincipal(db: D1Database, tokenHash: string): Promise<
     .bind(tokenHash)
     .first<{ token_hash: string; name: string; scopes: string }>();
   if (row === null) return undefined;
+  const principal = principalOf(row);
+  return principal === undefined ? undefined : { principal, storedHash: row.token_hash };
+}
+
+/** A stored token row as a principal; a row whose scopes no longer parse grants nothing. */
+export function principalOf(row: { name: string; scopes: string }): ApiPrincipal | undefined {
   const scopes = scopesSchema.safeParse(JSON.parse(row.scopes) as unknown);
-  if (!scopes.success) return undefined;
-  return { principal: { name: row.name, scopes: scopes.data }, storedHash: row.token_hash };
+  return scopes.success ? { name: row.name, scopes: scopes.data } : undefined;
 }

@@ -115,6 +115,7 @@ test("the inspector shows the demo's verified chain, its amendment and the conte
   const cookies = await page.context().cookies();
   const session = cookies.find((cookie) => cookie.name === "foldline_inspector");
   assert.ok(session?.httpOnly, "the session cookie is HttpOnly");
+  assert.ok(session !== undefined && session.value.startsWith("fls_") && !session.value.includes(token), "the cookie holds a session id, never the token");
 
   // The conversation list links to the demo conversation.
   const listed = page.locator(`a[href*="${encodeURIComponent(conversation)}"]`);

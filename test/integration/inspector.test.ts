@@ -35,7 +35,9 @@ async function signIn(token: string): Promise<string> {
   const res = await postLogin(token);
   expect(res.status).toBe(303);
   const cookie = res.headers.get("set-cookie")?.split(";")[0];
-  expect(cookie).toBe(`foldline_inspector=${token}`);
+  // A session id, never the token itself (inspector-sessions.test.ts).
+  expect(cookie).toMatch(/^foldline_inspector=fls_[A-Za-z0-9_-]{43}$/);
+  expect(cookie).not.toContain(token);
   return cookie ?? "";
 }
 
@@ -117,14 +119,15 @@ describe("/inspector sign-in", () => {
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/inspector");
     const setCookie = res.headers.get("set-cookie") ?? "";
-    expect(setCookie.startsWith(`foldline_inspector=${token};`)).toBe(true);
+    expect(setCookie).toMatch(/^foldline_inspector=fls_[A-Za-z0-9_-]{43};/);
+    expect(setCookie).not.toContain(token);
     expect(setCookie).toMatch(/; HttpOnly/);
     expect(setCookie).toMatch(/; SameSite=Strict/);
     expect(setCookie).toMatch(/; Path=\/inspector(;|$)/);
     // http://foldline.test is not the loopback: the cookie stays Secure, so no browser sends it in the clear.
     expect(setCookie).toMatch(/; Secure/);
 
-    const list = await request("/inspector", withCookie(`foldline_inspector=${token}`));
+    const list = await request("/inspector", withCookie(setCookie.split(";")[0] ?? ""));
     expect(list.status).toBe(200);
     expectSecurityHeaders(list);
     expect(await elements(await list.text(), "script")).toEqual([]);
@@ -136,7 +139,7 @@ describe("/inspector sign-in", () => {
     const res = await postLogin(token, { origin: local, "sec-fetch-site": "same-origin" }, local);
     expect(res.status).toBe(303);
     const setCookie = res.headers.get("set-cookie") ?? "";
-    expect(setCookie.startsWith(`foldline_inspector=${token};`)).toBe(true);
+    expect(setCookie).toMatch(/^foldline_inspector=fls_[A-Za-z0-9_-]{43};/);
     expect(setCookie).not.toMatch(/Secure/);
   });
 
@@ -179,6 +182,7 @@ describe("/inspector sign-in", () => {
 
   it("refuses cross-site posts: no session is set or cleared", async () => {
     const token = await tokenFor(`${freshPrefix()}:*`);
+    const cookie = await signIn(token);
     for (const headers of [{ origin: "https://evil.example", "sec-fetch-site": "cross-site" }, { origin: "null", "sec-fetch-site": "same-site" }, {}]) {
       const login = await postLogin(token, headers);
       expect(login.status).toBe(403);
@@ -186,7 +190,7 @@ describe("/inspector sign-in", () => {
       expectSecurityHeaders(login);
       const logout = await request("/inspector/logout", {
         method: "POST",
-        headers: { ...headers, cookie: `foldline_inspector=${token}`, "content-type": "application/x-www-form-urlencoded" },
+        headers: { ...headers, cookie, "content-type": "application/x-www-form-urlencoded" },
         body: "",
       });
       expect(logout.status).toBe(403);
