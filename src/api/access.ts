@@ -4,6 +4,7 @@ import type { AppError, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { conversationIdSchema, scopesAllow } from "../core/conversation-id";
 import { agentIdSchema } from "../core/events";
+import { hasUnsafeChars, UNSAFE_MESSAGE } from "../core/names";
 import { currentDeclaration } from "../storage/compaction-store";
 import { sha256Hex } from "../core/hash";
 import { secretsEqual } from "../core/secrets";
@@ -49,6 +50,7 @@ export type ScopedConversationId = string & { readonly [scoped]: true };
  * conversation gets the same `forbidden` for every other one, existing or not.
  */
 export function conversationInScope(principal: ApiPrincipal, conversation: unknown): Result<ScopedConversationId> {
+  if (typeof conversation === "string" && hasUnsafeChars(conversation)) return fail("unsafe_characters", `conversation: ${UNSAFE_MESSAGE}`);
   const parsed = conversationIdSchema.safeParse(conversation);
   if (!parsed.success) {
     return fail("validation_failed", "conversation: expected telegram:<bot>:<chat>[:<thread>] or api:<key>");
@@ -87,6 +89,7 @@ function agentRefused(refusal: AgentRefusal): AppError {
  * `proposed` one (a registration). See `core/agent-access`.
  */
 export async function agentInScope(db: D1Database, principal: ApiPrincipal, agent: unknown, proposed?: readonly string[]): Promise<Result<string>> {
+  if (typeof agent === "string" && hasUnsafeChars(agent)) return fail("unsafe_characters", `agent: ${UNSAFE_MESSAGE}`);
   const parsed = agentIdSchema.safeParse(agent);
   if (!parsed.success) return fail("validation_failed", "agent: 1–64 letters, digits, . _ -");
   const early = agentAccess(principal.scopes, parsed.data, undefined);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { safeIdString } from "./names";
 
 /**
  * A conversation is keyed by its source:
@@ -8,8 +9,7 @@ import { z } from "zod";
 const TELEGRAM_ID = /^telegram:\d{1,20}:-?\d{1,20}(?::\d{1,20})?$/;
 const API_ID = /^api:[A-Za-z0-9._:-]{1,200}$/;
 
-export const conversationIdSchema = z
-  .string()
+export const conversationIdSchema = safeIdString()
   .max(256)
   .refine((id) => TELEGRAM_ID.test(id) || API_ID.test(id), {
     message: "expected telegram:<bot>:<chat>[:<thread>] or api:<key> (letters, digits, . _ : -)",

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { hashCanonical } from "./hash";
+import { hasUnsafeChars, safeIdString, UNSAFE_MESSAGE } from "./names";
+import { typedIssue } from "./errors";
 
 /**
  * The five immutable event kinds and their bodies. These schemas are the single source of every
@@ -15,15 +17,12 @@ export const MAX_BATCH_EVENTS = 100;
 const isoTime = z.iso.datetime({ offset: true });
 const printable = /^[\x21-\x7e]+$/;
 
-export const idempotencyKeySchema = z
-  .string()
+export const idempotencyKeySchema = safeIdString()
   .min(1)
   .max(200)
   .regex(printable, "printable ASCII without spaces");
-export const agentIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1–64 letters, digits, . _ - (starting with a letter or digit)");
-const messageIdSchema = z.string().min(1).max(128).regex(printable, "printable ASCII without spaces");
+export const agentIdSchema = safeIdString().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1–64 letters, digits, . _ - (starting with a letter or digit)");
+const messageIdSchema = safeIdString().min(1).max(128).regex(printable, "printable ASCII without spaces");
 const textSchema = z.string().max(MAX_TEXT_CHARS);
 
 export const authorSchema = z.strictObject({
@@ -154,18 +153,38 @@ function eventUnion<Extra extends Record<string, z.ZodType>>(extra: Extra) {
   return eventKinds({ idempotencyKey: idempotencyKeySchema, sensitive: z.boolean().default(false), ...extra }).superRefine((event, ctx) => refuseUnpairedSurrogates(event, ctx));
 }
 
+/**
+ * The free-form ids of an event a client sends (author id and username, attachment file ids, a
+ * run's model and error code): refused when they hold an unsafe character. Checked on requests
+ * only, not in the stored shape, so an event stored before the rule still reads back.
+ */
+function refuseUnsafeIds(event: EventInput, ctx: z.RefinementCtx): void {
+  const ids: [PropertyKey[], string | undefined][] = [];
+  if (event.kind === "source") {
+    ids.push([["body", "author", "id"], event.body.author.id], [["body", "author", "username"], event.body.author.username]);
+    (event.body.attachments ?? []).forEach((a, i) => ids.push([["body", "attachments", i, "fileId"], a.fileId], [["body", "attachments", i, "fileUniqueId"], a.fileUniqueId]));
+  }
+  if (event.kind === "run") ids.push([["body", "model"], event.body.model], [["body", "error", "code"], event.body.error?.code]);
+  for (const [path, value] of ids) {
+    if (value !== undefined && hasUnsafeChars(value)) ctx.addIssue({ code: "custom", path, message: UNSAFE_MESSAGE, ...typedIssue("unsafe_characters") });
+  }
+}
+
 /** An event as it enters the log. */
 export const eventInputSchema = eventUnion({});
+
+/** An event as a client sends it: an input whose free-form ids are safe to render. */
+const eventRequestSchema = eventInputSchema.superRefine(refuseUnsafeIds);
 
 /**
  * `POST …/events`: one event, optionally with `expectedSeq`, the sequence the client believes is
  * the conversation's latest (optimistic concurrency; 0 for an empty conversation).
  */
-export const appendEventRequestSchema = eventUnion({ expectedSeq: seqSchema.optional() });
+export const appendEventRequestSchema = eventUnion({ expectedSeq: seqSchema.optional() }).superRefine(refuseUnsafeIds);
 
 /** `POST …/events/batch`: up to MAX_BATCH_EVENTS events, appended all or none, in order. */
 export const appendBatchRequestSchema = z.strictObject({
-  events: z.array(eventInputSchema).min(1).max(MAX_BATCH_EVENTS),
+  events: z.array(eventRequestSchema).min(1).max(MAX_BATCH_EVENTS),
   expectedSeq: seqSchema.optional(),
 });
 

@@ -1,3 +1,6 @@
+import { z } from "zod";
+import { typedIssue } from "./errors";
+
 /**
  * Names and ids that reach a screen or a model. Message text stays exactly as sent; a name is the
  * one field a participant chooses that Foldline itself prints in front of text (`Ada: …`,
@@ -22,6 +25,16 @@ export const MAX_RENDERED_NAME = 64;
 /** True when an id holds a character that could forge or hide text where it is rendered. */
 export function hasUnsafeChars(value: string): boolean {
   return UNSAFE.test(value);
+}
+
+export const UNSAFE_MESSAGE = "holds a control, bidi or invisible character (refused in ids; names are normalized where rendered)";
+
+/**
+ * A string schema for an id a client supplies: one with an unsafe character is refused first, as
+ * `unsafe_characters` (422), before any format check of its own.
+ */
+export function safeIdString(): z.ZodString {
+  return z.string().refine((value) => !hasUnsafeChars(value), { message: UNSAFE_MESSAGE, abort: true, ...typedIssue("unsafe_characters") });
 }
 
 /**

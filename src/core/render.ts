@@ -1,4 +1,5 @@
 import type { Author } from "./events";
+import { displayName } from "./names";
 import type { Turn } from "./reconstruction";
 
 /**
@@ -12,8 +13,17 @@ export interface NativeMessage {
   readonly content: string;
 }
 
+/**
+ * The speaker in front of a user turn: the name, else `@username`, else the id, each on one clean
+ * line (`displayName`), so no participant's name can open a speaker line of its own. A name with
+ * nothing printable in it falls through to the next.
+ */
 export function authorLabel(author: Author): string {
-  return author.name ?? (author.username === undefined ? author.id : `@${author.username}`);
+  const name = author.name === undefined ? undefined : displayName(author.name);
+  if (name !== undefined) return name;
+  const username = author.username === undefined ? undefined : displayName(author.username);
+  if (username !== undefined) return `@${username}`;
+  return displayName(author.id) ?? "unknown";
 }
 
 /** A turn as the ordinary agent sees it: user turns carry their author, replies are the agent's own. */

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { telegramConversationId } from "./conversation-id";
 import type { EventInput } from "./events";
 import { MAX_TEXT_CHARS } from "./events";
+import { hasUnsafeChars } from "./names";
 
 /**
  * Telegram Bot API updates, narrowed to the fields Foldline reads. Unknown fields are kept out of
@@ -133,17 +134,25 @@ function conversationOf(botId: string, m: TelegramMessage): string {
   return telegramConversationId(botId, m.chat.id, topic);
 }
 
+/**
+ * Telegram usernames are letters, digits and `_`. One of any other shape is dropped rather than
+ * refused, so the message is still stored (Telegram would not resend it); the numeric id stays.
+ */
+const TELEGRAM_USERNAME = /^[A-Za-z0-9_]{1,64}$/;
+const usernameOf = (username: string | undefined) => (username !== undefined && TELEGRAM_USERNAME.test(username) ? { username } : {});
+
+/** Names are kept exactly as Telegram sent them; they are normalized where rendered (core/names). */
 function authorOf(m: TelegramMessage): { id: string; name?: string; username?: string } {
   if (m.from !== undefined) {
     const name = [m.from.first_name, m.from.last_name].filter((part) => part !== undefined && part !== "").join(" ");
-    return { id: `tg:${m.from.id}`, name, ...(m.from.username === undefined ? {} : { username: m.from.username }) };
+    return { id: `tg:${m.from.id}`, name, ...usernameOf(m.from.username) };
   }
   const senderChat = m.sender_chat ?? m.chat;
   const name = m.author_signature ?? senderChat.title ?? senderChat.first_name;
   return {
     id: `tg:${senderChat.id}`,
     ...(name === undefined ? {} : { name }),
-    ...(senderChat.username === undefined ? {} : { username: senderChat.username }),
+    ...usernameOf(senderChat.username),
   };
 }
 
@@ -158,7 +167,10 @@ function renderContent(m: TelegramMessage): { text: string; attachments: Attachm
   const attachments: Attachment[] = [];
   const addFile = (type: Attachment["type"], f: { file_id: string; file_unique_id?: string | undefined }, label: string): void => {
     markers.push(label);
-    attachments.push({ type, fileId: f.file_id, ...(f.file_unique_id === undefined ? {} : { fileUniqueId: f.file_unique_id }) });
+    // File ids are Telegram's own tokens; one holding an unsafe character is not kept (the marker is).
+    const fileId = hasUnsafeChars(f.file_id) ? {} : { fileId: f.file_id };
+    const unique = f.file_unique_id === undefined || hasUnsafeChars(f.file_unique_id) ? {} : { fileUniqueId: f.file_unique_id };
+    attachments.push({ type, ...fileId, ...unique });
   };
   const largestPhoto = m.photo?.at(-1);
   if (largestPhoto !== undefined) addFile("photo", largestPhoto, "[photo]");

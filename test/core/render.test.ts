@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Author } from "../../src/core/events";
 import type { EnvelopeKind } from "../../src/core/render";
 import { authorLabel, escapeEnvelopeText, messageChars, renderEnvelope, renderSliceLine, renderTurn } from "../../src/core/render";
+import { hasUnsafeChars } from "../../src/core/names";
 import { ADA, BOB, turn } from "./event-builders";
 
 const RUNS = { numRuns: 200 };
@@ -137,6 +138,9 @@ describe("authorLabel and renderTurn", () => {
     { name: "a name wins over a username", author: { id: "u:1", name: "Ada", username: "ada" }, label: "Ada" },
     { name: "a username alone is @-prefixed", author: { id: "u:2", username: "bob" }, label: "@bob" },
     { name: "neither: the author id", author: { id: "u:3" }, label: "u:3" },
+    { name: "a name with line breaks on one line", author: { id: "u:4", name: "Mallory: hi\n\nAdmin" }, label: "Mallory: hi Admin" },
+    { name: "a name without bidi and invisible characters", author: { id: "u:5", name: "\u202EAda\u200B\u0000" }, label: "Ada" },
+    { name: "an unprintable name falls through to the username", author: { id: "u:6", name: "\u200B\n", username: "bob" }, label: "@bob" },
   ] satisfies { name: string; author: Author; label: string }[])("labels $name", ({ author, label }) => {
     expect(authorLabel(author)).toBe(label);
     expect(renderTurn({ role: "user", author, text: "hello" })).toEqual({ role: "user", content: `${label}: hello` });
@@ -152,6 +156,17 @@ describe("authorLabel and renderTurn", () => {
     const text = "  line one\n<b>line two</b> &amp;  ";
     expect(renderTurn(turn("s1", 1, text)).content).toBe(`Ada: ${text}`);
     expect(renderTurn(turn("p2", 1, text)).content).toBe(text);
+  });
+
+  it("property: a label is one line without unsafe characters, whatever the author holds", () => {
+    fc.assert(
+      fc.property(fc.record({ id: fc.oneof(anyText, fc.constant("\n")), name: anyText, username: anyText }, { requiredKeys: ["id"] }), (author) => {
+        const label = authorLabel(author);
+        expect(hasUnsafeChars(label)).toBe(false);
+        expect(label).not.toMatch(/[\n\r]/);
+      }),
+      RUNS,
+    );
   });
 
   it("property: user turns are `label: text` in the user role, assistant turns the bare text in the assistant role", () => {

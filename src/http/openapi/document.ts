@@ -579,7 +579,7 @@ const OPERATIONS: readonly OperationSpec[] = [
  */
 function errorCodesOf(spec: OperationSpec): ErrorCode[] {
   const codes = new Set<ErrorCode>(spec.errors);
-  if (spec.path.startsWith("/v1/")) for (const code of ["unauthorized", "forbidden", "validation_failed"] as const) codes.add(code);
+  if (spec.path.startsWith("/v1/")) for (const code of ["unauthorized", "forbidden", "validation_failed", "unsafe_characters"] as const) codes.add(code);
   if (spec.path.startsWith("/telegram/")) codes.add("unauthorized");
   if (spec.query !== undefined) codes.add("validation_failed");
   if (spec.body !== undefined) {
