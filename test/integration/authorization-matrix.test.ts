@@ -1,0 +1,156 @@
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { OpenApiDocument } from "../../src/http/openapi/document";
+import { pair } from "../support/declarations";
+import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * The authorization matrix: every operation of the served /openapi.json, called as each kind of
+ * caller, with the status each must get, and for every refused call a check that nothing was
+ * written (every D1 table's rows and every R2 object, before and after). The rows come from the
+ * document: an operation this file has no request for fails the test, so a new route cannot ship
+ * without its row.
+ */
+
+type Caller = "none" | "otherTenant" | "agentOnly" | "conversationOnly" | "narrower" | "wildcard";
+const CALLERS: readonly Caller[] = ["none", "otherTenant", "agentOnly", "conversationOnly", "narrower", "wildcard"];
+
+/** What each kind of route lets each caller do; `allowed` means one of the operation's documented success statuses. */
+type Kind = "public" | "telegram" | "conversation" | "agent";
+const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
+  public: { none: "allowed", otherTenant: "allowed", agentOnly: "allowed", conversationOnly: "allowed", narrower: "allowed", wildcard: "allowed" },
+  // A bearer token is no Telegram secret, whatever its scopes.
+  telegram: { none: 401, otherTenant: 401, agentOnly: 401, conversationOnly: 401, narrower: 401, wildcard: 401 },
+  conversation: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: "allowed", narrower: "allowed", wildcard: "allowed" },
+  // The agent serves `<tenant>:*`: its scope alone, or conversation scopes narrower than its sources, reach nothing.
+  agent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: 403, wildcard: "allowed" },
+};
+
+function kindOf(path: string, security: readonly Record<string, unknown>[]): Kind {
+  const schemes = security.flatMap((s) => Object.keys(s));
+  if (schemes.length === 0) return "public";
+  if (schemes.includes("telegramSecretToken")) return "telegram";
+  if (path.startsWith("/v1/conversations/")) return "conversation";
+  if (path.startsWith("/v1/agents/")) return "agent";
+  throw new Error(`${path}: no authorization kind`);
+}
+
+interface World {
+  readonly conversation: string;
+  readonly agentId: string;
+  readonly documentHash: string;
+  readonly tokens: Record<Exclude<Caller, "none">, string>;
+}
+
+let calls = 0;
+
+/** One request per operation; each call gets fresh keys so an allowed write is a real write. */
+const REQUESTS: Record<string, (w: World) => { path: string; body?: unknown }> = {
+  appendEvent: (w) => ({ path: eventsPath(w.conversation), body: sourceEvent(`mx-${calls}`, `mx-${calls}`, "matrix") }),
+  appendBatch: (w) => ({ path: eventsPath(w.conversation, "/batch"), body: { events: [sourceEvent(`mxb-${calls}`, `mxb-${calls}`, "matrix")] } }),
+  listEvents: (w) => ({ path: eventsPath(w.conversation) }),
+  listTurns: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/turns` }),
+  getContext: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/context?agent=${w.agentId}` }),
+  compose: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/compose`, body: { agent: w.agentId, prompt: { text: "hi" } } }),
+  listChain: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/chain?agent=${w.agentId}` }),
+  verifyChain: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify?agent=${w.agentId}` }),
+  verifyLinks: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify/links?agent=${w.agentId}` }),
+  listIncidents: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/incidents` }),
+  putAgent: (w) => ({ path: `/v1/agents/${w.agentId}`, body: registration(w) }),
+  getAgent: (w) => ({ path: `/v1/agents/${w.agentId}` }),
+  putDocument: (w) => ({ path: `/v1/agents/${w.agentId}/documents/identity-${calls}`, body: { content: `identity ${calls}` } }),
+  getDocument: (w) => ({ path: `/v1/agents/${w.agentId}/documents/identity/${w.documentHash}` }),
+  listMemoryPages: (w) => ({ path: `/v1/agents/${w.agentId}/memory` }),
+  putMemoryPage: (w) => ({ path: `/v1/agents/${w.agentId}/memory/notes/p-${calls}`, body: { content: `page ${calls}` } }),
+  getMemoryPage: (w) => ({ path: `/v1/agents/${w.agentId}/memory/notes/kept` }),
+  deleteMemoryPage: (w) => ({ path: `/v1/agents/${w.agentId}/memory/notes/doomed` }),
+  telegramWebhook: () => ({ path: "/telegram/7001/webhook", body: { update_id: 1 } }),
+  serviceIndex: () => ({ path: "/" }),
+  health: () => ({ path: "/healthz" }),
+  openApiDocument: () => ({ path: "/openapi.json" }),
+  reference: () => ({ path: "/reference" }),
+};
+
+function registration(w: Pick<World, "conversation" | "agentId">) {
+  const tenant = w.conversation.slice(0, w.conversation.lastIndexOf(":"));
+  return pair({ agentId: w.agentId, sources: [`${tenant}:*`], trigger: 50_000, retain: 20_000, admitSensitive: true });
+}
+
+/** Every row of every table and every R2 object, as one comparable value. */
+async function storageSnapshot(): Promise<string> {
+  const tables = await env.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%' ORDER BY name",
+  ).all<{ name: string }>();
+  const parts: string[] = [];
+  for (const { name } of tables.results) {
+    const rows = await env.DB.prepare(`SELECT * FROM "${name}"`).all();
+    parts.push(`${name}:${JSON.stringify(rows.results)}`);
+  }
+  const objects = await env.DOCUMENTS.list();
+  parts.push(`r2:${JSON.stringify(objects.objects.map((o) => `${o.key}@${o.etag}`))}`);
+  return parts.join("\n");
+}
+
+async function setupWorld(): Promise<World> {
+  const id = `${Date.now().toString(36)}`;
+  const tenant = `api:mx-${id}`;
+  const conversation = `${tenant}:main`;
+  const agentId = `mx-${id}`;
+  const tokens = {
+    otherTenant: await tokenFor(`api:other-${id}:*`, `agent:other-${id}`),
+    agentOnly: await tokenFor(`agent:${agentId}`),
+    conversationOnly: await tokenFor(`${tenant}:*`),
+    narrower: await tokenFor(conversation, `agent:${agentId}`),
+    wildcard: await tokenFor("*"),
+  };
+  const admin = tokens.wildcard;
+  expect((await call("PUT", `/v1/agents/${agentId}`, { token: admin, body: registration({ conversation, agentId }) })).status).toBe(201);
+  expect((await call("POST", eventsPath(conversation), { token: admin, body: sourceEvent("seed", "seed", "hello") })).status).toBe(201);
+  const doc = await json<{ hash: string }>(await call("PUT", `/v1/agents/${agentId}/documents/identity`, { token: admin, body: { content: "identity" } }));
+  for (const page of ["kept", "doomed"]) {
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/notes/${page}`, { token: admin, body: { content: page } })).status).toBe(201);
+  }
+  return { conversation, agentId, documentHash: doc.hash, tokens };
+}
+
+describe("authorization matrix over /openapi.json", () => {
+  // Every refused call reads every table twice: minutes under load, not seconds.
+  it("every documented operation × every kind of caller gets its status, and a refused call writes nothing", { timeout: 240_000 }, async () => {
+    const document = (await (await exports.default.fetch("http://foldline.test/openapi.json")).json()) as OpenApiDocument;
+    const world = await setupWorld();
+    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method: method.toUpperCase(), operation })));
+    expect(operations.length).toBeGreaterThan(20);
+    const missing = operations.map((o) => o.operation.operationId).filter((id) => REQUESTS[id] === undefined);
+    expect(missing, "operations without a row in the matrix").toEqual([]);
+
+    let refused = 0;
+    for (const { path, method, operation } of operations) {
+      const kind = kindOf(path, operation.security);
+      const build = REQUESTS[operation.operationId];
+      if (build === undefined) continue;
+      const successes = Object.keys(operation.responses).map(Number).filter((status) => status < 400);
+      // Refused callers first, so an allowed write (a deleted page) cannot change what they see.
+      const ordered = [...CALLERS].sort((a, b) => Number(EXPECTED[kind][a] === "allowed") - Number(EXPECTED[kind][b] === "allowed"));
+      for (const caller of ordered) {
+        calls += 1;
+        const { path: url, body } = build(world);
+        const expected = EXPECTED[kind][caller];
+        const before = expected === "allowed" ? undefined : await storageSnapshot();
+        const res = await call(method, url, { ...(caller === "none" ? {} : { token: world.tokens[caller] }), ...(body === undefined ? {} : { body }) });
+        const label = `${operation.operationId} as ${caller}: ${res.status}`;
+        if (expected === "allowed") {
+          expect(successes, label).toContain(res.status);
+          await res.body?.cancel();
+          continue;
+        }
+        expect(res.status, `${label} ${await res.clone().text()}`).toBe(expected);
+        const text = await res.text();
+        // A refusal names nothing of the agent's or the tenant's it protects.
+        if (kind === "agent" && caller !== "none") expect(text, label).not.toContain(`${world.conversation.slice(0, world.conversation.lastIndexOf(":"))}:*`);
+        expect(await storageSnapshot(), `${label} wrote something`).toBe(before);
+        refused += 1;
+      }
+    }
+    expect(refused).toBeGreaterThan(operations.length);
+  });
+});
