@@ -21,7 +21,7 @@ async function served(conversationId: string, agents: readonly string[]): Promis
 
 describe("servingDeclarations", () => {
   it("agrees with scopesAllow for exact ids, prefixes, a prefix with SQL wildcard characters, and every conversation", async () => {
-    const token = await tokenFor(`${space}*`, "agent:*");
+    const token = await tokenFor(`${space}*`, `api:elsewhere-${run}:*`, "agent:*");
     const patterns: Record<string, string[]> = {
       [`srv-${run}-exact`]: [`${space}:a`],
       [`srv-${run}-prefix`]: [`${space}:*`],

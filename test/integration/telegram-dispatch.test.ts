@@ -40,7 +40,9 @@ let nextChat = 900_000;
 
 async function registerAgent(agentId: string, chat: number, trigger = 2_000) {
   const conversation = `telegram:${BOT_ID}:${chat}`;
-  const token = await tokenFor(conversation, `agent:${agentId}`);
+  // The bot's operator: the agent moves from one test's chat to the next, so the token must contain
+  // the chat it served before as well as the new one.
+  const token = await tokenFor(`telegram:${BOT_ID}:*`, `agent:${agentId}`);
   // Each test's agent serves its own chat only, so no earlier agent answers there too.
   const base = pair({ agentId, sources: [conversation], trigger, retain: Math.floor(trigger * 0.4), admitSensitive: true, profile: "faketg" });
   const body = { agent: { ...base.agent, reply: { mode: "builtin" } }, compactor: base.compactor };
