@@ -69,13 +69,19 @@ async function append(env: Env, conversationId: string, events: EventInput[]): P
   return appended.ok ? ok(appended.value.results.map((r) => r.event)) : appended;
 }
 
+/**
+ * An agent writes only where its current sources admit it: a job queued before its sources
+ * changed, or one that names another conversation, composes, asks, records and sends nothing.
+ */
+function admits(declaration: StoredDeclaration, job: ReplyJob): boolean {
+  return scopesAllow(declaration.registration.agent.sources, job.conversationId);
+}
+
 export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<ReplyOutcome> {
   const declaration = await currentDeclaration(env.DB, job.agentId);
   // `none`: the agent's bot reads context and posts proposals itself; Foldline produces nothing.
   if (declaration === undefined || !declaration.registration.agent.enabled || declaration.registration.agent.reply.mode === "none") return { kind: "done" };
-  // An agent writes only where its current sources admit it: a job queued before its sources
-  // changed, or one that names another conversation, composes, asks and records nothing.
-  if (!scopesAllow(declaration.registration.agent.sources, job.conversationId)) return { kind: "done" };
+  if (!admits(declaration, job)) return { kind: "done" };
   const k = keys(job);
   const existing = await readEventsByKeys(env.DB, job.conversationId, [k.proposal]);
   let proposal = existing.get(k.proposal);
@@ -263,7 +269,7 @@ async function partsInChat(env: Env, conversationId: string, proposalId: string)
  */
 export async function abandonReply(env: Env, job: ReplyJob): Promise<void> {
   const declaration = await currentDeclaration(env.DB, job.agentId);
-  if (declaration === undefined || telegramRoute(job.conversationId) === undefined || !directReplyAgents(env).has(job.agentId)) return;
+  if (declaration === undefined || !admits(declaration, job) || telegramRoute(job.conversationId) === undefined || !directReplyAgents(env).has(job.agentId)) return;
   const k = keys(job);
   if ((await readEventsByKeys(env.DB, job.conversationId, [k.proposal])).has(k.proposal)) return;
   const noticeId = `${k.proposalId}_notice`;

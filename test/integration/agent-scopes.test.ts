@@ -172,4 +172,24 @@ describe("what an agent produces lands only where its sources admit it", () => {
     expect(await logRows(outside)).toEqual(before);
     expect(await botRequests()).toEqual([]);
   });
+
+  it("a dead-lettered reply job for a conversation outside an allowlisted agent's sources posts no failure notice there", async () => {
+    // `tg-failing` is on the test config's direct-reply allowlist.
+    const agentId = "tg-failing";
+    const chat = 770_000 + Math.floor(Math.random() * 10_000);
+    const served = `telegram:7001:${chat}`;
+    const outside = `telegram:7001:${chat + 1}`;
+    const token = await tokenFor("telegram:7001:*", `agent:${agentId}`);
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token, body: registration(agentId, [served], { mode: "builtin" }) })).status).toBeLessThan(300);
+    expect((await call("POST", eventsPath(outside), { token, body: sourceEvent("o-1", "1", "someone else's chat") })).status).toBe(201);
+    const before = await logRows(outside);
+
+    const job: ReplyJob = { type: "reply", conversationId: outside, agentId, sourceSeq: 1, sourceMessageId: "1" };
+    const batch = createMessageBatch("foldline-compaction-dlq", [{ id: "dead-reply", timestamp: new Date(), attempts: 5, body: job }]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks).toEqual(["dead-reply"]);
+    expect(await logRows(outside)).toEqual(before);
+  });
 });
