@@ -33,6 +33,15 @@ function registration(agentId: string, sources: readonly string[], reply: Record
   return { agent: { ...base.agent, reply }, compactor: base.compactor };
 }
 
+/** A reply job for the conversation's first message, delivered to the consumer as `queue` would; returns the acked ids. */
+async function deliverReplyJob(queue: string, conversationId: string, agentId: string, attempts: number): Promise<string[]> {
+  const job: ReplyJob = { type: "reply", conversationId, agentId, sourceSeq: 1, sourceMessageId: "1" };
+  const batch = createMessageBatch(queue, [{ id: "forged-reply", timestamp: new Date(), attempts, body: job }]);
+  const ctx = createExecutionContext();
+  await worker.queue(batch, env);
+  return (await getQueueResult(batch, ctx)).explicitAcks;
+}
+
 beforeEach(async () => {
   await fetch(`${botOrigin}/__reset`, { method: "POST" });
 });
@@ -163,12 +172,7 @@ describe("what an agent produces lands only where its sources admit it", () => {
     expect((await call("POST", eventsPath(outside), { token: outsideToken, body: sourceEvent("s-1", "1", "not for agent A") })).status).toBe(201);
     const before = await logRows(outside);
 
-    const job: ReplyJob = { type: "reply", conversationId: outside, agentId, sourceSeq: 1, sourceMessageId: "1" };
-    const batch = createMessageBatch("foldline-compaction", [{ id: "forged-reply", timestamp: new Date(), attempts: 1, body: job }]);
-    const ctx = createExecutionContext();
-    await worker.queue(batch, env);
-    const result = await getQueueResult(batch, ctx);
-    expect(result.explicitAcks).toEqual(["forged-reply"]);
+    expect(await deliverReplyJob("foldline-compaction", outside, agentId, 1)).toEqual(["forged-reply"]);
     expect(await logRows(outside)).toEqual(before);
     expect(await botRequests()).toEqual([]);
   });
@@ -184,12 +188,7 @@ describe("what an agent produces lands only where its sources admit it", () => {
     expect((await call("POST", eventsPath(outside), { token, body: sourceEvent("o-1", "1", "someone else's chat") })).status).toBe(201);
     const before = await logRows(outside);
 
-    const job: ReplyJob = { type: "reply", conversationId: outside, agentId, sourceSeq: 1, sourceMessageId: "1" };
-    const batch = createMessageBatch("foldline-compaction-dlq", [{ id: "dead-reply", timestamp: new Date(), attempts: 5, body: job }]);
-    const ctx = createExecutionContext();
-    await worker.queue(batch, env);
-    const result = await getQueueResult(batch, ctx);
-    expect(result.explicitAcks).toEqual(["dead-reply"]);
+    expect(await deliverReplyJob("foldline-compaction-dlq", outside, agentId, 5)).toEqual(["forged-reply"]);
     expect(await logRows(outside)).toEqual(before);
   });
 });
