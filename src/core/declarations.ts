@@ -93,7 +93,7 @@ const botUrlSchema = z
  * webhook secrets and bot tokens live outside this namespace, so no declaration can have one of
  * them sent (as a signature key) to a URL it chose.
  */
-export const REPLY_SECRET_PREFIX = "BOT_HMAC_";
+const REPLY_SECRET_PREFIX = "BOT_HMAC_";
 const REPLY_SECRET = /^BOT_HMAC_[A-Z0-9][A-Z0-9_]{0,54}$/;
 
 export function isReplySecretName(name: string): boolean {
