@@ -16,9 +16,14 @@ const scopesSchema = z.array(scopePatternSchema).min(1).max(64);
 
 export const TOKEN_PREFIX = "fl_";
 
-export function generateToken(): string {
+/** `prefix` and 256 random bits, base64url (43 characters): API tokens and inspector session ids. */
+export function randomOpaqueId(prefix: string): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return TOKEN_PREFIX + btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return prefix + btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+export function generateToken(): string {
+  return randomOpaqueId(TOKEN_PREFIX);
 }
 
 export async function createApiToken(db: D1Database, name: string, scopes: readonly string[], now: Date): Promise<string> {

@@ -7,6 +7,7 @@ import { fail, ok } from "../../core/errors";
 import { sha256Hex } from "../../core/hash";
 import { secretsEqual } from "../../core/secrets";
 import type { ApiPrincipal } from "../../storage/token-store";
+import { randomOpaqueId } from "../../storage/token-store";
 import { findSessionPrincipal, insertSession, revokeSession } from "../../storage/session-store";
 import { LOGIN_PATH, INSPECTOR_ROOT } from "./paths";
 import { sessionCookieSecure } from "./security";
@@ -36,14 +37,9 @@ function cookieOptions(c: Context<InspectorEnv>) {
 /** `fls_` and 256 random bits, base64url: not an API token's shape (`fl_…`), never confused with one. */
 const SESSION_ID = /^fls_[A-Za-z0-9_-]{43}$/;
 
-function newSessionId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return `fls_${btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")}`;
-}
-
 /** A new session for a token `authenticate` accepted; the cookie carries only the session id. */
 export async function startSession(c: Context<InspectorEnv>, token: string, now: Date): Promise<void> {
-  const id = newSessionId();
+  const id = randomOpaqueId("fls_");
   await insertSession(c.env.DB, sha256Hex(id), sha256Hex(token), now, new Date(now.getTime() + SESSION_SECONDS * 1_000));
   setCookie(c, SESSION_COOKIE, id, { ...cookieOptions(c), maxAge: SESSION_SECONDS });
 }
