@@ -3,7 +3,10 @@ import type { NativeMessage } from "./render";
 import { escapeEnvelopeText } from "./render";
 
 /**
- * The compactor's request: the packet's prompt as the system message and one user message that
+ * The compactor's request: the packet's prompt as the system message, followed there by the
+ * agent's trusted identity/memory documents (seed 000: the compactor shares them to interpret names
+ * and obligations; they are the operator's words, so they sit in the trusted part, unescaped and
+ * charged to the document budget exactly as sent), and one user message that
  * lays the packet out in fixed tagged sections, always in the same order and always present (an
  * empty section says so), so the model never has to guess whether something is missing.
  *
@@ -18,7 +21,7 @@ import { escapeEnvelopeText } from "./render";
  */
 export function compactorMessages(packet: Packet): NativeMessage[] {
   return [
-    { role: "system", content: packet.prompt },
+    { role: "system", content: systemContent(packet) },
     { role: "user", content: compactorInput(packet) },
   ];
 }
@@ -26,6 +29,11 @@ export function compactorMessages(packet: Packet): NativeMessage[] {
 const NONE = "(none)";
 /** Every line break a model may honour, so none of them can open a forged turn line. */
 const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
+
+function systemContent(packet: Packet): string {
+  const documents = packet.documents.flatMap((d) => (d.content === undefined ? [] : [`<document name="${d.name}">\n${d.content}\n</document>`]));
+  return documents.length === 0 ? packet.prompt : `${packet.prompt}\n\n${section("trusted-documents", documents.join("\n"))}`;
+}
 
 function section(tag: string, body: string): string {
   return `<${tag}>\n${body}\n</${tag}>`;

@@ -1,7 +1,7 @@
 import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody } from "./compactor-output";
 import type { CompactionContent, Packet } from "./packet";
 import { OUTPUT_CONTRACT } from "./packet";
-import { renderEnvelope } from "./render";
+import { renderEnvelope, sliceHandle } from "./render";
 
 /**
  * Foldline's own extractive compactor, used when no model key is configured. It is not a language
@@ -92,7 +92,7 @@ interface Line {
 function candidatesOf(packet: Packet): Candidate[] {
   const raw: { speaker: string; text: string }[] = [
     ...packet.amendments.flatMap((a) => (a.text === null || a.kind === "deleted" ? [] : [{ speaker: `corrected [${a.turnId}]`, text: a.text }])),
-    ...packet.frozen.turns.map((t) => ({ speaker: `@${t.author.username ?? t.author.name ?? t.author.id}`, text: t.text })),
+    ...packet.frozen.turns.map((t) => ({ speaker: `@${sliceHandle(t.role, t.author)}`, text: t.text })),
   ];
   const candidates: Candidate[] = [];
   for (const { speaker, text } of raw) {
@@ -154,8 +154,7 @@ function openThreadsOf(packet: Packet): string[] {
     if (turns.slice(i + 1).some((later) => later.role === "assistant")) return;
     const question = sentences(turn.text).findLast((s) => s.endsWith("?")) ?? "";
     if (significantWords(question).length === 0) return;
-    const handle = turn.author.username ?? turn.author.name ?? turn.author.id;
-    threads.push(cutAtWord(`@${handle} asked: ${question}`, LINE_MAX_CHARS));
+    threads.push(cutAtWord(`@${sliceHandle(turn.role, turn.author)} asked: ${question}`, LINE_MAX_CHARS));
   });
   return threads.slice(-MAX_OPEN_THREADS);
 }

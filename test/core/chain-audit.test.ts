@@ -71,14 +71,15 @@ interface Built {
   readonly run: AuditRun;
 }
 
-const frozenTurn = (t: { id: string; group: number; role: "user" | "assistant"; author: FrozenTurn["author"]; text: string }): FrozenTurn => ({
+const frozenTurn = (t: { id: string; messageId?: string | undefined; group: number; role: "user" | "assistant"; author: FrozenTurn["author"]; text: string }): FrozenTurn => ({
   id: t.id,
+  messageId: t.messageId ?? t.id,
   group: t.group,
   role: t.role,
   author: t.author,
   text: t.text,
   hash: turnHash(t.role, t.author, t.text),
-  rendered: renderSliceLine(t),
+  rendered: renderSliceLine({ ...t, messageId: t.messageId ?? t.id }),
   nativeChars: renderTurn(t).content.length,
 });
 
