@@ -55,6 +55,11 @@ export const compactionContentSchema = z.strictObject({
   }),
   /** True when durable facts had to be inlined because no recalled memory page matched. */
   degraded: z.boolean(),
+  /**
+   * References the model made to memory pages that do not exist, dropped by the parent with a note
+   * rather than failing the run. Present only when there were any; never rendered for the agent.
+   */
+  droppedMemoryRefs: z.array(memoryRefSchema).min(1).optional(),
 });
 export type CompactionContent = z.infer<typeof compactionContentSchema>;
 
