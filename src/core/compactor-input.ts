@@ -60,3 +60,35 @@ function compactorInput(packet: Packet): string {
     section("slice", turns.join("\n")),
   ].join("\n\n");
 }
+
+/** What the parent tells the compactor about its previous reply when it could not be used. */
+export interface RepairTurn {
+  /** The refused reply, as the model wrote it. */
+  readonly reply: string;
+  /** Why it was refused: the validator's message. */
+  readonly problem: string;
+}
+
+/** The refused reply is shown back bounded: the model needs its gist and the reason, not all of it. */
+export const MAX_REPAIR_REPLY_CHARS = 4_000;
+
+/**
+ * A retry after an unusable reply: the same two messages, then the refused reply as the model's
+ * own turn and one user turn that says what was wrong and what to send instead, so the retry is
+ * not the identical request that failed. Only the parent's words are instructions here.
+ */
+export function repairMessages(packet: Packet, repair: RepairTurn): NativeMessage[] {
+  const reply = repair.reply.length <= MAX_REPAIR_REPLY_CHARS ? repair.reply : `${repair.reply.slice(0, MAX_REPAIR_REPLY_CHARS)}…`;
+  const expected =
+    packet.outputMode === "projection"
+      ? "only the one JSON object the instructions describe, with no prose and no code fences around it"
+      : "only the plain-text summary, with no preamble and no code fences";
+  return [
+    ...compactorMessages(packet),
+    { role: "assistant", content: reply },
+    {
+      role: "user",
+      content: `That reply could not be used: ${repair.problem}. Write the summary of the same history again and return ${expected}. The summary must stay under ${packet.policy.maxSummaryChars} characters.`,
+    },
+  ];
+}

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compactorMessages } from "../../src/core/compactor-input";
+import { MAX_REPAIR_REPLY_CHARS, compactorMessages, repairMessages } from "../../src/core/compactor-input";
 import type { Packet } from "../../src/core/packet";
 import { PLAIN_PROMPT, PROJECTION_PROMPT, compactorPrompt } from "../../src/core/prompts";
 import { BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
@@ -177,5 +177,23 @@ describe("compactorPrompt", () => {
       // It names every section the input renders, so the model knows what each one is.
       for (const tag of SECTIONS) expect(prompt).toContain(tag);
     }
+  });
+});
+
+describe("repairMessages", () => {
+  it("repeats the packet's two messages, then the refused reply and why, and asks for the mode's output again", () => {
+    const packet = packetFixture();
+    const messages = repairMessages(packet, { reply: "Sure! Here it is.", problem: "the reply is not a single JSON object" });
+    expect(messages.slice(0, 2)).toEqual(compactorMessages(packet));
+    expect(messages.slice(2).map((m) => m.role)).toEqual(["assistant", "user"]);
+    expect(messages[2]?.content).toBe("Sure! Here it is.");
+    expect(messages[3]?.content).toContain("the reply is not a single JSON object");
+    expect(messages[3]?.content).toContain("only the one JSON object");
+    expect(repairMessages(packetFixture({ outputMode: "plain" }), { reply: "x", problem: "p" })[3]?.content).toContain("only the plain-text summary");
+  });
+
+  it("shows back at most a bounded part of a long refused reply", () => {
+    const messages = repairMessages(packetFixture(), { reply: "x".repeat(MAX_REPAIR_REPLY_CHARS * 3), problem: "too long" });
+    expect(messages[2]?.content.length).toBe(MAX_REPAIR_REPLY_CHARS + 1);
   });
 });
