@@ -1,7 +1,9 @@
 import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody } from "./compactor-output";
 import type { CompactionContent, Packet } from "./packet";
 import { OUTPUT_CONTRACT } from "./packet";
-import { renderEnvelope, sliceHandle } from "./render";
+import type { Author } from "./events";
+import { displayName } from "./names";
+import { renderEnvelope } from "./render";
 
 /**
  * Foldline's own extractive compactor, used when no model key is configured. It is not a language
@@ -89,10 +91,16 @@ interface Line {
   readonly text: string;
 }
 
+/**
+ * Who said a line, as short as it can be and still one safe line: the username, else the name as it
+ * may be shown (no controls or line breaks, so a name cannot start a forged line), else the id.
+ */
+const speakerOf = (author: Author): string => author.username ?? (author.name === undefined ? undefined : displayName(author.name)) ?? author.id;
+
 function candidatesOf(packet: Packet): Candidate[] {
   const raw: { speaker: string; text: string }[] = [
     ...packet.amendments.flatMap((a) => (a.text === null || a.kind === "deleted" ? [] : [{ speaker: `corrected [${a.turnId}]`, text: a.text }])),
-    ...packet.frozen.turns.map((t) => ({ speaker: `@${sliceHandle(t.role, t.author)}`, text: t.text })),
+    ...packet.frozen.turns.map((t) => ({ speaker: `@${speakerOf(t.author)}`, text: t.text })),
   ];
   const candidates: Candidate[] = [];
   for (const { speaker, text } of raw) {
@@ -154,7 +162,7 @@ function openThreadsOf(packet: Packet): string[] {
     if (turns.slice(i + 1).some((later) => later.role === "assistant")) return;
     const question = sentences(turn.text).findLast((s) => s.endsWith("?")) ?? "";
     if (significantWords(question).length === 0) return;
-    threads.push(cutAtWord(`@${sliceHandle(turn.role, turn.author)} asked: ${question}`, LINE_MAX_CHARS));
+    threads.push(cutAtWord(`@${speakerOf(turn.author)} asked: ${question}`, LINE_MAX_CHARS));
   });
   return threads.slice(-MAX_OPEN_THREADS);
 }
