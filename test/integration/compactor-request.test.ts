@@ -4,6 +4,8 @@ import { packetSchema } from "../../src/core/packet";
 import { readPlan } from "../../src/storage/compaction-store";
 import { settledChain } from "../support/chain";
 import { register } from "../support/declarations";
+import { OPENAI_CHAT_REQUEST } from "../fixtures/openai/chat-completion-request";
+import { validateAgainst } from "../support/openapi-schema";
 import { BOT_ID, call, json, tokenFor, webhook } from "./helpers";
 
 /**
@@ -17,6 +19,8 @@ const session = `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/compactor-requ
 interface Recorded {
   readonly body: { messages: { role: string; content: string }[]; response_format?: unknown };
 }
+
+const asChatRequest = (body: unknown): string[] => validateAgainst(OPENAI_CHAT_REQUEST.schemas, "CreateChatCompletionRequest", body);
 
 beforeEach(async () => {
   await fetch(`${session}/__reset`, { method: "POST" });
@@ -94,5 +98,30 @@ describe("the compactor's request", () => {
     expect(user).toContain("<conversation-type>direct</conversation-type>");
     expect(user).toContain("\n[7001] @ada (user): Message 0");
     expect(chain[0]?.body.conversation).toMatchObject({ sender: `tg:${chatId}` });
+  });
+});
+
+describe("the compactor's request against the official OpenAI API description", () => {
+  it("is a valid CreateChatCompletionRequest, structured output and repair turn included", async () => {
+    const chatId = -1_008_000_000_000 - Math.floor(Math.random() * 1_000_000);
+    const { conversation, agentId } = await setup(chatId);
+    // The first reply is unusable, so the second request carries the repair turn.
+    await fetch(`${session}/__script`, { method: "POST", body: JSON.stringify([{ content: "Sure! Here is the summary you asked for." }]) });
+    const ada = { id: 4343, is_bot: false, first_name: "Ada" };
+    await post({ id: chatId, type: "group", title: "Offsite" }, ada, 870_000 + counter * 100);
+    await settledChain(conversation, agentId, 1);
+    const recorded = ((await (await fetch(`${session}/__requests`)).json()) as Recorded[]).filter((r) => r.body.messages[0]?.content.includes("compactor"));
+    expect(recorded.map((r) => r.body.messages.length)).toEqual([2, 4]);
+    expect(recorded[0]?.body.response_format).toMatchObject({ type: "json_schema" });
+    for (const request of recorded) expect(asChatRequest(request.body)).toEqual([]);
+  });
+
+  it("would catch a body that is not one (the check can fail)", () => {
+    const valid = { model: "m", messages: [{ role: "system", content: "s" }, { role: "user", content: "u" }], temperature: 0 };
+    expect(asChatRequest(valid)).toEqual([]);
+    expect(asChatRequest({ ...valid, messages: [] })).not.toEqual([]);
+    expect(asChatRequest({ ...valid, messages: [{ role: "compactor", content: "x" }] })).not.toEqual([]);
+    expect(asChatRequest({ ...valid, response_format: { type: "json_schema" } })).not.toEqual([]);
+    expect(asChatRequest({ ...valid, temperature: 3 })).not.toEqual([]);
   });
 });
