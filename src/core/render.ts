@@ -43,7 +43,7 @@ const USERNAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$/;
 /** An id as one token: anything but letters, digits and `_ . : -` becomes `_` (ids are never empty). */
 const idToken = (id: string): string => id.replace(/[^\p{L}\p{N}_.:-]/gu, "_");
 
-export function sliceHandle(role: Turn["role"], author: Author): string {
+function sliceHandle(role: Turn["role"], author: Author): string {
   if (author.username !== undefined && USERNAME.test(author.username)) return author.username;
   if (role === "assistant") return idToken(author.id);
   const shown = author.name === undefined ? undefined : displayName(author.name);
