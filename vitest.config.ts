@@ -50,6 +50,10 @@ export default defineConfig(async () => {
             // dispatcher tests can script compactor failures without touching other files' scripts.
             OPENAI_API_KEY_FAKETG: "test-key",
             OPENAI_BASE_URL_FAKETG: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch/v1`,
+            // The provider profile "fakereq": its own session, where the compactor-request tests read
+            // exactly the requests their compactors sent.
+            OPENAI_API_KEY_FAKEREQ: "test-key",
+            OPENAI_BASE_URL_FAKEREQ: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/compactor-request/v1`,
             // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
             BOT_HMAC_SECRET: inject("fakeBotSecret"),
             BOT_HMAC_WRONG: "not-the-fake-bots-key",

@@ -39,6 +39,16 @@ export function openAiApiKey(env: Env, profile = DEFAULT_PROFILE): string | unde
   return typeof value === "string" && value.trim().length > 0 ? value.trim() : undefined;
 }
 
+/**
+ * Whether a profile's endpoint is asked for structured output (`response_format` with a JSON
+ * schema): `OPENAI_STRUCTURED_OUTPUT` for `default`, `OPENAI_STRUCTURED_OUTPUT_<PROFILE>` for the
+ * others; on unless set to `off`, for the OpenAI-compatible servers that refuse the field.
+ */
+export function structuredOutput(env: Env, profile = DEFAULT_PROFILE): boolean {
+  const value: unknown = Reflect.get(env, profileVar("OPENAI_STRUCTURED_OUTPUT", profile));
+  return !(typeof value === "string" && value.trim().toLowerCase() === "off");
+}
+
 const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** A model call longer than ten minutes is stuck, not slow; the SDK's own default is the same. */
 const MAX_MODEL_TIMEOUT_MS = 600_000;

@@ -69,9 +69,9 @@ export interface Boundary {
 export const boundaryHash = (body: BoundaryBody): string => hashCanonical(body);
 
 /**
- * `telegram:<bot>:<chat>[:<thread>]` → chat `<chat>[:<thread>]`; `api:<key>` → chat `<key>`. The
- * sender is bound when the frozen slice has exactly one human author (a direct conversation);
- * a group slice has no single sender.
+ * `telegram:<bot>:<chat>[:<thread>]` → chat `<chat>[:<thread>]`; `api:<key>` → chat `<key>`. A
+ * sender is bound only for a direct chat (as its platform said, `packet.conversationType`) whose
+ * slice has exactly one human author; a group has no single sender, even when one person spoke.
  */
 function conversationParts(packet: Packet): BoundaryBody["conversation"] {
   const id = packet.conversationId;

@@ -3,8 +3,8 @@ import { boundaryBodySchema, buildBoundary } from "./boundary";
 import type { StoredEvent } from "./events";
 import { hashCanonical } from "./hash";
 import type { Packet } from "./packet";
-import { packetSchema } from "./packet";
-import { renderSliceLine } from "./render";
+import { LEGACY_PACKET_FORMAT, packetSchema } from "./packet";
+import { renderLegacySliceLine, renderSliceLine } from "./render";
 import { LogIndex, turnsAsOf } from "./turn-pages";
 
 /**
@@ -416,7 +416,8 @@ function checkFrozenTurns({ logIndex, packet: read }: LinkContext): Outcome {
       turn.group !== logged.group ? "group" : undefined,
       hashCanonical(turn.author) !== hashCanonical(logged.author) ? "author" : undefined,
       // The compactor read the rendered line, not `text`: it must be the log's turn too.
-      turn.rendered !== renderSliceLine(logged) ? "rendered" : undefined,
+      turn.rendered !== (packet.format === LEGACY_PACKET_FORMAT ? renderLegacySliceLine(logged) : renderSliceLine(logged)) ? "rendered" : undefined,
+      turn.messageId !== undefined && turn.messageId !== logged.messageId ? "messageId" : undefined,
     ].filter((f) => f !== undefined);
     if (fields.length > 0) mismatched.push(`${turn.id} (${fields.join(", ")})`);
   }

@@ -3,7 +3,10 @@ import type { NativeMessage } from "./render";
 import { escapeEnvelopeText } from "./render";
 
 /**
- * The compactor's request: the packet's prompt as the system message and one user message that
+ * The compactor's request: the packet's prompt as the system message, followed there by the
+ * agent's trusted identity/memory documents (seed 000: the compactor shares them to interpret names
+ * and obligations; they are the operator's words, so they sit in the trusted part, unescaped and
+ * charged to the document budget exactly as sent), and one user message that
  * lays the packet out in fixed tagged sections, always in the same order and always present (an
  * empty section says so), so the model never has to guess whether something is missing.
  *
@@ -18,7 +21,7 @@ import { escapeEnvelopeText } from "./render";
  */
 export function compactorMessages(packet: Packet): NativeMessage[] {
   return [
-    { role: "system", content: packet.prompt },
+    { role: "system", content: systemContent(packet) },
     { role: "user", content: compactorInput(packet) },
   ];
 }
@@ -26,6 +29,11 @@ export function compactorMessages(packet: Packet): NativeMessage[] {
 const NONE = "(none)";
 /** Every line break a model may honour, so none of them can open a forged turn line. */
 const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
+
+function systemContent(packet: Packet): string {
+  const documents = packet.documents.flatMap((d) => (d.content === undefined ? [] : [`<document name="${d.name}">\n${d.content}\n</document>`]));
+  return documents.length === 0 ? packet.prompt : `${packet.prompt}\n\n${section("trusted-documents", documents.join("\n"))}`;
+}
 
 function section(tag: string, body: string): string {
   return `<${tag}>\n${body}\n</${tag}>`;
@@ -51,4 +59,36 @@ function compactorInput(packet: Packet): string {
     section("existing-memory-pages", pages.length === 0 ? NONE : pages.join("\n")),
     section("slice", turns.join("\n")),
   ].join("\n\n");
+}
+
+/** What the parent tells the compactor about its previous reply when it could not be used. */
+export interface RepairTurn {
+  /** The refused reply, as the model wrote it. */
+  readonly reply: string;
+  /** Why it was refused: the validator's message. */
+  readonly problem: string;
+}
+
+/** The refused reply is shown back bounded: the model needs its gist and the reason, not all of it. */
+export const MAX_REPAIR_REPLY_CHARS = 4_000;
+
+/**
+ * A retry after an unusable reply: the same two messages, then the refused reply as the model's
+ * own turn and one user turn that says what was wrong and what to send instead, so the retry is
+ * not the identical request that failed. Only the parent's words are instructions here.
+ */
+export function repairMessages(packet: Packet, repair: RepairTurn): NativeMessage[] {
+  const reply = repair.reply.length <= MAX_REPAIR_REPLY_CHARS ? repair.reply : `${repair.reply.slice(0, MAX_REPAIR_REPLY_CHARS)}…`;
+  const expected =
+    packet.outputMode === "projection"
+      ? "only the one JSON object the instructions describe, with no prose and no code fences around it"
+      : "only the plain-text summary, with no preamble and no code fences";
+  return [
+    ...compactorMessages(packet),
+    { role: "assistant", content: reply },
+    {
+      role: "user",
+      content: `That reply could not be used: ${repair.problem}. Write the summary of the same history again and return ${expected}. The summary must stay under ${packet.policy.maxSummaryChars} characters.`,
+    },
+  ];
 }

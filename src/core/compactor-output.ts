@@ -21,7 +21,6 @@ export type CompactorOutputFailureCode =
   | "output_too_long"
   | "invalid_json"
   | "invalid_shape"
-  | "unknown_memory_ref"
   | "not_smaller";
 
 export interface CompactorOutputFailure {
@@ -105,12 +104,45 @@ export function renderBoundaryBody(content: CompactionContent): string {
   return blocks.join("\n\n");
 }
 
-type Parsed = Pick<CompactionContent, "summary" | "salientFacts" | "degraded">;
+/**
+ * The same shape as providers are asked for it with structured output (`response_format`): strict
+ * JSON-schema mode needs every field required and no other allowed, so the lists are always there
+ * (possibly empty) and carry no bounds a provider might not enforce. Anything it admits, the
+ * validator accepts (a property test holds the two together); the bounds are checked after.
+ */
+export const structuredProjectionSchema = z.strictObject({
+  summary: z.string(),
+  salientFacts: z.strictObject({
+    memoryRefs: z.array(z.strictObject({ path: z.string(), note: z.string() })),
+    openThreads: z.array(z.string()),
+    abandonedDirections: z.array(z.string()),
+  }),
+});
 
-function parseProjection(packet: Packet, text: string): Result<Parsed, CompactorOutputFailure> {
-  // Exactly one JSON object and nothing else: prose around it or a code fence means the model did
-  // not follow the contract, and guessing which part was meant is not the parent's job.
-  if (!text.startsWith("{") || !text.endsWith("}")) return failure("invalid_json", "the reply is not a single JSON object (prose or code fences around it)");
+/** `structuredProjectionSchema` as the JSON Schema a provider's `response_format` carries. */
+export const PROJECTION_JSON_SCHEMA: Record<string, unknown> = (() => {
+  const { $schema: _dialect, ...schema } = z.toJSONSchema(structuredProjectionSchema);
+  return schema;
+})();
+
+type Parsed = Pick<CompactionContent, "summary" | "salientFacts" | "degraded" | "droppedMemoryRefs">;
+
+/**
+ * One code fence around the whole reply (```` ```json ```` … ```` ``` ````) is formatting, not content:
+ * the text inside is the reply. Two fences, or prose outside one, stay as they are (and fail).
+ */
+const FENCED = /^```[A-Za-z0-9_-]*[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```$/;
+function unfenced(text: string): string {
+  const inner = FENCED.exec(text)?.[1];
+  return inner === undefined || inner.includes("```") ? text : inner.trim();
+}
+
+type ProjectionShape = z.infer<typeof projectionOutputSchema>;
+
+function readProjection(text: string): Result<ProjectionShape, CompactorOutputFailure> {
+  // Exactly one JSON object and nothing else: prose around it means the model did not follow the
+  // contract, and guessing which part was meant is not the parent's job.
+  if (!text.startsWith("{") || !text.endsWith("}")) return failure("invalid_json", "the reply is not a single JSON object (prose around it, or more than one code fence)");
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -123,20 +155,43 @@ function parseProjection(packet: Packet, text: string): Result<Parsed, Compactor
     const where = issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`;
     return failure("invalid_shape", `the reply does not have the projection shape${where}: ${issue?.message ?? "invalid"}`);
   }
-  const { summary, salientFacts } = shape.data;
+  return ok(shape.data);
+}
+
+/**
+ * The memory page paths a reply points at that the packet did not recall: the caller looks up
+ * which of them exist (a reference to a real page is kept whether or not recall found it).
+ */
+export function unrecalledMemoryRefs(packet: Packet, text: string): string[] {
+  if (packet.outputMode !== "projection") return [];
+  const read = readProjection(unfenced(text.trim()));
+  if (!read.ok) return [];
+  const recalled = new Set(packet.memoryPages.map((page) => page.path));
+  return [...new Set((read.value.salientFacts.memoryRefs ?? []).map((ref) => ref.path).filter((path) => !recalled.has(path)))];
+}
+
+const NO_SUCH_PAGE = "no such memory page";
+
+function parseProjection(packet: Packet, text: string, livePages: ReadonlySet<string>): Result<Parsed, CompactorOutputFailure> {
+  const read = readProjection(text);
+  if (!read.ok) return read;
+  const { summary, salientFacts } = read.value;
   // A JSON-wrapped apology is still an apology.
   if (looksLikeRefusal(summary)) return failure("refusal", "the summary is a refusal or an error message, not a summary");
-  const memoryRefs = salientFacts.memoryRefs ?? [];
-  const known = new Set(packet.memoryPages.map((page) => page.path));
-  const unknown = memoryRefs.find((ref) => !known.has(ref.path));
-  if (unknown !== undefined) return failure("unknown_memory_ref", `memoryRefs names "${unknown.path.slice(0, 200)}", which is not one of the memory pages the compactor was given`);
+  // A pointer to a page that exists is kept, recalled or not; one to no page at all is dropped
+  // with a note. A wrong reference costs the agent a pointer, never the whole compaction.
+  const recalled = new Set(packet.memoryPages.map((page) => page.path));
+  const proposed = salientFacts.memoryRefs ?? [];
+  const memoryRefs = proposed.filter((ref) => recalled.has(ref.path) || livePages.has(ref.path));
+  const dropped = proposed.filter((ref) => !recalled.has(ref.path) && !livePages.has(ref.path)).map((ref) => ({ path: ref.path, note: NO_SUCH_PAGE }));
   return ok({
     summary,
     salientFacts: { memoryRefs, openThreads: salientFacts.openThreads ?? [], abandonedDirections: salientFacts.abandonedDirections ?? [] },
-    // Degraded: durable facts had to be inlined because no page held them (no page was recalled at
-    // all, or none matched). Without a page there can be no ref, so "no refs" covers both; a
-    // pure-noise slice has no durable facts, so it is not degraded.
-    degraded: (packet.memoryPages.length === 0 || memoryRefs.length === 0) && summary !== NO_SUBSTANTIVE_CONTENT,
+    // Degraded: durable facts had to be inlined because no page held them (none was recalled, or
+    // none matched). Without a page there can be no ref, so "no refs" covers both; a pure-noise
+    // slice has no durable facts, so it is not degraded.
+    degraded: memoryRefs.length === 0 && summary !== NO_SUBSTANTIVE_CONTENT,
+    ...(dropped.length === 0 ? {} : { droppedMemoryRefs: dropped }),
   });
 }
 
@@ -147,10 +202,12 @@ function parseProjection(packet: Packet, text: string): Result<Parsed, Compactor
 export function validateCompactorOutput(
   packet: Packet,
   output: { readonly text: string; readonly finishReason: string | null },
+  /** Memory pages known to exist beyond the recalled ones (see `unrecalledMemoryRefs`). */
+  livePages: ReadonlySet<string> = new Set(),
 ): Result<CompactionContent, CompactorOutputFailure> {
   // A reply cut off by the token limit is incomplete even when it happens to parse.
   if (output.finishReason === "length") return failure("truncated_output", "the model stopped at its output token limit");
-  const text = output.text.trim();
+  const text = unfenced(output.text.trim());
   if (text === "") return failure("empty_output", "the model returned no text");
   if (output.finishReason === "content_filter") return failure("refusal", "the provider's content filter stopped the reply");
   // A JSON object never opens like a refusal; checking only prose keeps quoted history from tripping this.
@@ -158,7 +215,7 @@ export function validateCompactorOutput(
 
   const parsed: Result<Parsed, CompactorOutputFailure> =
     packet.outputMode === "projection"
-      ? parseProjection(packet, text)
+      ? parseProjection(packet, text, livePages)
       : ok({ summary: text, salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] }, degraded: false });
   if (!parsed.ok) return parsed;
 
@@ -173,6 +230,7 @@ export function validateCompactorOutput(
     preview: derivePreview(summary),
     salientFacts: parsed.value.salientFacts,
     degraded: parsed.value.degraded,
+    ...(parsed.value.droppedMemoryRefs === undefined ? {} : { droppedMemoryRefs: parsed.value.droppedMemoryRefs }),
   };
   // The boundary replaces the previous boundary plus the frozen turns. If its envelope is not
   // strictly smaller, the context does not shrink and the next preflight would trigger again at

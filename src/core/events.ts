@@ -52,6 +52,11 @@ export const attachmentSchema = z.strictObject({
   fileUniqueId: z.string().max(128).optional(),
 });
 
+export const conversationTypeSchema = z.enum(["direct", "group"]);
+export type ConversationType = z.infer<typeof conversationTypeSchema>;
+/** What a source that does not name its chat's type counts as: nobody is bound as its sole sender. */
+export const DEFAULT_CONVERSATION_TYPE: ConversationType = "group";
+
 export const sourceBodySchema = z.strictObject({
   /** The message's id in its chat (Telegram `message_id`, or the bot's own id); corrections target it. */
   messageId: messageIdSchema,
@@ -60,6 +65,12 @@ export const sourceBodySchema = z.strictObject({
   sentAt: isoTime.optional(),
   replyToMessageId: messageIdSchema.optional(),
   attachments: z.array(attachmentSchema).max(20).optional(),
+  /**
+   * The kind of chat, as the platform says (Telegram's `chat.type`: `private` is `direct`; `group`,
+   * `supergroup` and `channel` are `group`). API clients say it themselves; a source that does not
+   * counts as `group` (`DEFAULT_CONVERSATION_TYPE`), which binds no sender to a boundary.
+   */
+  conversationType: conversationTypeSchema.optional(),
 });
 
 export const correctionBodySchema = z.discriminatedUnion("action", [

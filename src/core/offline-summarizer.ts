@@ -1,6 +1,8 @@
 import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody } from "./compactor-output";
 import type { CompactionContent, Packet } from "./packet";
 import { OUTPUT_CONTRACT } from "./packet";
+import type { Author } from "./events";
+import { displayName } from "./names";
 import { renderEnvelope } from "./render";
 
 /**
@@ -89,10 +91,16 @@ interface Line {
   readonly text: string;
 }
 
+/**
+ * Who said a line, as short as it can be and still one safe line: the username, else the name as it
+ * may be shown (no controls or line breaks, so a name cannot start a forged line), else the id.
+ */
+const speakerOf = (author: Author): string => author.username ?? (author.name === undefined ? undefined : displayName(author.name)) ?? author.id;
+
 function candidatesOf(packet: Packet): Candidate[] {
   const raw: { speaker: string; text: string }[] = [
     ...packet.amendments.flatMap((a) => (a.text === null || a.kind === "deleted" ? [] : [{ speaker: `corrected [${a.turnId}]`, text: a.text }])),
-    ...packet.frozen.turns.map((t) => ({ speaker: `@${t.author.username ?? t.author.name ?? t.author.id}`, text: t.text })),
+    ...packet.frozen.turns.map((t) => ({ speaker: `@${speakerOf(t.author)}`, text: t.text })),
   ];
   const candidates: Candidate[] = [];
   for (const { speaker, text } of raw) {
@@ -154,8 +162,7 @@ function openThreadsOf(packet: Packet): string[] {
     if (turns.slice(i + 1).some((later) => later.role === "assistant")) return;
     const question = sentences(turn.text).findLast((s) => s.endsWith("?")) ?? "";
     if (significantWords(question).length === 0) return;
-    const handle = turn.author.username ?? turn.author.name ?? turn.author.id;
-    threads.push(cutAtWord(`@${handle} asked: ${question}`, LINE_MAX_CHARS));
+    threads.push(cutAtWord(`@${speakerOf(turn.author)} asked: ${question}`, LINE_MAX_CHARS));
   });
   return threads.slice(-MAX_OPEN_THREADS);
 }

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { compactionPolicySchema } from "./declarations";
-import { authorSchema } from "./events";
+import type { Result } from "./errors";
+import type { ConversationType } from "./events";
+import { DEFAULT_CONVERSATION_TYPE, authorSchema, conversationTypeSchema } from "./events";
 
 /**
  * The compaction packet: everything one compactor run may read, frozen as an immutable R2
@@ -8,7 +10,12 @@ import { authorSchema } from "./events";
  * byte-identical input; the packet's SHA-256 travels in the job and is checked on load.
  */
 
-export const PACKET_FORMAT = "foldline.compaction-packet@1";
+export const PACKET_FORMAT = "foldline.compaction-packet@2";
+/**
+ * Packets written before slice lines named messages by their platform id and before the packet
+ * carried its trusted documents' content. Still read, so their chains stay verifiable.
+ */
+export const LEGACY_PACKET_FORMAT = "foldline.compaction-packet@1";
 export const OUTPUT_CONTRACT = "foldline.compaction-output@1";
 export const BOUNDARY_EVENT_TYPE = "stream.thought.derived.conversation.compaction@1";
 
@@ -48,11 +55,19 @@ export const compactionContentSchema = z.strictObject({
   }),
   /** True when durable facts had to be inlined because no recalled memory page matched. */
   degraded: z.boolean(),
+  /**
+   * References the model made to memory pages that do not exist, dropped by the parent with a note
+   * rather than failing the run. Present only when there were any; never rendered for the agent.
+   */
+  droppedMemoryRefs: z.array(memoryRefSchema).min(1).optional(),
 });
 export type CompactionContent = z.infer<typeof compactionContentSchema>;
 
 export const frozenTurnSchema = z.strictObject({
+  /** The internal turn id (`s<seq>`, `p<seq>`): the packet's own mapping from slice line to log. */
   id: z.string(),
+  /** The id the slice line shows: the message's id on its platform. Absent in legacy packets. */
+  messageId: z.string().optional(),
   group: z.number().int().nonnegative(),
   role: z.enum(["user", "assistant"]),
   author: authorSchema,
@@ -66,9 +81,10 @@ export const frozenTurnSchema = z.strictObject({
 export type FrozenTurn = z.infer<typeof frozenTurnSchema>;
 
 export const packetSchema = z.strictObject({
-  format: z.literal(PACKET_FORMAT),
+  format: z.enum([PACKET_FORMAT, LEGACY_PACKET_FORMAT]),
   conversationId: z.string(),
-  conversationType: z.enum(["direct", "group"]),
+  /** From the platform (the frozen sources' own `conversationType`), never guessed from who spoke. */
+  conversationType: conversationTypeSchema,
   agentId: z.string(),
   compactorId: z.string(),
   historyAgents: z.array(z.string()),
@@ -107,7 +123,12 @@ export const packetSchema = z.strictObject({
     renderedHash: sha256,
   }),
   memoryPages: z.array(z.strictObject({ path: z.string(), version: z.number().int().positive(), contentHash: sha256, content: z.string() })),
-  documents: z.array(z.strictObject({ name: z.string(), hash: sha256 })),
+  /**
+   * The agent's subscribed identity/memory documents, whole: the compactor reads them to interpret
+   * names and obligations. Embedded rather than named, so a retry reads the same bytes without a
+   * second lookup, and the packet's hash covers what the model was shown. Legacy packets name them only.
+   */
+  documents: z.array(z.strictObject({ name: z.string(), hash: sha256, content: z.string().optional() })),
   sizes: z.strictObject({
     /** Characters of the agent's active context when the trigger fired (boundary envelope included). */
     preCompactionChars: z.number().int().nonnegative(),
@@ -119,3 +140,33 @@ export const packetSchema = z.strictObject({
   createdAt: z.string(),
 });
 export type Packet = z.infer<typeof packetSchema>;
+
+/**
+ * The slice's conversation type from what its sources say: `direct` only when every frozen source
+ * came from a direct chat. A source that does not say counts as `DEFAULT_CONVERSATION_TYPE`.
+ */
+export function sliceConversationType(declared: readonly (ConversationType | undefined)[]): ConversationType {
+  return declared.length > 0 && declared.every((type) => (type ?? DEFAULT_CONVERSATION_TYPE) === "direct") ? "direct" : "group";
+}
+
+export interface TrustedDocumentText {
+  readonly name: string;
+  readonly hash: string;
+  readonly content: string;
+}
+
+export interface DocumentBudgetExceeded {
+  readonly code: "document_budget_exceeded";
+  readonly message: string;
+}
+
+/**
+ * The characters of the document budget left for recalled memory pages once the subscribed
+ * documents are charged exactly as they will be sent (their content), or a failure when the
+ * documents alone do not fit: a compactor never reads a cut document.
+ */
+export function pageBudget(documents: readonly TrustedDocumentText[], budgetChars: number): Result<number, DocumentBudgetExceeded> {
+  const chars = documents.reduce((total, d) => total + d.content.length, 0);
+  if (chars > budgetChars) return { ok: false, error: { code: "document_budget_exceeded", message: `the subscribed documents need ${chars} characters; the budget is ${budgetChars}` } };
+  return { ok: true, value: budgetChars - chars };
+}

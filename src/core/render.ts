@@ -33,8 +33,39 @@ export function renderTurn(turn: Pick<Turn, "role" | "author" | "text">): Native
     : { role: "assistant", content: turn.text };
 }
 
-/** A turn inside the compactor's slice: `[id] @author (role): text`, oldest first. */
-export function renderSliceLine(turn: Pick<Turn, "id" | "role" | "author" | "text">): string {
+/**
+ * A turn inside the compactor's slice, seed 001's `[msgId] @username (role): text`, oldest first.
+ * The id is the message's own id on its platform (Telegram's `message_id`, an API client's
+ * `messageId`; a reply's proposal id), the one people and replies refer to; the internal turn id
+ * stays in the packet's mapping beside the line. A handle is one token that no name can imitate:
+ * a real username as is, else the agent's id for its replies, and for anyone else their name folded
+ * into a token plus `~` and their author id, so two people called Ada stay apart, a rename keeps
+ * the id, and nobody without the username `jon` can appear as `@jon`.
+ */
+export function renderSliceLine(turn: Pick<Turn, "messageId" | "role" | "author" | "text">): string {
+  return `[${turn.messageId}] @${sliceHandle(turn.role, turn.author)} (${turn.role}): ${turn.text}`;
+}
+
+/** Telegram usernames are 5–32 of `A-Za-z0-9_`; API clients may also use `.` and `-` inside. */
+const USERNAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$/;
+
+/** An id as one token: anything but letters, digits and `_ . : -` becomes `_` (ids are never empty). */
+const idToken = (id: string): string => id.replace(/[^\p{L}\p{N}_.:-]/gu, "_");
+
+function sliceHandle(role: Turn["role"], author: Author): string {
+  if (author.username !== undefined && USERNAME.test(author.username)) return author.username;
+  if (role === "assistant") return idToken(author.id);
+  const shown = author.name === undefined ? undefined : displayName(author.name);
+  const name = shown === undefined ? "" : shown.replaceAll(" ", "_").replace(/[^\p{L}\p{M}\p{N}_.'-]/gu, "");
+  return `${name}~${idToken(author.id)}`;
+}
+
+/**
+ * The slice line of packets written before lines carried platform ids
+ * (`foldline.compaction-packet@1`): `[turn id] @username|name|id (role): text`. Kept only so a
+ * chain audit can still re-derive those packets' lines from the log.
+ */
+export function renderLegacySliceLine(turn: Pick<Turn, "id" | "role" | "author" | "text">): string {
   const handle = turn.author.username ?? turn.author.name ?? turn.author.id;
   return `[${turn.id}] @${handle} (${turn.role}): ${turn.text}`;
 }

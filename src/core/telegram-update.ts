@@ -101,6 +101,7 @@ export function mapTelegramUpdate(botId: string, update: TelegramUpdate): Telegr
             ? {}
             : { replyToMessageId: String(posted.reply_to_message.message_id) }),
           ...(content.attachments.length === 0 ? {} : { attachments: content.attachments }),
+          conversationType: posted.chat.type === "private" ? "direct" : "group",
         },
       },
     };

@@ -13,7 +13,7 @@ import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { canonicalJson, hashCanonical } from "../core/hash";
 import type { Amendment, CompactionContent, Packet } from "../core/packet";
-import { PACKET_FORMAT, packetSchema } from "../core/packet";
+import { PACKET_FORMAT, packetSchema, pageBudget, sliceConversationType } from "../core/packet";
 import { reconstruct } from "../core/reconstruction";
 import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
@@ -23,7 +23,6 @@ import { TailLedger, tailEvents } from "../core/tail-ledger";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
   currentDeclaration,
-  documentChars,
   insertActivation,
   insertBoundaryStatement,
   insertPlanStatement,
@@ -34,7 +33,7 @@ import {
   readPlan,
   servingDeclarations,
 } from "../storage/compaction-store";
-import { putDocument, readDocument } from "../storage/document-store";
+import { putDocument, readDocument, readTrustedDocuments } from "../storage/document-store";
 import { listEvents, readAllEvents } from "../storage/event-store";
 import { readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
@@ -666,17 +665,25 @@ export class CompactionEngine {
     const lastTurn = frozenTurns.at(-1);
     if (first === undefined || lastGroup === undefined || lastTurn === undefined) return "nothing_to_freeze";
 
-    // Recalled pages share the document budget with the subscribed trusted documents.
+    // The subscribed documents go to the compactor whole, charged to the budget exactly as sent;
+    // recalled pages share what is left.
+    const documents = await readTrustedDocuments(this.env.DOCUMENTS, agent.id, agent.documents);
+    const budget = documents.ok ? pageBudget(documents.value, agent.documentBudgetChars) : documents;
+    if (!budget.ok) {
+      await this.#planFailed(chain, runId, triggerSeq, budget.error, now);
+      return "failed";
+    }
     const sliceText = frozenTurns.map((t) => t.text).join("\n");
-    const budget = agent.documentBudgetChars - (await documentChars(this.env.DB, agent.id, agent.documents));
-    const memoryPages = await recallPages(this.env.DB, agent.id, sliceText, budget, MAX_RECALLED_PAGES);
+    const memoryPages = await recallPages(this.env.DB, agent.id, sliceText, budget.value, MAX_RECALLED_PAGES);
     const rendered = frozenTurns.map(renderSliceLine);
-    const authors = new Set(frozenTurns.filter((t) => t.role === "user").map((t) => t.author.id));
+    // The chat's type as its platform said it on the frozen sources, never guessed from who spoke.
+    const frozenGroups = new Set(frozen.map((g) => g.seq));
+    const conversationType = sliceConversationType(chain.window.flatMap((e) => (e.kind === "source" && frozenGroups.has(e.seq) ? [e.body.conversationType] : [])));
     const head = chain.head;
     const packet: Packet = {
       format: PACKET_FORMAT,
       conversationId: this.conversationId,
-      conversationType: authors.size > 1 ? "group" : "direct",
+      conversationType,
       agentId: agent.id,
       compactorId: compactor.id,
       historyAgents: [...agent.historyAgents].sort(),
@@ -697,6 +704,7 @@ export class CompactionEngine {
       frozen: {
         turns: frozenTurns.map((t, i) => ({
           id: t.id,
+          messageId: t.messageId,
           group: t.group,
           role: t.role,
           author: t.author,
@@ -715,7 +723,7 @@ export class CompactionEngine {
         renderedHash: hashCanonical(rendered),
       },
       memoryPages: memoryPages.map((p) => ({ path: p.path, version: p.version, contentHash: p.contentHash, content: p.content })),
-      documents: agent.documents.map((d) => ({ name: d.name, hash: d.hash })),
+      documents: documents.ok ? documents.value.map((d) => ({ name: d.name, hash: d.hash, content: d.content })) : [],
       sizes: { preCompactionChars: activeChars, retainedTailChars: tailChars, replacedChars: envelopeChars + frozenChars },
       createdAt: now.toISOString(),
     };
@@ -764,7 +772,7 @@ export class CompactionEngine {
     await this.env.COMPACTION_QUEUE.send(job);
   }
 
-  async #planFailed(chain: Chain, runId: string, triggerSeq: number, failure: PlanFailure, now: Date): Promise<void> {
+  async #planFailed(chain: Chain, runId: string, triggerSeq: number, failure: PlanFailure | { readonly code: "document_budget_exceeded" | "unknown_document"; readonly message: string }, now: Date): Promise<void> {
     const { declaration } = chain;
     await this.append([
       this.#runEvent(declaration, runId, "failed", { error: { code: failure.code, message: failure.message }, detail: { triggerSeq } }),

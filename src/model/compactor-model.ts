@@ -1,8 +1,10 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { z } from "zod";
-import { DEFAULT_PROFILE, modelMaxRetries, modelTimeoutMs, openAiApiKey, openAiBaseUrl } from "../config";
-import { compactorMessages } from "../core/compactor-input";
+import { DEFAULT_PROFILE, modelMaxRetries, modelTimeoutMs, openAiApiKey, openAiBaseUrl, structuredOutput } from "../config";
+import type { RepairTurn } from "../core/compactor-input";
+import { compactorMessages, repairMessages } from "../core/compactor-input";
+import { PROJECTION_JSON_SCHEMA } from "../core/compactor-output";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import { OFFLINE_COMPACTOR, offlineCompaction } from "../core/offline-summarizer";
@@ -115,11 +117,22 @@ function modelFailure(error: unknown): { readonly ok: false; readonly error: Mod
   throw error;
 }
 
+/** The projection's shape, for providers that can be held to it (`response_format`). */
+const PROJECTION_RESPONSE_FORMAT = {
+  type: "json_schema",
+  json_schema: { name: "session_projection", strict: true, schema: PROJECTION_JSON_SCHEMA },
+} as const;
+
+/**
+ * One compactor attempt. With `repair`, the request goes on after the packet's two messages with
+ * the previous attempt's refused reply and why it was refused (`repairMessages`).
+ */
 export async function runCompactorModel(
   env: Env,
   packet: Packet,
   model: string,
   profile: string = DEFAULT_PROFILE,
+  repair?: RepairTurn,
 ): Promise<Result<ModelReceipt, ModelFailure>> {
   // Workers freeze the clock during synchronous work, so latency counts only time spent waiting on I/O.
   const started = Date.now();
@@ -127,7 +140,12 @@ export async function runCompactorModel(
     const text = offlineCompaction(packet);
     return ok({ provider: OFFLINE_COMPACTOR.provider, model: OFFLINE_COMPACTOR.model, responseId: null, finishReason: null, usage: null, latencyMs: Date.now() - started, text });
   }
-  return chatCompletion(env, profile, { model, messages: compactorMessages(packet), maxCompletionTokens: maxCompletionTokens(packet) });
+  return chatCompletion(env, profile, {
+    model,
+    messages: repair === undefined ? compactorMessages(packet) : repairMessages(packet, repair),
+    maxCompletionTokens: maxCompletionTokens(packet),
+    ...(packet.outputMode === "projection" && structuredOutput(env, profile) ? { responseFormat: PROJECTION_RESPONSE_FORMAT } : {}),
+  });
 }
 
 /**
@@ -137,7 +155,12 @@ export async function runCompactorModel(
 export async function chatCompletion(
   env: Env,
   profile: string,
-  request: { readonly model: string; readonly messages: readonly NativeMessage[]; readonly maxCompletionTokens?: number },
+  request: {
+    readonly model: string;
+    readonly messages: readonly NativeMessage[];
+    readonly maxCompletionTokens?: number;
+    readonly responseFormat?: typeof PROJECTION_RESPONSE_FORMAT;
+  },
 ): Promise<Result<ModelReceipt, ModelFailure>> {
   const started = Date.now();
   const apiKey = openAiApiKey(env, profile);
@@ -163,6 +186,7 @@ export async function chatCompletion(
       messages: request.messages.map(toChatMessage),
       temperature: 0,
       ...(request.maxCompletionTokens === undefined ? {} : { max_completion_tokens: request.maxCompletionTokens }),
+      ...(request.responseFormat === undefined ? {} : { response_format: request.responseFormat }),
     });
   } catch (error) {
     return modelFailure(error);

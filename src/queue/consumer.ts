@@ -1,9 +1,11 @@
 import { compactionRetryBaseSeconds } from "../config";
-import { validateCompactorOutput } from "../core/compactor-output";
+import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
 import { packetSchema } from "../core/packet";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
+import { livePagePaths } from "../storage/memory-store";
+import { latestRepair, putRepair } from "../storage/repair-store";
 import type { CompactionJob } from "./jobs";
 import { jobSchema } from "./jobs";
 import { abandonReply, reply } from "./reply";
@@ -73,12 +75,21 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
     return failed("packet_invalid", "the packet does not match its job");
   }
 
-  const receipt = await runCompactorModel(env, packet.data, job.model, job.profile);
+  // After an unusable reply, the retry tells the model what was wrong with it (a repair turn
+  // recorded under the run) instead of sending the request that already failed.
+  const repair = await latestRepair(env.DOCUMENTS, job.packetKey, job.runId, job.packetHash, attempts);
+  const receipt = await runCompactorModel(env, packet.data, job.model, job.profile, repair);
   if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
-  const content = validateCompactorOutput(packet.data, { text: receipt.value.text, finishReason: receipt.value.finishReason });
-  if (!content.ok) return failed(`output_${content.error.code}`, content.error.message);
+  const { text, finishReason } = receipt.value;
+  // A pointer to a page recall did not find is kept when the page exists.
+  const livePages = await livePagePaths(env.DB, packet.data.agentId, unrecalledMemoryRefs(packet.data, text));
+  const content = validateCompactorOutput(packet.data, { text, finishReason }, livePages);
+  if (!content.ok) {
+    await putRepair(env.DOCUMENTS, job.packetKey, { runId: job.runId, packetHash: job.packetHash, attempt: attempts, code: content.error.code, problem: content.error.message, reply: text });
+    return failed(`output_${content.error.code}`, content.error.message);
+  }
 
-  const { provider, model, responseId, finishReason, usage, latencyMs } = receipt.value;
+  const { provider, model, responseId, usage, latencyMs } = receipt.value;
   const settled = await stub.settle(job.conversationId, job.runId, content.value, { provider, model, responseId, finishReason, usage, latencyMs });
   if (!settled.ok) console.warn("compaction result refused", { runId: job.runId, code: settled.error.code, message: settled.error.message });
   return { kind: "done" };

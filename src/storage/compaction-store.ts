@@ -128,20 +128,6 @@ export async function documentExists(db: D1Database, agentId: string, name: stri
   return row !== null;
 }
 
-/** Total characters of the named documents (each known by name and exact hash). */
-export async function documentChars(db: D1Database, agentId: string, refs: readonly { name: string; hash: string }[]): Promise<number> {
-  if (refs.length === 0) return 0;
-  const row = await db
-    .prepare(
-      `SELECT COALESCE(SUM(d.chars), 0) AS chars FROM documents d
-       JOIN json_each(?2) r ON d.name = json_extract(r.value, '$.name') AND d.hash = json_extract(r.value, '$.hash')
-       WHERE d.agent_id = ?1`,
-    )
-    .bind(agentId, JSON.stringify(refs))
-    .first<{ chars: number }>();
-  return row?.chars ?? 0;
-}
-
 export async function insertDocument(db: D1Database, agentId: string, name: string, hash: string, r2Key: string, chars: number, now: string): Promise<void> {
   await db
     .prepare("INSERT OR IGNORE INTO documents (agent_id, name, hash, r2_key, chars, created_at) VALUES (?, ?, ?, ?, ?, ?)")

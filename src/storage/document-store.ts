@@ -23,3 +23,21 @@ export async function readDocument(bucket: R2Bucket, key: string, expectedHash: 
   const text = await object.text();
   return sha256Hex(text) === expectedHash ? { ok: true, text } : { ok: false, reason: "hash_mismatch" };
 }
+
+/** Where a trusted identity/memory document lives: by agent, name and the SHA-256 of its content. */
+export const trustedDocumentKey = (agentId: string, name: string, hash: string): string => `documents/${agentId}/${name}/${hash}`;
+
+/** An agent's subscribed documents, each re-hashed on read; a missing or altered one is refused. */
+export async function readTrustedDocuments(
+  bucket: R2Bucket,
+  agentId: string,
+  refs: readonly { readonly name: string; readonly hash: string }[],
+): Promise<{ ok: true; value: { name: string; hash: string; content: string }[] } | { ok: false; error: { code: "unknown_document"; message: string } }> {
+  const documents: { name: string; hash: string; content: string }[] = [];
+  for (const ref of refs) {
+    const read = await readDocument(bucket, trustedDocumentKey(agentId, ref.name, ref.hash), ref.hash);
+    if (!read.ok) return { ok: false, error: { code: "unknown_document", message: `document ${ref.name}@${ref.hash} is ${read.reason === "missing" ? "missing" : "altered"}` } };
+    documents.push({ name: ref.name, hash: ref.hash, content: read.text });
+  }
+  return { ok: true, value: documents };
+}

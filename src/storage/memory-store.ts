@@ -119,6 +119,16 @@ export async function getPage(db: D1Database, agentId: string, path: string, ver
   return row === null ? undefined : toPage(row);
 }
 
+/** Which of these paths are live pages of the agent (a memory reference may name one recall did not find). */
+export async function livePagePaths(db: D1Database, agentId: string, paths: readonly string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const { results } = await db
+    .prepare(`SELECT p.path AS path FROM ${HEAD} JOIN json_each(?2) r ON p.path = r.value WHERE p.agent_id = ?1 AND v.deleted = 0`)
+    .bind(agentId, JSON.stringify(paths))
+    .all<{ path: string }>();
+  return new Set(results.map((row) => row.path));
+}
+
 export const MAX_LIST_PAGES = 500;
 
 /** The agent's live pages in path order, `limit` at a time after the path `after`. */

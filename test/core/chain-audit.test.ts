@@ -9,9 +9,9 @@ import { compactionPolicySchema } from "../../src/core/declarations";
 import type { StoredEvent } from "../../src/core/events";
 import { canonicalJson, hashCanonical, sha256Hex } from "../../src/core/hash";
 import type { CompactionContent, FrozenTurn, Packet } from "../../src/core/packet";
-import { OUTPUT_CONTRACT, PACKET_FORMAT, packetSchema } from "../../src/core/packet";
+import { LEGACY_PACKET_FORMAT, OUTPUT_CONTRACT, PACKET_FORMAT, packetSchema } from "../../src/core/packet";
 import { reconstruct, turnHash } from "../../src/core/reconstruction";
-import { renderSliceLine, renderTurn } from "../../src/core/render";
+import { renderLegacySliceLine, renderSliceLine, renderTurn } from "../../src/core/render";
 import { idsNamedBy, LogIndex } from "../../src/core/turn-pages";
 import { BOB, CONVERSATION, delivered, edit, proposal, source, stored, storeAll } from "./event-builders";
 
@@ -71,14 +71,15 @@ interface Built {
   readonly run: AuditRun;
 }
 
-const frozenTurn = (t: { id: string; group: number; role: "user" | "assistant"; author: FrozenTurn["author"]; text: string }): FrozenTurn => ({
+const frozenTurn = (t: { id: string; messageId?: string | undefined; group: number; role: "user" | "assistant"; author: FrozenTurn["author"]; text: string }): FrozenTurn => ({
   id: t.id,
+  messageId: t.messageId ?? t.id,
   group: t.group,
   role: t.role,
   author: t.author,
   text: t.text,
   hash: turnHash(t.role, t.author, t.text),
-  rendered: renderSliceLine(t),
+  rendered: renderSliceLine({ ...t, messageId: t.messageId ?? t.id }),
   nativeChars: renderTurn(t).content.length,
 });
 
@@ -362,6 +363,19 @@ describe("auditChain: a chain built the way the engine builds it", () => {
     // The fixture really chains: what each link names is its predecessor's stored row.
     expect(links[1].row.previousId).toBe(links[0].row.id);
     expect(links[2].row.previousHash).toBe(links[1].row.hash);
+  });
+
+  it("still verifies a link whose packet predates platform ids in slice lines, by that packet's own line format", () => {
+    const legacy = (p: Packet): Packet => ({
+      ...p,
+      format: LEGACY_PACKET_FORMAT,
+      frozen: { ...p.frozen, turns: p.frozen.turns.map(({ messageId: _id, ...t }) => ({ ...t, rendered: renderLegacySliceLine(t) })) },
+    });
+    const links = chain({ 1: { mutate: legacy } });
+    expect(audit(world(links)).valid).toBe(true);
+    // Each format is held to its own lines: legacy lines under the current format do not pass.
+    const mislabelled = chain({ 1: { mutate: (p) => ({ ...legacy(p), format: PACKET_FORMAT }) } });
+    expect(check(audit(world(mislabelled)), "bnd_run-1", "frozen_turns_match_log").ok).toBe(false);
   });
 
   it("does not let a correction made after a run invalidate the boundary that froze the older text", () => {

@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import type { CompactorOutputFailureCode } from "../../src/core/compactor-output";
-import { NO_SUBSTANTIVE_CONTENT, derivePreview, looksLikeRefusal, renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
+import fc from "fast-check";
+import {
+  NO_SUBSTANTIVE_CONTENT,
+  PROJECTION_JSON_SCHEMA,
+  derivePreview,
+  looksLikeRefusal,
+  renderBoundaryBody,
+  structuredProjectionSchema,
+  unrecalledMemoryRefs,
+  validateCompactorOutput,
+} from "../../src/core/compactor-output";
 import type { CompactionContent, Packet } from "../../src/core/packet";
 import { OUTPUT_CONTRACT } from "../../src/core/packet";
 import { renderEnvelope } from "../../src/core/render";
@@ -50,7 +60,9 @@ describe("validateCompactorOutput: failures", () => {
     ["unable, in the first sentence", plain, "Unfortunately I am unable to process this request. Please retry.", "stop", "refusal"],
     ["a refusal wrapped in the JSON shape", projection, json({ summary: "I'm sorry, I can't summarize this.", salientFacts: {} }), "stop", "refusal"],
     ["the content filter", plain, "@ada said something", "content_filter", "refusal"],
-    ["a code fence", projection, "```json\n" + GOOD + "\n```", "stop", "invalid_json"],
+    ["two code fences", projection, "```json\n" + GOOD + "\n```\n```json\n" + GOOD + "\n```", "stop", "invalid_json"],
+    ["a code fence with prose before it", projection, "Here it is:\n```json\n" + GOOD + "\n```", "stop", "invalid_json"],
+    ["an unclosed code fence", projection, "```json\n" + GOOD, "stop", "invalid_json"],
     ["prose before the object", projection, "Here is the projection: " + GOOD, "stop", "invalid_json"],
     ["prose after the object", projection, GOOD + "\nHope this helps.", "stop", "invalid_json"],
     ["two objects", projection, GOOD + GOOD, "stop", "invalid_json"],
@@ -70,9 +82,6 @@ describe("validateCompactorOutput: failures", () => {
     ["51 open threads", projection, json({ summary: "s", salientFacts: { openThreads: Array.from({ length: 51 }, (_, i) => `thread ${i}`) } }), "stop", "invalid_shape"],
     ["a 501-character item", projection, json({ summary: "s", salientFacts: { abandonedDirections: ["x".repeat(501)] } }), "stop", "invalid_shape"],
     ["an empty item", projection, json({ summary: "s", salientFacts: { openThreads: [" "] } }), "stop", "invalid_shape"],
-    ["a ref to a page it was not given", projection, json({ summary: "s", salientFacts: { memoryRefs: [{ path: "decisions/other.md", note: "n" }] } }), "stop", "unknown_memory_ref"],
-    ["a ref whose path differs in case", projection, json({ summary: "s", salientFacts: { memoryRefs: [{ path: "People/Bob.md", note: "n" }] } }), "stop", "unknown_memory_ref"],
-    ["any ref when no page was recalled", () => projection({ memoryPages: [] }), json({ summary: "s", salientFacts: { memoryRefs: [{ path: "people/bob.md", note: "n" }] } }), "stop", "unknown_memory_ref"],
     ["a projection summary one over the limit", () => projection({ policy: { maxSummaryChars: 100 } }), json({ summary: "a".repeat(101), salientFacts: {} }), "stop", "output_too_long"],
     ["a plain summary one over the limit", () => plain({ policy: { maxSummaryChars: 100 } }), "b".repeat(101), "stop", "output_too_long"],
     ["a summary as large as what it replaces", () => plain({ sizes: { replacedChars: 300 } }), "@ada chose vendor B. ".repeat(20), "stop", "not_smaller"],
@@ -83,8 +92,96 @@ describe("validateCompactorOutput: failures", () => {
   });
 
   it("explains each failure in its message", () => {
-    const result = validateCompactorOutput(projection(), stop(json({ summary: "s", salientFacts: { memoryRefs: [{ path: "nope.md", note: "" }] } })));
-    expect(result).toMatchObject({ ok: false, error: { code: "unknown_memory_ref", message: expect.stringContaining("nope.md") } });
+    const result = validateCompactorOutput(projection({ policy: { maxSummaryChars: 100 } }), stop(json({ summary: "a".repeat(101), salientFacts: {} })));
+    expect(result).toMatchObject({ ok: false, error: { code: "output_too_long", message: expect.stringContaining("101") } });
+  });
+});
+
+describe("validateCompactorOutput: harmless formatting", () => {
+  it.each([
+    ["```json", "```json\n" + GOOD + "\n```"],
+    ["a bare fence", "```\n" + GOOD + "\n```"],
+    ["a fence with spaces around", "  ```JSON \n" + GOOD + "\n```  \n"],
+  ])("accepts one surrounding code fence (%s) and reads the object inside", (_name, text) => {
+    expect(validateCompactorOutput(projection(), stop(text))).toEqual(validateCompactorOutput(projection(), stop(GOOD)));
+  });
+
+  it("accepts a plain summary inside one fence as the text inside", () => {
+    expect(validateCompactorOutput(plain(), stop("```\n@ada chose vendor B.\n```"))).toMatchObject({ ok: true, value: { summary: "@ada chose vendor B." } });
+  });
+
+  const refs = (...paths: string[]) => json({ summary: "@ada chose vendor B.", salientFacts: { memoryRefs: paths.map((path) => ({ path, note: `about ${path}` })) } });
+
+  it("keeps a reference to a page that exists though it was not recalled this run", () => {
+    const result = validateCompactorOutput(projection(), stop(refs("people/bob.md", "people/carla.md")), new Set(["people/carla.md"]));
+    expect(result).toMatchObject({ ok: true, value: { salientFacts: { memoryRefs: [{ path: "people/bob.md" }, { path: "people/carla.md" }] }, degraded: false } });
+    expect(result.ok && result.value.droppedMemoryRefs).toBeUndefined();
+  });
+
+  it("drops a reference to a page that does not exist, with a note, instead of failing the run", () => {
+    const result = validateCompactorOutput(projection(), stop(refs("people/bob.md", "decisions/other.md", "People/Bob.md")));
+    expect(result).toMatchObject({
+      ok: true,
+      value: {
+        salientFacts: { memoryRefs: [{ path: "people/bob.md", note: "about people/bob.md" }] },
+        droppedMemoryRefs: [
+          { path: "decisions/other.md", note: "no such memory page" },
+          { path: "People/Bob.md", note: "no such memory page" },
+        ],
+      },
+    });
+    expect(result.ok && renderBoundaryBody(result.value)).not.toContain("decisions/other.md");
+  });
+
+  it("is degraded when every reference was dropped", () => {
+    const result = validateCompactorOutput(projection({ memoryPages: [] }), stop(refs("people/nobody.md")));
+    expect(result).toMatchObject({ ok: true, value: { salientFacts: { memoryRefs: [] }, degraded: true } });
+  });
+
+  it("lists the paths a reply names that the packet did not recall, for the caller to look up", () => {
+    expect(unrecalledMemoryRefs(projection(), refs("people/bob.md", "people/carla.md", "x.md"))).toEqual(["people/carla.md", "x.md"]);
+    expect(unrecalledMemoryRefs(projection(), "```json\n" + refs("people/carla.md") + "\n```")).toEqual(["people/carla.md"]);
+    expect(unrecalledMemoryRefs(projection(), "not json")).toEqual([]);
+    expect(unrecalledMemoryRefs(plain(), refs("people/carla.md"))).toEqual([]);
+  });
+
+  it("property: whatever the structured-output schema admits, the validator accepts", () => {
+    const item = fc.string({ minLength: 1, maxLength: 40 }).filter((t) => t.trim() !== "");
+    const path = fc.constantFrom(...PAGES.map((p) => p.path));
+    fc.assert(
+      fc.property(
+        fc.record({
+          summary: fc.string({ minLength: 1, maxLength: 200 }).filter((t) => t.trim() !== "" && !looksLikeRefusal(t)),
+          salientFacts: fc.record({
+            memoryRefs: fc.array(fc.record({ path, note: fc.string({ maxLength: 60 }) }), { maxLength: 3 }),
+            openThreads: fc.array(item, { maxLength: 3 }),
+            abandonedDirections: fc.array(item, { maxLength: 3 }),
+          }),
+        }),
+        (value) => {
+          expect(structuredProjectionSchema.safeParse(value).success).toBe(true);
+          expect(codeOf(projection(), json(value))).toBe("ok");
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it("asks providers for a strict JSON schema: every field required, nothing else allowed", () => {
+    expect(PROJECTION_JSON_SCHEMA).toMatchObject({
+      type: "object",
+      required: ["summary", "salientFacts"],
+      additionalProperties: false,
+      properties: {
+        salientFacts: {
+          type: "object",
+          required: ["memoryRefs", "openThreads", "abandonedDirections"],
+          additionalProperties: false,
+          properties: { memoryRefs: { type: "array", items: { type: "object", required: ["path", "note"], additionalProperties: false } } },
+        },
+      },
+    });
+    expect(PROJECTION_JSON_SCHEMA).not.toHaveProperty("$schema");
   });
 });
 

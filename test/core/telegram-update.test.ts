@@ -48,6 +48,7 @@ describe("mapTelegramUpdate: messages", () => {
           author: { id: "tg:42", name: "Ada Lovelace", username: "ada" },
           text: "hello",
           sentAt: "2024-05-01T10:00:00.000Z",
+          conversationType: "group",
         },
       },
     });
@@ -203,6 +204,23 @@ describe("mapTelegramUpdate: edits", () => {
 });
 
 describe("mapTelegramUpdate: conversations", () => {
+  it.each([
+    ["private", "direct"],
+    ["group", "group"],
+    ["supergroup", "group"],
+    ["channel", "group"],
+  ] as const)("keeps the chat's type on the source: a %s chat is %s", (type, conversationType) => {
+    const chat = { id: type === "private" ? 42 : -100_42, type, ...(type === "private" ? { first_name: "Ada" } : { title: "Team" }) };
+    const update = type === "channel" ? { update_id: 1, channel_post: message({ chat, text: "x", from: undefined }) } : { update_id: 1, message: message({ chat, text: "x" }) };
+    expect(sourceBodyOf(ingest(update)).conversationType).toBe(conversationType);
+  });
+
+  it("the source body schema accepts the type and nothing else", () => {
+    const source = (conversationType: unknown) => ({ kind: "source", idempotencyKey: "k", body: { messageId: "1", author: { id: "a" }, text: "x", conversationType } });
+    expect(eventInputSchema.safeParse(source("direct")).success).toBe(true);
+    expect(eventInputSchema.safeParse(source("supergroup")).success).toBe(false);
+  });
+
   it.each([
     { name: "forum topic message", fields: { is_topic_message: true, message_thread_id: 77 }, id: "telegram:7001:-1001234567890:77" },
     { name: "reply thread in an ordinary group", fields: { message_thread_id: 55 }, id: "telegram:7001:-1001234567890" },

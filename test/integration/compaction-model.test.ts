@@ -20,7 +20,7 @@ async function script(steps: readonly ScriptStep[]): Promise<void> {
 }
 
 interface Recorded {
-  readonly body: { model?: string; messages?: { role: string; content: string }[]; tools?: unknown; temperature?: number };
+  readonly body: { model?: string; messages?: { role: string; content: string }[]; tools?: unknown; temperature?: number; response_format?: unknown };
 }
 async function requests(): Promise<Recorded[]> {
   return (await (await fetch(`${origin}/__requests`)).json()) as Recorded[];
@@ -100,10 +100,43 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     expect(failed.every((r) => r.body.role === "compactor" && r.body.agentId === `${agentId}.compactor`)).toBe(true);
     const incidents = await readIncidents(env.DB, conversation, 20);
     expect(incidents.filter((i) => i.kind === "compactor_failure")).toHaveLength(4);
-    // Every attempt read the same packet: the model saw byte-identical input each time.
-    const inputs = (await requests()).map((r) => JSON.stringify(r.body.messages));
-    expect(inputs).toHaveLength(5);
-    expect(new Set(inputs).size).toBe(1);
+    // Every attempt read the same packet: the same two messages each time. After a transport
+    // failure the request is repeated as it was; after an unusable reply the retry shows the model
+    // that reply and says what was wrong with it, instead of asking the identical question again.
+    const sent = (await requests()).map((r) => r.body.messages ?? []);
+    expect(sent).toHaveLength(5);
+    expect(new Set(sent.map((m) => JSON.stringify(m.slice(0, 2)))).size).toBe(1);
+    expect(sent.slice(0, 3).map((m) => m.length)).toEqual([2, 2, 2]);
+    expect(sent[3]?.slice(2)).toEqual([
+      { role: "assistant", content: "Sure! Here is a summary of the chat." },
+      { role: "user", content: expect.stringContaining("not a single JSON object") },
+    ]);
+    expect(sent[4]?.slice(2)).toEqual([
+      { role: "assistant", content: '{"summary":"x"' },
+      { role: "user", content: expect.stringContaining("output token limit") },
+    ]);
+  });
+
+  it("settles a fenced reply that points at a page recall did not find, dropping a pointer to no page, with no failed run", async () => {
+    const { conversation, agentId, token } = await setup("projection");
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/people/carla.md`, { token, body: { content: "Carla approves every expense claim." } })).status).toBe(201);
+    const reply = {
+      summary: "The team weighs Lisbon against Porto; flights stay under 200 euros.",
+      salientFacts: { memoryRefs: [{ path: "people/carla.md", note: "approves the flights" }, { path: "people/nobody.md", note: "invented" }] },
+    };
+    await script([{ content: "```json\n" + JSON.stringify(reply) + "\n```" }]);
+    await sayUntilPlanned(token, conversation);
+    const [boundary] = await idle(conversation, agentId, 1);
+
+    expect(boundary?.body.content).toMatchObject({
+      summary: reply.summary,
+      salientFacts: { memoryRefs: [{ path: "people/carla.md", note: "approves the flights" }] },
+      droppedMemoryRefs: [{ path: "people/nobody.md", note: "no such memory page" }],
+      degraded: false,
+    });
+    expect((await runs(token, conversation)).filter((r) => r.body.status === "failed")).toEqual([]);
+    const [first] = await requests();
+    expect(first?.body.response_format).toMatchObject({ type: "json_schema", json_schema: { name: "session_projection", strict: true } });
   });
 
   it("dead-letters a run whose retries are exhausted, records an incident, backs off and re-plans", async () => {

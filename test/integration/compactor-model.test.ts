@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
-import { validateCompactorOutput } from "../../src/core/compactor-output";
+import { compactorMessages } from "../../src/core/compactor-input";
+import { PROJECTION_JSON_SCHEMA, validateCompactorOutput } from "../../src/core/compactor-output";
 import { OFFLINE_COMPACTOR, offlineCompaction } from "../../src/core/offline-summarizer";
 import { runCompactorModel } from "../../src/model/compactor-model";
 import type { ScriptStep } from "../fake-openai/server";
@@ -96,6 +97,31 @@ describe("runCompactorModel against an OpenAI-compatible endpoint", () => {
     expect(messages.map((m) => m.role)).toEqual(["system", "user"]);
     expect(messages[0]?.content).toBe(packet.prompt);
     expect(messages[1]?.content).toContain("<slice>");
+  });
+
+  it("asks for the projection's JSON schema as structured output, unless the profile turns it off", async () => {
+    const fake = fakeSession();
+    const packet = packetFixture();
+    await runCompactorModel(modelEnv({ OPENAI_BASE_URL: fake.baseUrl }), packet, MODEL);
+    await runCompactorModel(modelEnv({ OPENAI_BASE_URL: fake.baseUrl }), packetFixture({ outputMode: "plain" }), MODEL);
+    await runCompactorModel({ ...modelEnv({ OPENAI_BASE_URL: fake.baseUrl }), OPENAI_STRUCTURED_OUTPUT: "off" } as unknown as Env, packet, MODEL);
+    const [projection, plain, switchedOff] = await fake.requests();
+    expect(projection?.body["response_format"]).toEqual({ type: "json_schema", json_schema: { name: "session_projection", strict: true, schema: PROJECTION_JSON_SCHEMA } });
+    // Plain mode has no shape to ask for, and an endpoint without json_schema support is not sent one.
+    expect(plain?.body).not.toHaveProperty("response_format");
+    expect(switchedOff?.body).not.toHaveProperty("response_format");
+  });
+
+  it("tells the model why its last reply was refused, after the same two messages, when given a repair turn", async () => {
+    const fake = fakeSession();
+    const packet = packetFixture();
+    await runCompactorModel(modelEnv({ OPENAI_BASE_URL: fake.baseUrl }), packet, MODEL, "default", { reply: "Sure! Here is the summary.", problem: "the reply is not a single JSON object" });
+    const [request] = await fake.requests();
+    const messages = request?.body["messages"] as { role: string; content: string }[];
+    expect(messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "user"]);
+    expect(messages.slice(0, 2)).toEqual(compactorMessages(packet));
+    expect(messages[2]?.content).toBe("Sure! Here is the summary.");
+    expect(messages[3]?.content).toContain("the reply is not a single JSON object");
   });
 
   it("reports the default reply's model as the provider named it, not as requested", async () => {

@@ -14,6 +14,7 @@ export interface PairOptions {
   readonly documentBudgetChars?: number;
   readonly profile?: string;
   readonly maxAmendmentChars?: number;
+  readonly documents?: readonly { readonly name: string; readonly hash: string }[];
 }
 
 /** A reciprocal agent + compactor declaration pair, small enough to compact in a test. */
@@ -24,7 +25,7 @@ export function pair(options: PairOptions) {
     sources: [...options.sources],
     admitSensitive: options.admitSensitive ?? false,
     historyAgents: [...(options.historyAgents ?? [options.agentId])],
-    documents: [],
+    documents: [...(options.documents ?? [])],
     documentBudgetChars: options.documentBudgetChars ?? 4_000,
   };
   const trigger = options.trigger ?? 2_000;

@@ -63,7 +63,7 @@ function frozenTurns(specs: readonly (string | TurnSpec)[]): FrozenTurn[] {
     seq += 1;
     if (role === "user" || group === 0) group = seq;
     const id = turn.id ?? `${role === "user" ? "s" : "p"}${seq}`;
-    const base = { id, role, author, text: turn.text };
+    const base = { id, messageId: String(seq), role, author, text: turn.text };
     return {
       ...base,
       group: turn.group ?? group,
