@@ -50,6 +50,9 @@ export default defineConfig(async () => {
             // dispatcher tests can script compactor failures without touching other files' scripts.
             OPENAI_API_KEY_FAKETG: "test-key",
             OPENAI_BASE_URL_FAKETG: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch/v1`,
+            // The provider profile "fakeiso": the queue-isolation tests' own session on the fake model.
+            OPENAI_API_KEY_FAKEISO: "test-key",
+            OPENAI_BASE_URL_FAKEISO: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/queue-isolation/v1`,
             // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
             BOT_HMAC_SECRET: inject("fakeBotSecret"),
             BOT_HMAC_WRONG: "not-the-fake-bots-key",
