@@ -89,7 +89,19 @@ export async function idHolders(db: D1Database, ids: readonly string[]): Promise
   return results.map((r) => ({ agentId: r.agent_id, compactorId: r.compactor_id }));
 }
 
-/** A new revision, unless the newest one already has this fingerprint (registration is idempotent). */
+/**
+ * A new revision, unless the newest one already has this fingerprint (registration is idempotent).
+ *
+ * Concurrent requests race for the same next revision; the primary key lets one row win and the
+ * others insert nothing (no exception). A loser then reads the winner: the same epoch is the same
+ * registration (`unchanged`), another one is a `conflict` the caller reports, since this request
+ * was decided against a declaration that is no longer current. Source rows are written only beside
+ * a row of this request's own epoch, so a loser never attaches its sources to the winner.
+ */
+export type DeclarationWrite =
+  | { readonly kind: "created" | "unchanged"; readonly declaration: StoredDeclaration }
+  | { readonly kind: "conflict"; readonly current: StoredDeclaration | undefined };
+
 export async function insertDeclaration(
   db: D1Database,
   registration: Registration,
@@ -97,27 +109,35 @@ export async function insertDeclaration(
   prompt: string,
   promptHash: string,
   now: string,
-): Promise<{ declaration: StoredDeclaration; created: boolean }> {
+): Promise<DeclarationWrite> {
   const agentId = registration.agent.id;
   const current = await currentDeclaration(db, agentId);
-  if (current !== undefined && current.epoch.id === epoch.id) return { declaration: current, created: false };
+  if (current !== undefined && current.epoch.id === epoch.id) return { kind: "unchanged", declaration: current };
   const revision = (current?.revision ?? 0) + 1;
   // The revision and its source rows in one transaction: a declaration is never served by half its sources.
-  await db.batch([
+  const [inserted] = await db.batch([
     db
       .prepare(
         `INSERT INTO declarations (agent_id, revision, compactor_id, compactor_version, fingerprint, epoch_id, registration, prompt, prompt_hash, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, revision) DO NOTHING`,
       )
       .bind(agentId, revision, registration.compactor.id, epoch.compactorVersion, epoch.fingerprint, epoch.id, canonicalJson(registration), prompt, promptHash, now),
     ...[...new Set(registration.agent.sources)].map((pattern) => {
       const isPrefix = pattern.endsWith("*");
       return db
-        .prepare("INSERT INTO declaration_sources (agent_id, revision, pattern, prefix, is_prefix) VALUES (?, ?, ?, ?, ?)")
-        .bind(agentId, revision, pattern, isPrefix ? pattern.slice(0, -1) : pattern, isPrefix ? 1 : 0);
+        .prepare(
+          `INSERT INTO declaration_sources (agent_id, revision, pattern, prefix, is_prefix)
+           SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM declarations WHERE agent_id = ?1 AND revision = ?2 AND epoch_id = ?6)
+           ON CONFLICT DO NOTHING`,
+        )
+        .bind(agentId, revision, pattern, isPrefix ? pattern.slice(0, -1) : pattern, isPrefix ? 1 : 0, epoch.id);
     }),
   ]);
-  return { declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now }, created: true };
+  if ((inserted?.meta.changes ?? 0) === 1) {
+    return { kind: "created", declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now } };
+  }
+  const winner = await currentDeclaration(db, agentId);
+  return winner !== undefined && winner.epoch.id === epoch.id ? { kind: "unchanged", declaration: winner } : { kind: "conflict", current: winner };
 }
 
 export async function documentExists(db: D1Database, agentId: string, name: string, hash: string): Promise<boolean> {

@@ -436,13 +436,15 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "Register an agent and its compactor",
     description:
       "Registers the declaration pair. The two must agree on everything the contract lists; `declaration_mismatch` names " +
-      "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch.",
+      "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch. Identical concurrent " +
+      "requests are one registration (201 once, 200 after); a request that lost the race to a different declaration gets " +
+      "`declaration_conflict` (409): read the current declaration and retry.",
     body: registrationSchema,
     success: [
       { status: 201, description: "a new revision", media: json, schema: registeredAgentSchema },
       { status: 200, description: "unchanged", media: json, schema: registeredAgentSchema },
     ],
-    errors: ["declaration_mismatch", "id_in_use", "unknown_document"],
+    errors: ["declaration_mismatch", "id_in_use", "declaration_conflict", "unknown_document"],
   },
   {
     method: "get",
