@@ -6,6 +6,7 @@ import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Sche
 import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../core/events";
 import { memoryPathSchema } from "../core/memory-path";
 import { amendmentSchema } from "../core/packet";
+import { INCIDENT_KINDS } from "../storage/compaction-store";
 
 /**
  * The JSON success bodies of the HTTP API, as schemas: `/openapi.json` describes every response
@@ -247,7 +248,7 @@ export const incidentSchema = z.strictObject({
   id: position,
   agentId: agentIdSchema,
   runId: id.nullable(),
-  kind: z.enum(["compactor_failure", "compactor_abandoned", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"]),
+  kind: z.enum(INCIDENT_KINDS),
   code: z.string(),
   message: z.string(),
   createdAt: isoTime,

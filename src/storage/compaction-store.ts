@@ -338,7 +338,50 @@ export async function readHeadBoundary(db: D1Database, conversationId: string, a
   return row === null ? undefined : toBoundary(row);
 }
 
-export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure" | "resolver_failure" | "agent_failure" | "delivery_failure";
+/** Every kind an incident row may have (the table's CHECK constraint, migration 0010). */
+export const INCIDENT_KINDS = ["compactor_failure", "compactor_abandoned", "compaction_stalled", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"] as const;
+export type IncidentKind = (typeof INCIDENT_KINDS)[number];
+
+/**
+ * How many plans of a chain were abandoned since its head (`previousBoundaryId`): the chain's
+ * consecutive failures, read from the log's evidence so that a backoff survives an eviction.
+ */
+export async function countAbandonedPlans(db: D1Database, conversationId: string, agentId: string, epochId: string, previousBoundaryId: string): Promise<number> {
+  const row = await db
+    .prepare(
+      `SELECT COUNT(*) AS n FROM compaction_plans p
+       WHERE p.conversation_id = ? AND p.agent_id = ? AND p.epoch_id = ? AND p.previous_boundary_id = ?
+         AND EXISTS (SELECT 1 FROM incidents i WHERE i.run_id = p.run_id AND i.kind = 'compactor_abandoned')`,
+    )
+    .bind(conversationId, agentId, epochId, previousBoundaryId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+/** What the operator sees of a chain's troubles: its newest failure of any kind, and the failed attempts of one run. */
+export async function readChainTrouble(
+  db: D1Database,
+  conversationId: string,
+  agentId: string,
+  runId: string | null,
+): Promise<{ lastFailure: { kind: IncidentKind; code: string; message: string; runId: string | null; createdAt: string } | null; failedAttempts: number }> {
+  const last = await db
+    .prepare(
+      `SELECT kind, code, message, run_id, created_at FROM incidents
+       WHERE conversation_id = ? AND agent_id = ? AND kind IN ('compactor_failure', 'compactor_abandoned', 'compaction_stalled', 'plan_failure', 'resolver_failure')
+       ORDER BY id DESC LIMIT 1`,
+    )
+    .bind(conversationId, agentId)
+    .first<{ kind: IncidentKind; code: string; message: string; run_id: string | null; created_at: string }>();
+  const attempts =
+    runId === null
+      ? null
+      : await db.prepare("SELECT COUNT(*) AS n FROM incidents WHERE run_id = ? AND kind = 'compactor_failure'").bind(runId).first<{ n: number }>();
+  return {
+    lastFailure: last === null ? null : { kind: last.kind, code: last.code, message: last.message, runId: last.run_id, createdAt: last.created_at },
+    failedAttempts: attempts?.n ?? 0,
+  };
+}
 
 export function insertIncidentStatement(
   db: D1Database,
