@@ -1,4 +1,4 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
@@ -120,5 +120,40 @@ describe("compaction stays live without new messages", () => {
     expect(replanned.openPlan?.dispatches).toBe(1);
     const plans = await env.DB.prepare("SELECT run_id FROM compaction_plans WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<{ run_id: string }>();
     expect(plans.results.map((p) => p.run_id)).toEqual([abandoned, replanned.openRunId]);
+  }, 60_000);
+
+  it("an alarm resumes only the chains that were pending, and neither an alarm nor a context read activates an agent that saw no eligible message", async () => {
+    const { conversation, agentId, token, stub } = await setup();
+    const pending = await sayUntilPlanned(token, conversation, agentId);
+    // Another agent starts serving this chat; its history is well past this agent's trigger.
+    const other = `${agentId}-late`;
+    const otherToken = await tokenFor(conversation, `agent:${other}`);
+    expect((await register(otherToken, { agentId: other, sources: [conversation], trigger: 2_000, retain: 800 })).status).toBe(201);
+    const activations = async () =>
+      (await env.DB.prepare("SELECT activating_seq FROM activations WHERE conversation_id = ? AND agent_id = ?").bind(conversation, other).all<{ activating_seq: number }>()).results;
+    const plansOf = async (agent: string) =>
+      (await env.DB.prepare("SELECT run_id FROM compaction_plans WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agent).all<{ run_id: string }>()).results;
+
+    // The object's alarm fires (forced now, whatever it was set for).
+    await runDurableObjectAlarm(stub);
+    expect(await activations()).toEqual([]);
+    expect(await plansOf(other)).toEqual([]);
+    // A read is served (from the frontier an activation would write) and writes nothing.
+    const context = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/context?agent=${other}`, { token: otherToken });
+    expect(context.status).toBe(200);
+    expect(await activations()).toEqual([]);
+
+    // The pending chain's own deadline fires on its own and re-sends its job; the other agent stays untouched.
+    await waitFor(async () => ((await stub.describeChain(conversation, agentId))?.openPlan?.dispatches ?? 0) >= 2 || undefined, "the pending plan's re-send", 20_000);
+    expect((await stub.describeChain(conversation, agentId))?.openRunId).toBe(pending);
+    expect(await activations()).toEqual([]);
+    expect(await plansOf(other)).toEqual([]);
+    expect((await stub.describeChain(conversation, other))?.activated).toBe(false);
+
+    // The first eligible source turn activates it, at that turn.
+    await say(token, conversation);
+    const [latest] = (await env.DB.prepare("SELECT MAX(seq) AS seq FROM events WHERE conversation_id = ? AND kind = 'source'").bind(conversation).all<{ seq: number }>()).results;
+    expect(await activations()).toEqual([{ activating_seq: latest?.seq }]);
+    expect((await stub.describeChain(conversation, other))?.activated).toBe(true);
   }, 60_000);
 });
