@@ -1,5 +1,5 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
 import worker from "../../src/index";
@@ -7,7 +7,9 @@ import type { CompactionJob } from "../../src/queue/jobs";
 import { readIncidents } from "../../src/storage/compaction-store";
 import { register } from "../support/declarations";
 import { waitFor } from "../support/chain";
-import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "../integration/helpers";
+import type { ChainHealth } from "../../src/api/chain";
+import { conversationPath } from "../../src/http/inspector/paths";
+import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "../integration/helpers";
 
 /**
  * Compaction stays live with nothing arriving: in this project (vitest.config.ts) the watchdog is
@@ -32,6 +34,23 @@ async function say(token: string, conversation: string): Promise<void> {
   const i = said++;
   const text = `Message ${i}: the team compares Lisbon and Porto for the offsite; Ada wants flights under ${200 + (i % 50)} euros and a garden.`;
   expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, text) })).status).toBe(201);
+}
+
+/** An inspector page as a signed-in browser gets it. */
+async function inspectorPage(token: string, path: string): Promise<string> {
+  const origin = "http://foldline.test";
+  const login = await exports.default.fetch(
+    new Request(`${origin}/inspector/login`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin, "sec-fetch-site": "same-origin" },
+      body: new URLSearchParams({ token }).toString(),
+    }),
+  );
+  const cookie = login.headers.get("set-cookie")?.split(";")[0] ?? "";
+  const page = await exports.default.fetch(new Request(`${origin}${path}`, { headers: { cookie } }));
+  expect(page.status).toBe(200);
+  return page.text();
 }
 
 /** Messages until a plan opens; its run id. */
@@ -82,6 +101,18 @@ describe("compaction stays live without new messages", () => {
     expect(state?.openRunId).toBe(second);
     expect(state?.openPlan?.dispatches).toBeGreaterThanOrEqual(2);
     expect(state?.openPlan?.nextWakeAt).toBeGreaterThan(Date.now() - 1_000);
+    // The operator sees it: the listing's health and the inspector name the plan, its age, re-sends and the page.
+    const listing = await json<{ health: ChainHealth }>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/chain?agent=${agentId}`, { token }));
+    expect(listing.health.openPlan).toMatchObject({ runId: second, failedAttempts: 0 });
+    expect(listing.health.openPlan?.ageSeconds).toBeGreaterThanOrEqual(3);
+    expect(listing.health.openPlan?.dispatches).toBeGreaterThanOrEqual(2);
+    expect(Date.parse(listing.health.openPlan?.nextWakeAt ?? "")).toBeGreaterThan(Date.now() - 2_000);
+    expect(listing.health.lastFailure).toMatchObject({ kind: "compaction_stalled", code: "plan_stalled", runId: second });
+    const page = await inspectorPage(token, conversationPath(conversation, { agent: agentId }));
+    expect(page).toMatch(/data-testid="chain-health" data-state="in-flight"/);
+    expect(page).toContain(`data-run-id="${second}"`);
+    expect(page).toMatch(/data-testid="last-failure" data-kind="compaction_stalled"/);
+
     // One page per plan, however many times its job was sent again.
     await waitFor(async () => ((await stub.describeChain(conversation, agentId))?.openPlan?.dispatches ?? 0) >= 4 || undefined, "two more re-sends", 20_000);
     expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toHaveLength(1);
