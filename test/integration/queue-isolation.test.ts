@@ -2,10 +2,10 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import worker from "../../src/index";
-import type { CompactionJob } from "../../src/queue/jobs";
+import type { CompactionJob, Job, ReplyJob } from "../../src/queue/jobs";
 import { readIncidents } from "../../src/storage/compaction-store";
 import type { ScriptStep } from "../fake-openai/server";
-import { register } from "../support/declarations";
+import { pair, register } from "../support/declarations";
 import { settledChain } from "../support/chain";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -122,5 +122,35 @@ describe("queue jobs are isolated", () => {
     expect(failed.map((e) => e.body.error?.code)).toEqual(["packet_invalid"]);
     const incidents = await readIncidents(env.DB, broken.conversation, 20);
     expect(incidents.filter((i) => i.kind === "compactor_failure").map((i) => i.code)).toEqual(["packet_invalid"]);
+  });
+
+  it("a reply job that throws is its agent's failed run and incident, and the compaction job beside it runs", async () => {
+    const healthy = await settledConversation();
+    // A message, then an agent that answers with its own model: the reply job is the test's to send.
+    const conversation = freshConversation();
+    const agentId = `iso-reply-${Date.now().toString(36)}-${counter++}`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const posted = await json<{ event: { seq: number } }>(await call("POST", eventsPath(conversation), { token, body: sourceEvent("q1", "q1", "Which venue did we pick?") }));
+    const body = pair({ agentId, sources: [conversation], profile: "fakeiso" });
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token, body: { ...body, agent: { ...body.agent, reply: { mode: "builtin" } } } })).status).toBe(201);
+    await fetch(`${session}/__reset`, { method: "POST" });
+    await script([{ rawBody: "<html>upstream hiccup</html>" }]);
+
+    const replyJob: ReplyJob = { type: "reply", conversationId: conversation, agentId, sourceSeq: posted.event.seq, sourceMessageId: "q1" };
+    const batch = createMessageBatch<Job>("foldline-compaction", [
+      { id: "reply", timestamp: new Date(), attempts: 1, body: replyJob },
+      { id: "healthy", timestamp: new Date(), attempts: 1, body: healthy.job },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["reply"]);
+    expect(result.explicitAcks).toEqual(["healthy"]);
+    expect(await requestCount()).toBe(2);
+
+    const page = await json<{ events: RunEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }));
+    const failed = page.events.filter((e) => e.kind === "run" && e.body.status === "failed");
+    expect(failed.map((e) => [e.body.runId, e.body.error?.code])).toEqual([[`reply:${agentId}:${posted.event.seq}:run`, "uncaught_syntaxerror"]]);
+    expect((await readIncidents(env.DB, conversation, 20)).map((i) => [i.kind, i.code])).toEqual([["agent_failure", "uncaught_syntaxerror"]]);
   });
 });
