@@ -226,6 +226,17 @@ export class CompactionEngine {
     await this.#send(chain, plan);
   }
 
+  /**
+   * An alarm with no deadline behind it was set by a version that kept none: every chain already
+   * active here gets the watchdog its open plan lacks (it activates nothing, plans nothing).
+   */
+  async adoptLegacyAlarm(now: Date): Promise<void> {
+    for (const declaration of await this.#servingDeclarations()) {
+      const chain = await this.#chain(declaration, now);
+      if (chain !== undefined) await this.#ensureWatchdog(chain, now);
+    }
+  }
+
   /** What the chain was waiting for, resumed: plan from the newest source if the trigger is reached. */
   async #resume(chain: Chain, now: Date): Promise<void> {
     const latest = chain.window.findLast((event) => event.kind === "source");

@@ -153,7 +153,9 @@ export class ConversationObject extends DurableObject<Env> {
       if (conversationId === undefined) return;
       await this.#bind(conversationId);
       const now = new Date();
-      for (const [key, wake] of dueWakes(await this.#wakes.list(), now.getTime())) {
+      const wakes = await this.#wakes.list();
+      if (wakes.size === 0) await this.#compaction(conversationId).adoptLegacyAlarm(now);
+      for (const [key, wake] of dueWakes(wakes, now.getTime())) {
         try {
           await this.#compaction(conversationId).onWake(key, wake, now);
         } catch (error) {

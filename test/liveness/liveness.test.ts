@@ -187,4 +187,26 @@ describe("compaction stays live without new messages", () => {
     expect(await activations()).toEqual([{ activating_seq: latest?.seq }]);
     expect((await stub.describeChain(conversation, other))?.activated).toBe(true);
   }, 60_000);
+
+  it("an alarm set by a version that kept no deadlines adopts the open plan: it gets a watchdog and its job is re-sent", async () => {
+    const { conversation, agentId, token, stub } = await setup();
+    const open = await sayUntilPlanned(token, conversation, agentId);
+    // The object as an earlier version left it: an alarm, and no deadline rows; then evicted.
+    await runInDurableObject(stub, async (_instance, state) => {
+      for (const key of (await state.storage.list({ prefix: "wake:" })).keys()) await state.storage.delete(key);
+      await state.storage.setAlarm(Date.now() + 60_000);
+    });
+    await runInDurableObject(stub, (_instance, state) => state.blockConcurrencyWhile(() => Promise.reject(new Error("evicted by the test")))).catch(() => undefined);
+    const fresh = conversationStub(env, conversation);
+    await runDurableObjectAlarm(fresh);
+    // Read from storage, not through the engine (loading the chain would adopt the plan by itself).
+    const adopted = await runInDurableObject(fresh, async (_instance, state) => ({ wake: await state.storage.get(`wake:watchdog:${agentId}`), alarm: await state.storage.getAlarm() }));
+    expect(adopted.wake).toMatchObject({ kind: "plan_watchdog", runId: open });
+    expect(adopted.alarm).not.toBeNull();
+    const state = await waitFor(async () => {
+      const s = await fresh.describeChain(conversation, agentId);
+      return (s?.openPlan?.dispatches ?? 0) >= 2 ? s : undefined;
+    }, "the adopted plan's job re-sent", 20_000);
+    expect(state.openRunId).toBe(open);
+  }, 60_000);
 });
