@@ -30,6 +30,7 @@ import {
   insertActivation,
   insertBoundaryStatement,
   insertPlanStatement,
+  planAbandoned,
   readActivation,
   readBoundaryByRun,
   readHeadBoundary,
@@ -362,6 +363,8 @@ export class CompactionEngine {
     const plan = await readPlan(this.env.DB, runId);
     if (plan === undefined || plan.conversationId !== this.conversationId) return;
     if ((await readBoundaryByRun(this.env.DB, runId)) !== undefined) return;
+    // A plan whose job the watchdog re-sent can be dead-lettered once per copy: it is closed once.
+    if (await planAbandoned(this.env.DB, runId)) return;
     await recordIncident(this.env, {
       conversationId: this.conversationId,
       agentId: plan.agentId,

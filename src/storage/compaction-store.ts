@@ -241,6 +241,12 @@ export async function readPlan(db: D1Database, runId: string): Promise<PlanRecor
   return row === null ? undefined : toPlan(row);
 }
 
+/** Whether a plan was closed after its retries were exhausted (a `compactor_abandoned` incident names it). */
+export async function planAbandoned(db: D1Database, runId: string): Promise<boolean> {
+  const row = await db.prepare("SELECT 1 AS present FROM incidents WHERE run_id = ? AND kind = 'compactor_abandoned' LIMIT 1").bind(runId).first<{ present: number }>();
+  return row !== null;
+}
+
 /** The newest plan of a chain that has no boundary yet: the compaction in flight, if any. */
 export async function readOpenPlan(db: D1Database, conversationId: string, agentId: string, epochId: string): Promise<PlanRecord | undefined> {
   const row = await db

@@ -141,6 +141,8 @@ describe("compaction stays live without new messages", () => {
     const fresh = conversationStub(env, conversation);
 
     expect((await consume("foldline-compaction-dlq", [await jobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
+    // A second copy of the job (one the watchdog re-sent) dead-lettered too: the plan is closed once.
+    expect((await consume("foldline-compaction-dlq", [await jobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
     expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compactor_abandoned").map((i) => i.runId)).toEqual([abandoned]);
 
     // No message arrives: the backoff deadline (1 s here) alone must bring the next plan.
