@@ -21,50 +21,88 @@ export class EchoBot extends WorkerEntrypoint {
 export default { fetch() { return new Response("echo-bot"); } };
 `;
 
+type Inject = <K extends "fakeOpenAiBaseUrl" | "fakeTelegramOrigin" | "fakeBotSecret">(key: K) => string;
+
+/** The Worker as every integration test runs it: real local bindings, loopback fakes at the edge. */
+function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, inject: Inject) {
+  return {
+    wrangler: { configPath: "./wrangler.toml" },
+    miniflare: {
+      bindings: {
+        TEST_MIGRATIONS: migrations,
+        [`TELEGRAM_WEBHOOK_SECRET_${TEST_BOT_ID}`]: "test-webhook-secret-7001",
+        // The loopback fake model endpoint (test/fake-openai). No OPENAI_API_KEY is bound, so
+        // tests use the offline compactor unless they pass a key explicitly.
+        OPENAI_BASE_URL: inject("fakeOpenAiBaseUrl"),
+        // The provider profile "fake": declarations that name it reach the fake endpoint with a key,
+        // exercising the real OpenAI SDK path end to end.
+        OPENAI_API_KEY_FAKE: "test-key",
+        OPENAI_BASE_URL_FAKE: inject("fakeOpenAiBaseUrl"),
+        // Retries and backoff without waiting: the tests observe their order, not their timing.
+        COMPACTION_RETRY_BASE_SECONDS: "0",
+        COMPACTION_BACKOFF_BASE_SECONDS: "0",
+        // The loopback fake Bot API (test/fake-telegram) and the test bot's token for it.
+        TELEGRAM_API_BASE_URL: inject("fakeTelegramOrigin"),
+        [`TELEGRAM_BOT_TOKEN_${TEST_BOT_ID}`]: `${TEST_BOT_ID}:test-token`,
+        // The direct-reply allowlist of the dispatcher tests; their compactors are never on it.
+        DIRECT_REPLY_AGENTS: "tg-concierge,tg-failing",
+        // The provider profile "faketg": its own session on the fake model endpoint, so the
+        // dispatcher tests can script compactor failures without touching other files' scripts.
+        OPENAI_API_KEY_FAKETG: "test-key",
+        OPENAI_BASE_URL_FAKETG: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch/v1`,
+        // The provider profile "fakeiso": the queue-isolation tests' own session on the fake model.
+        OPENAI_API_KEY_FAKEISO: "test-key",
+        OPENAI_BASE_URL_FAKEISO: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/queue-isolation/v1`,
+        // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
+        BOT_HMAC_SECRET: inject("fakeBotSecret"),
+        BOT_HMAC_WRONG: "not-the-fake-bots-key",
+      },
+      serviceBindings: { ECHO_BOT: { name: "echo-bot", entrypoint: "EchoBot" } },
+      workers: [{ name: "echo-bot", modules: true, script: ECHO_BOT_SCRIPT, compatibilityDate: "2026-11-01" }],
+    },
+  };
+}
+
+/**
+ * The liveness tests (test/liveness/): the same Worker with the watchdog and stall thresholds in
+ * seconds, and a compaction queue nothing consumes, so every job "vanishes" the way a job lost in a
+ * crash does and each test drives the consumer itself (`createMessageBatch`). They run as their own
+ * project because these settings would re-send the in-flight jobs of every other test.
+ */
+const LIVENESS_TESTS = "test/liveness/**/*.test.ts";
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+  const test = {
+    globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts", "./test/fake-bot/global-setup.ts"],
+    setupFiles: ["./test/apply-migrations.ts"],
+    // Integration tests wait for queued compactions; they poll with their own deadlines.
+    testTimeout: 60_000,
+  };
   return {
-    plugins: [
-      cloudflareTest(({ inject }) => ({
-        wrangler: { configPath: "./wrangler.toml" },
-        miniflare: {
-          bindings: {
-            TEST_MIGRATIONS: migrations,
-            [`TELEGRAM_WEBHOOK_SECRET_${TEST_BOT_ID}`]: "test-webhook-secret-7001",
-            // The loopback fake model endpoint (test/fake-openai). No OPENAI_API_KEY is bound, so
-            // tests use the offline compactor unless they pass a key explicitly.
-            OPENAI_BASE_URL: inject("fakeOpenAiBaseUrl"),
-            // The provider profile "fake": declarations that name it reach the fake endpoint with a key,
-            // exercising the real OpenAI SDK path end to end.
-            OPENAI_API_KEY_FAKE: "test-key",
-            OPENAI_BASE_URL_FAKE: inject("fakeOpenAiBaseUrl"),
-            // Retries and backoff without waiting: the tests observe their order, not their timing.
-            COMPACTION_RETRY_BASE_SECONDS: "0",
-            COMPACTION_BACKOFF_BASE_SECONDS: "0",
-            // The loopback fake Bot API (test/fake-telegram) and the test bot's token for it.
-            TELEGRAM_API_BASE_URL: inject("fakeTelegramOrigin"),
-            [`TELEGRAM_BOT_TOKEN_${TEST_BOT_ID}`]: `${TEST_BOT_ID}:test-token`,
-            // The direct-reply allowlist of the dispatcher tests; their compactors are never on it.
-            DIRECT_REPLY_AGENTS: "tg-concierge,tg-failing",
-            // The provider profile "faketg": its own session on the fake model endpoint, so the
-            // dispatcher tests can script compactor failures without touching other files' scripts.
-            OPENAI_API_KEY_FAKETG: "test-key",
-            OPENAI_BASE_URL_FAKETG: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/telegram-dispatch/v1`,
-            // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
-            BOT_HMAC_SECRET: inject("fakeBotSecret"),
-            BOT_HMAC_WRONG: "not-the-fake-bots-key",
-          },
-          serviceBindings: { ECHO_BOT: { name: "echo-bot", entrypoint: "EchoBot" } },
-          workers: [{ name: "echo-bot", modules: true, script: ECHO_BOT_SCRIPT, compatibilityDate: "2026-11-01" }],
-        },
-      })),
-    ],
     test: {
-      globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts", "./test/fake-bot/global-setup.ts"],
-      setupFiles: ["./test/apply-migrations.ts"],
-      include: ["test/**/*.test.ts"],
-      // Integration tests wait for queued compactions; they poll with their own deadlines.
-      testTimeout: 60_000,
+      projects: [
+        {
+          plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
+          test: { ...test, name: "workers", include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS] },
+        },
+        {
+          plugins: [
+            cloudflareTest(({ inject }) => {
+              const base = workers(migrations, inject);
+              return {
+                ...base,
+                miniflare: {
+                  ...base.miniflare,
+                  bindings: { ...base.miniflare.bindings, PLAN_WATCHDOG_SECONDS: "1", PLAN_STALLED_SECONDS: "3", COMPACTION_BACKOFF_BASE_SECONDS: "1" },
+                  queueProducers: { COMPACTION_QUEUE: { queueName: "foldline-liveness-unconsumed" } },
+                },
+              };
+            }),
+          ],
+          test: { ...test, name: "liveness", include: [LIVENESS_TESTS] },
+        },
+      ],
     },
   };
 });

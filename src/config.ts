@@ -121,3 +121,12 @@ export function operatorChat(env: Env): { botId: string; chatId: number } | unde
   const [, botId = "", chatId = ""] = match;
   return { botId, chatId: Number(chatId) };
 }
+
+/**
+ * The plan watchdog, `PLAN_WATCHDOG_SECONDS`: a plan with no boundary this long after its job was
+ * sent gets the job sent again (same packet), and again every period while it stays open.
+ */
+export const planWatchdogSeconds = (env: Env): number => Math.max(1, seconds(env.PLAN_WATCHDOG_SECONDS, 900));
+
+/** `PLAN_STALLED_SECONDS`: a plan open this long raises a `compaction_stalled` incident (once per plan). */
+export const planStalledSeconds = (env: Env): number => Math.max(1, seconds(env.PLAN_STALLED_SECONDS, 3_600));

@@ -6,7 +6,9 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { BoundaryAuditRow } from "../storage/compaction-store";
 import type { PlanRecord } from "../storage/compaction-store";
-import { currentDeclaration, readBoundaryAuditPage, readBoundaryAuditRows, readPlansByRunIds } from "../storage/compaction-store";
+import { currentDeclaration, readBoundaryAuditPage, readBoundaryAuditRows, readChainTrouble, readPlansByRunIds } from "../storage/compaction-store";
+import { conversationStub } from "../durable/stub";
+import type { chainHealthSchema, Wire } from "./responses";
 import { readChainAnchor, readRelatedEvents } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
 import { readAllEvents, readEventRange, readEventsByKeys } from "../storage/event-store";
@@ -42,14 +44,47 @@ function boundaryView(row: BoundaryAuditRow, currentEpochId: string) {
   };
 }
 
+export type ChainHealth = Wire<typeof chainHealthSchema>;
+
 export interface ChainListing {
   readonly conversationId: string;
   readonly agentId: string;
   readonly currentEpochId: string;
   readonly boundaries: ReturnType<typeof boundaryView>[];
+  readonly health: ChainHealth | null;
 }
 
-/** `{ agent }`: every boundary of the agent in this conversation, every epoch, oldest first. */
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * The chain's liveness as its conversation's object holds it (the plan in flight and its deadlines
+ * live there), with its failures from the incident rows. The object's read activates nothing.
+ */
+async function chainHealth(env: Env, conversationId: string, agentId: string, now: Date): Promise<ChainHealth | null> {
+  const state = await conversationStub(env, conversationId).describeChain(conversationId, agentId);
+  if (state === undefined) return null;
+  const open = state.openPlan;
+  const { lastFailure, failedAttempts } = await readChainTrouble(env.DB, conversationId, agentId, open?.runId ?? null);
+  return {
+    activated: state.activated,
+    headId: state.headId,
+    openPlan:
+      open === null
+        ? null
+        : {
+            runId: open.runId,
+            createdAt: open.createdAt,
+            ageSeconds: Math.max(0, Math.floor((now.getTime() - Date.parse(open.createdAt)) / 1_000)),
+            dispatches: open.dispatches,
+            failedAttempts,
+            nextWakeAt: isoOrNull(open.nextWakeAt),
+          },
+    replanAt: isoOrNull(state.replanAt),
+    lastFailure,
+  };
+}
+
+/** `{ agent }`: every boundary of the agent in this conversation, every epoch, oldest first, and the chain's health. */
 export async function listChain(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ChainListing>> {
   const parsed = validate(agentQuery, query);
   if (!parsed.ok) return parsed;
@@ -58,7 +93,8 @@ export async function listChain(env: Env, conversationId: ScopedConversationId, 
   if (declaration === undefined) return fail("not_found", "no declaration for this agent");
   const rows = await readBoundaryAuditRows(env.DB, conversationId, agentId);
   const currentEpochId = declaration.epoch.id;
-  return ok({ conversationId, agentId, currentEpochId, boundaries: rows.map((row) => boundaryView(row, currentEpochId)) });
+  const health = await chainHealth(env, conversationId, agentId, new Date());
+  return ok({ conversationId, agentId, currentEpochId, boundaries: rows.map((row) => boundaryView(row, currentEpochId)), health });
 }
 
 export type ChainAudit = ReturnType<typeof auditChain>;

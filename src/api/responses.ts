@@ -6,6 +6,7 @@ import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Sche
 import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../core/events";
 import { memoryPathSchema } from "../core/memory-path";
 import { amendmentSchema } from "../core/packet";
+import { INCIDENT_KINDS } from "../storage/compaction-store";
 
 /**
  * The JSON success bodies of the HTTP API, as schemas: `/openapi.json` describes every response
@@ -189,11 +190,41 @@ export const listedBoundarySchema = z.strictObject({
   current: z.boolean(),
 });
 
+/**
+ * Whether the chain is moving, for the operator who is paged: the plan in flight (how old, how
+ * often its job was sent, how many attempts failed, when its watchdog fires next), the backoff
+ * after a dead-letter, and the newest compaction failure of any kind. Null when the agent does not
+ * serve the conversation.
+ */
+export const chainHealthSchema = z.strictObject({
+  /** False until the epoch's first eligible source turn in this conversation. */
+  activated: z.boolean(),
+  headId: id.nullable(),
+  openPlan: z
+    .strictObject({
+      runId: id,
+      createdAt: z.string(),
+      ageSeconds: z.number().int().nonnegative(),
+      /** How many times the plan's job was sent (1 at planning, one more per watchdog firing). */
+      dispatches: z.number().int().nonnegative(),
+      failedAttempts: z.number().int().nonnegative(),
+      /** When the watchdog re-sends the job if no boundary arrives first. */
+      nextWakeAt: z.string().nullable(),
+    })
+    .nullable(),
+  /** When a chain backing off after a dead-letter plans again. */
+  replanAt: z.string().nullable(),
+  lastFailure: z
+    .strictObject({ kind: z.enum(INCIDENT_KINDS), code: z.string(), message: z.string(), runId: id.nullable(), createdAt: z.string() })
+    .nullable(),
+});
+
 export const chainListingSchema = z.strictObject({
   conversationId: conversationIdSchema,
   agentId: agentIdSchema,
   currentEpochId: id,
   boundaries: z.array(listedBoundarySchema),
+  health: chainHealthSchema.nullable(),
 });
 
 /** One check of one link (`core/chain-audit`); `detail` only when it failed. */
@@ -259,7 +290,7 @@ export const incidentSchema = z.strictObject({
   id: position,
   agentId: agentIdSchema,
   runId: id.nullable(),
-  kind: z.enum(["compactor_failure", "compactor_abandoned", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"]),
+  kind: z.enum(INCIDENT_KINDS),
   code: z.string(),
   message: z.string(),
   createdAt: isoTime,

@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   idempotency_conflict: 409,
   sequence_conflict: 409,
   id_in_use: 409,
+  declaration_conflict: 409,
   chain_invalid: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -1,4 +1,4 @@
-import { compactionBackoffBaseSeconds } from "../config";
+import { compactionBackoffBaseSeconds, planStalledSeconds, planWatchdogSeconds } from "../config";
 import { recordIncident } from "../incidents";
 import type { Boundary } from "../core/boundary";
 import { buildBoundary } from "../core/boundary";
@@ -21,8 +21,11 @@ import type { ResolverFailure } from "../core/resolver";
 import { verifyAnchor, verifyHead } from "../core/resolver";
 import { selectContext } from "../core/selection";
 import { TailLedger, tailEvents } from "../core/tail-ledger";
+import type { LivenessPolicy, Wake } from "../core/wakeups";
+import { armWatchdog, replanWake, wakeKey, watchdogStep } from "../core/wakeups";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
+  countAbandonedPlans,
   currentDeclaration,
   documentChars,
   insertActivation,
@@ -40,6 +43,7 @@ import { listEvents, readAllEvents } from "../storage/event-store";
 import { readChainAnchor, readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
 import type { CompactionJob } from "../queue/jobs";
+import type { Wakeups } from "./wakeups";
 
 /**
  * The compaction side of a conversation's Durable Object: activation, preflight, planning and
@@ -54,9 +58,6 @@ import type { CompactionJob } from "../queue/jobs";
 /** Log kinds that shape turns; runs never do. */
 const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposal", "delivery", "correction"]);
 const MAX_RECALLED_PAGES = 8;
-const BACKOFF_MAX_MS = 3_600_000;
-/** A plan with no boundary this long after it was made gets its job sent again. */
-const PLAN_WATCHDOG_MS = 15 * 60_000;
 
 interface Chain {
   readonly declaration: StoredDeclaration;
@@ -67,8 +68,12 @@ interface Chain {
   windowStart: number;
   lastSeenSeq: number;
   openPlan: PlanRecord | undefined;
-  failures: number;
   backoffUntil: number;
+  /**
+   * Before the epoch's first eligible source turn nothing is activated: reads are served from a
+   * frontier computed but never stored, and nothing plans, settles or wakes for the chain.
+   */
+  readonly provisional: boolean;
   /** Amendments against the head, recomputed only when the head moved or an event about covered history arrived (`ledger.refVersion`). */
   amendments: { key: string; value: Amendment[] } | undefined;
   /** Turn hashes of the window's folds, so each fold of an overlapping window re-hashes nothing (cleared with the window). */
@@ -115,6 +120,22 @@ export interface ContextManifest {
   readonly policy: { readonly maxChars: number; readonly maxMessages: number; readonly maxAmendmentChars: number };
 }
 
+/** A chain as its conversation's object holds it: position, what is in flight, and its next deadlines. */
+export interface ChainState {
+  readonly epochId: string;
+  /** False until the epoch's first eligible source turn (nothing is stored for it before). */
+  readonly activated: boolean;
+  readonly headId: string | null;
+  readonly coveredThroughSeq: number;
+  readonly activeChars: number;
+  readonly openRunId: string | null;
+  readonly openPlan: { readonly runId: string; readonly createdAt: string; readonly dispatches: number; readonly nextWakeAt: number | null } | null;
+  /** When a backed-off chain plans again (epoch ms), if it is backing off. */
+  readonly replanAt: number | null;
+  readonly frontierStartSeq: number;
+  readonly backoffUntil: number;
+}
+
 /** Appends through the object's serialized path; `together` commits in the same D1 transaction. */
 export type Append = (events: readonly EventInput[], together?: readonly D1PreparedStatement[]) => Promise<StoredEvent[]>;
 
@@ -127,7 +148,7 @@ export class CompactionEngine {
     private readonly env: Env,
     private readonly conversationId: string,
     private readonly append: Append,
-    private readonly scheduleAlarm: (at: number) => Promise<void>,
+    private readonly wakes: Wakeups,
   ) {}
 
   /**
@@ -142,11 +163,14 @@ export class CompactionEngine {
     }
     const serving = await this.#servingDeclarations();
     for (const declaration of serving) {
-      const chain = await this.#chain(declaration, appended, now);
+      // Only a source the agent admits is an eligible turn: it activates the epoch, and preflights.
+      const eligible = appended.filter((event) => event.kind === "source" && (!event.sensitive || declaration.registration.agent.admitSensitive));
+      const first = eligible[0];
+      const chain = first === undefined ? this.#cached(declaration) : await this.#activeChain(declaration, first.seq, now);
+      if (chain === undefined) continue;
       this.#observe(chain, appended);
-      for (const source of appended) {
-        if (source.kind !== "source" || source.seq <= chain.activation.activatingSeq - 1) continue;
-        if (source.sensitive && !declaration.registration.agent.admitSensitive) continue;
+      for (const source of eligible) {
+        if (chain.provisional || source.seq < chain.activation.activatingSeq) continue;
         await this.#preflight(chain, source.seq, now);
       }
     }
@@ -154,22 +178,91 @@ export class CompactionEngine {
   }
 
   /**
-   * Alarm: re-plan chains whose backoff has passed, without waiting for a new message; re-send the
-   * job of a plan that has waited past the watchdog (its job may never have reached the queue —
-   * settling is idempotent, so a duplicate delivery costs nothing); catch up after a failed preflight.
+   * A due deadline (`core/wakeups`), for the chain it names and no other: nothing here activates an
+   * epoch, so an agent that never saw an eligible turn in this conversation is never woken in it.
+   * The handler leaves the wake deleted or re-armed later, never due.
    */
-  async onAlarm(now: Date): Promise<void> {
-    for (const declaration of await this.#servingDeclarations()) {
-      const chain = await this.#chain(declaration, [], now);
-      const plan = chain.openPlan;
-      if (plan !== undefined) {
-        if (now.getTime() - Date.parse(plan.createdAt) >= PLAN_WATCHDOG_MS) await this.#dispatch(chain, plan, now);
-        continue;
+  async onWake(key: string, wake: Wake, now: Date): Promise<void> {
+    const serving = await this.#servingDeclarations();
+    if (wake.kind === "catch_up") {
+      await this.wakes.delete(key);
+      for (const declaration of serving) {
+        const chain = await this.#chain(declaration, now);
+        if (chain !== undefined) await this.#resume(chain, now);
       }
-      if (now.getTime() < chain.backoffUntil) continue;
-      const latest = chain.window.findLast((event) => event.kind === "source");
-      if (latest !== undefined) await this.#planIfDue(chain, latest.seq, now);
+      return;
     }
+    const declaration = serving.find((d) => d.agentId === wake.agentId && d.epoch.id === wake.epochId);
+    const chain = declaration === undefined ? undefined : await this.#chain(declaration, now);
+    if (chain === undefined) {
+      // A retired epoch, a disabled agent, or one no longer serving here: nothing is pending for it.
+      await this.wakes.delete(key);
+      return;
+    }
+    if (wake.kind === "replan") {
+      await this.wakes.delete(key);
+      chain.backoffUntil = 0;
+      await this.#resume(chain, now);
+      return;
+    }
+    const plan = chain.openPlan;
+    const step = watchdogStep(wake, plan?.runId, now.getTime(), this.#liveness());
+    if (step.action === "drop" || plan === undefined) {
+      await this.wakes.delete(key);
+      await this.#ensureWatchdog(chain, now);
+      return;
+    }
+    if (step.stalled) {
+      await recordIncident(this.env, {
+        conversationId: this.conversationId,
+        agentId: plan.agentId,
+        runId: plan.runId,
+        kind: "compaction_stalled",
+        code: "plan_stalled",
+        message: `plan open ${Math.round((now.getTime() - wake.planCreatedAt) / 1000)} s with no boundary; its job was sent ${wake.dispatches} time(s) and is being sent again`,
+        createdAt: now.toISOString(),
+      });
+    }
+    await this.wakes.put(key, step.next);
+    await this.#send(chain, plan);
+  }
+
+  /**
+   * An alarm with no deadline behind it was set by a version that kept none: every chain already
+   * active here gets the watchdog its open plan lacks (it activates nothing, plans nothing).
+   */
+  async adoptLegacyAlarm(now: Date): Promise<void> {
+    for (const declaration of await this.#servingDeclarations()) {
+      const chain = await this.#chain(declaration, now);
+      if (chain !== undefined) await this.#ensureWatchdog(chain, now);
+    }
+  }
+
+  /** What the chain was waiting for, resumed: plan from the newest source if the trigger is reached. */
+  async #resume(chain: Chain, now: Date): Promise<void> {
+    const latest = chain.window.findLast((event) => event.kind === "source");
+    if (latest !== undefined) await this.#planIfDue(chain, latest.seq, now);
+  }
+
+  #liveness(): LivenessPolicy {
+    return { watchdogMs: planWatchdogSeconds(this.env) * 1_000, stalledMs: planStalledSeconds(this.env) * 1_000 };
+  }
+
+  /** An open plan always has a watchdog (one found open without it, after a crash, gets one now). */
+  async #ensureWatchdog(chain: Chain, now: Date): Promise<void> {
+    const plan = chain.openPlan;
+    if (plan === undefined || chain.provisional) return;
+    const key = wakeKey.watchdog(plan.agentId);
+    const existing = await this.wakes.get(key);
+    if (existing?.kind === "plan_watchdog" && existing.runId === plan.runId) return;
+    await this.wakes.put(key, armWatchdog({ ...plan, createdAt: Date.parse(plan.createdAt) }, 1, now.getTime(), this.#liveness()));
+  }
+
+  /** Deletes the watchdog of `runId` (and only of it: a newer plan's watchdog stays). */
+  async #dropWatchdog(agentId: string, runId: string): Promise<void> {
+    const key = wakeKey.watchdog(agentId);
+    const existing = await this.wakes.get(key);
+    if (existing?.kind === "plan_watchdog" && existing.runId === runId) await this.wakes.delete(key);
   }
 
   async settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Result<Boundary, { code: SettleError; message: string }>> {
@@ -183,8 +276,8 @@ export class CompactionEngine {
     if (declaration === undefined || declaration.epoch.id !== plan.epochId) {
       return { ok: false, error: { code: "stale_plan", message: "the plan belongs to a retired epoch" } };
     }
-    const chain = await this.#chain(declaration, [], now);
-    if (chain.openPlan?.runId !== runId || plan.previousBoundaryId !== (chain.head?.body.id ?? "")) {
+    const chain = await this.#chain(declaration, now);
+    if (chain === undefined || chain.openPlan?.runId !== runId || plan.previousBoundaryId !== (chain.head?.body.id ?? "")) {
       return { ok: false, error: { code: "stale_plan", message: "the plan is not the chain's current plan" } };
     }
     // The plan must follow the head the log anchors, not merely the newest row: after a head row
@@ -238,8 +331,8 @@ export class CompactionEngine {
     const stored = await readBoundaryByRun(this.env.DB, runId);
     chain.head = stored;
     chain.openPlan = undefined;
-    chain.failures = 0;
     chain.backoffUntil = 0;
+    await this.#dropWatchdog(plan.agentId, runId);
     this.#trimWindow(chain, boundary.body.coveredThrough.seq);
     chain.amendments = undefined;
     // Messages that arrived while this run was in flight may already call for the next one.
@@ -294,13 +387,18 @@ export class CompactionEngine {
       message: reason.slice(0, 1_000),
       createdAt: now.toISOString(),
     });
-    const chain = [...this.#chains.values()].find((c) => c.openPlan?.runId === runId);
+    await this.#dropWatchdog(plan.agentId, runId);
+    // The chain is read from D1 when this object has not held it since it woke: the re-plan must
+    // not depend on the object having stayed in memory since the plan was made.
+    const declaration = (await this.#servingDeclarations()).find((d) => d.agentId === plan.agentId && d.epoch.id === plan.epochId);
+    const chain = declaration === undefined ? undefined : await this.#chain(declaration, now);
     if (chain === undefined) return;
-    chain.openPlan = undefined;
-    chain.failures += 1;
-    const baseMs = compactionBackoffBaseSeconds(this.env) * 1_000;
-    chain.backoffUntil = now.getTime() + Math.min(baseMs * 2 ** (chain.failures - 1), BACKOFF_MAX_MS);
-    await this.scheduleAlarm(chain.backoffUntil);
+    if (chain.openPlan?.runId === runId) chain.openPlan = undefined;
+    if (chain.openPlan !== undefined) return;
+    const failures = await countAbandonedPlans(this.env.DB, this.conversationId, plan.agentId, plan.epochId, chain.head?.body.id ?? "");
+    const wake = replanWake(plan.agentId, plan.epochId, Math.max(1, failures), compactionBackoffBaseSeconds(this.env) * 1_000, now.getTime());
+    chain.backoffUntil = wake.at;
+    await this.wakes.put(wakeKey.replan(plan.agentId), wake);
   }
 
   /**
@@ -314,7 +412,7 @@ export class CompactionEngine {
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, this.conversationId)) {
       return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
     }
-    const chain = await this.#chain(declaration, [], now);
+    const chain = await this.#readChain(declaration, now);
     const { agent } = declaration.registration;
     const epochId = declaration.epoch.id;
 
@@ -427,11 +525,25 @@ export class CompactionEngine {
   }
 
   /** What the chain looks like to this object (for inspection and tests). */
-  async describe(agentId: string, now: Date): Promise<{ epochId: string; headId: string | null; coveredThroughSeq: number; activeChars: number; openRunId: string | null; frontierStartSeq: number; backoffUntil: number } | undefined> {
+  async describe(agentId: string, now: Date): Promise<ChainState | undefined> {
     const declaration = (await this.#servingDeclarations()).find((d) => d.agentId === agentId);
     if (declaration === undefined) return undefined;
-    const chain = await this.#chain(declaration, [], now);
+    const chain = await this.#readChain(declaration, now);
+    const watchdog = chain.openPlan === undefined ? undefined : await this.wakes.get(wakeKey.watchdog(agentId));
+    const replan = await this.wakes.get(wakeKey.replan(agentId));
+    const open = chain.openPlan;
     return {
+      activated: !chain.provisional,
+      openPlan:
+        open === undefined
+          ? null
+          : {
+              runId: open.runId,
+              createdAt: open.createdAt,
+              dispatches: watchdog?.kind === "plan_watchdog" && watchdog.runId === open.runId ? watchdog.dispatches : 1,
+              nextWakeAt: watchdog === undefined ? null : watchdog.at,
+            },
+      replanAt: replan === undefined ? null : replan.at,
       epochId: declaration.epoch.id,
       headId: chain.head?.body.id ?? null,
       coveredThroughSeq: chain.head?.coveredThroughSeq ?? 0,
@@ -448,16 +560,41 @@ export class CompactionEngine {
     );
   }
 
-  async #chain(declaration: StoredDeclaration, appended: readonly StoredEvent[], now: Date): Promise<Chain> {
+  #cached(declaration: StoredDeclaration): Chain | undefined {
     const cached = this.#chains.get(declaration.agentId);
-    if (cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id) return cached;
+    return cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id ? cached : undefined;
+  }
 
+  /** The chain of an activated epoch, or undefined when it was never activated here. Never activates. */
+  async #chain(declaration: StoredDeclaration, now: Date): Promise<Chain | undefined> {
+    const cached = this.#cached(declaration);
+    if (cached !== undefined) return cached.provisional ? undefined : cached;
+    const activation = await readActivation(this.env.DB, this.conversationId, declaration.agentId, declaration.epoch.id);
+    return activation === undefined ? undefined : this.#load(declaration, activation, now, false);
+  }
+
+  /** The chain for an eligible source turn at `sourceSeq`: the epoch is activated on its first one. */
+  async #activeChain(declaration: StoredDeclaration, sourceSeq: number, now: Date): Promise<Chain> {
+    const chain = await this.#chain(declaration, now);
+    if (chain !== undefined) return chain;
+    const activation =
+      (await readActivation(this.env.DB, this.conversationId, declaration.agentId, declaration.epoch.id)) ?? (await this.#activate(declaration, sourceSeq, now));
+    return this.#load(declaration, activation, now, false);
+  }
+
+  /** The chain for a read: before activation, a provisional one from the frontier activation would write. */
+  async #readChain(declaration: StoredDeclaration, now: Date): Promise<Chain> {
+    const chain = this.#cached(declaration) ?? (await this.#chain(declaration, now));
+    if (chain !== undefined) return chain;
+    const startSeq = await this.#frontierStart(declaration);
+    return this.#load(declaration, { frontierId: "", frontierHash: "", startSeq, activatingSeq: 0 }, now, true);
+  }
+
+  async #load(declaration: StoredDeclaration, activation: Activation, now: Date, provisional: boolean): Promise<Chain> {
     const { DB } = this.env;
     const epochId = declaration.epoch.id;
-    const activation =
-      (await readActivation(DB, this.conversationId, declaration.agentId, epochId)) ?? (await this.#activate(declaration, appended, now));
-    const head = await readHeadBoundary(DB, this.conversationId, declaration.agentId, epochId);
-    const openPlan = await readOpenPlan(DB, this.conversationId, declaration.agentId, epochId);
+    const head = provisional ? undefined : await readHeadBoundary(DB, this.conversationId, declaration.agentId, epochId);
+    const openPlan = provisional ? undefined : await readOpenPlan(DB, this.conversationId, declaration.agentId, epochId);
     const windowStart = Math.max(activation.startSeq - 1, head?.coveredThroughSeq ?? 0);
     const window: StoredEvent[] = [];
     for (let after = windowStart; ; ) {
@@ -467,8 +604,10 @@ export class CompactionEngine {
       if (page.length < 1_000 || last === undefined) break;
       after = last.seq;
     }
-    const lastSeenSeq = Math.max(windowStart, ...appended.map((e) => e.seq), window.at(-1)?.seq ?? 0);
+    const lastSeenSeq = Math.max(windowStart, window.at(-1)?.seq ?? 0);
     const turnHashes = new Map<string, string>();
+    // A backoff outlives the object: it is the re-plan deadline in the object's storage.
+    const replan = provisional ? undefined : await this.wakes.get(wakeKey.replan(declaration.agentId));
     const chain: Chain = {
       declaration,
       activation,
@@ -477,8 +616,8 @@ export class CompactionEngine {
       windowStart,
       lastSeenSeq,
       openPlan,
-      failures: 0,
-      backoffUntil: 0,
+      backoffUntil: replan?.kind === "replan" && replan.epochId === epochId ? replan.at : 0,
+      provisional,
       amendments: undefined,
       verifiedPacket: undefined,
       turnHashes,
@@ -486,18 +625,23 @@ export class CompactionEngine {
       boundaryChars: undefined,
     };
     this.#chains.set(declaration.agentId, chain);
+    await this.#ensureWatchdog(chain, now);
     return chain;
+  }
+
+  /** Where an activation now would start: the newest whole groups that reach the trigger. Reads the whole history. */
+  async #frontierStart(declaration: StoredDeclaration): Promise<number> {
+    const turns = reconstruct(await readAllEvents(this.env.DB, this.conversationId), this.#fold(declaration));
+    return frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), declaration.registration.compactor.policy);
   }
 
   /**
    * The first eligible turn of an epoch writes its activation frontier: the newest whole groups
    * that reach the trigger. This reads the whole history once per epoch; preflight never does.
    */
-  async #activate(declaration: StoredDeclaration, appended: readonly StoredEvent[], now: Date): Promise<Activation> {
+  async #activate(declaration: StoredDeclaration, activatingSeq: number, now: Date): Promise<Activation> {
     const { agent, compactor } = declaration.registration;
-    const turns = reconstruct(await readAllEvents(this.env.DB, this.conversationId), this.#fold(declaration));
-    const startSeq = frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), compactor.policy);
-    const activatingSeq = appended.find((e) => e.kind === "source")?.seq ?? startSeq;
+    const startSeq = await this.#frontierStart(declaration);
     const document = {
       format: "foldline.activation-frontier@1",
       conversationId: this.conversationId,
@@ -749,6 +893,10 @@ export class CompactionEngine {
       throughSeq: lastGroup.seq,
       createdAt: now.toISOString(),
     };
+    // The watchdog is durable before the plan is: a crash between the plan's commit and its job's
+    // send leaves a deadline that re-sends it (one left for a plan that never committed is dropped).
+    await this.wakes.put(wakeKey.watchdog(agent.id), armWatchdog({ agentId: agent.id, epochId: declaration.epoch.id, runId, createdAt: now.getTime() }, 1, now.getTime(), this.#liveness()));
+    await this.wakes.delete(wakeKey.replan(agent.id));
     await this.append(
       [
         this.#runEvent(declaration, runId, "planned", {
@@ -758,14 +906,14 @@ export class CompactionEngine {
       [insertPlanStatement(this.env.DB, plan)],
     );
     chain.openPlan = plan;
-    await this.#dispatch(chain, plan, now);
+    chain.backoffUntil = 0;
+    await this.#send(chain, plan);
     return "planned";
   }
 
-  /** Queues the job naming the plan's packet, and arms the watchdog that re-sends it if it stalls. */
-  async #dispatch(chain: Chain, plan: PlanRecord, now: Date): Promise<void> {
+  /** Queues the job naming the plan's packet (every dispatch of a plan names the same packet). */
+  async #send(chain: Chain, plan: PlanRecord): Promise<void> {
     const { compactor } = chain.declaration.registration;
-    await this.scheduleAlarm(now.getTime() + PLAN_WATCHDOG_MS);
     const job: CompactionJob = {
       type: "compaction",
       conversationId: this.conversationId,

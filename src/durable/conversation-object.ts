@@ -13,6 +13,13 @@ import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store
 import type { ContextSelection, SettleError } from "./compaction-engine";
 import { CompactionEngine } from "./compaction-engine";
 import { replyJobs } from "./reply-jobs";
+import { dueWakes, wakeKey } from "../core/wakeups";
+import { WakeupBook } from "./wakeups";
+
+/** A wake whose handler failed is tried again this much later, not in a hot loop. */
+const WAKE_RETRY_MS = 30_000;
+/** After a failed preflight, bookkeeping catches up this soon. */
+const CATCH_UP_MS = 1_000;
 
 export interface AppendRequest {
   readonly conversationId: string;
@@ -44,9 +51,11 @@ export class ConversationObject extends DurableObject<Env> {
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
   readonly #d1Meter = new D1Meter();
+  readonly #wakes: WakeupBook;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.#wakes = new WakeupBook(ctx.storage);
     // The benchmark's reads-per-request meter (storage/d1-meter): off unless the deployment says so.
     if (d1MeterEnabled(env)) this.env = { ...env, DB: meteredD1(env.DB, this.#d1Meter) };
   }
@@ -83,7 +92,7 @@ export class ConversationObject extends DurableObject<Env> {
           // replay it and skip the preflight).
           console.error("preflight failed; an alarm will catch up", error);
           this.#engine = undefined;
-          await this.ctx.storage.setAlarm(Date.now() + 1_000);
+          await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
         }
       }
       return appended;
@@ -133,12 +142,29 @@ export class ConversationObject extends DurableObject<Env> {
     });
   }
 
+  /**
+   * The one platform alarm serves every deadline in the object's storage (`durable/wakeups`): each
+   * due one is handled on its own (one that fails is retried later and does not hold up the rest),
+   * then the alarm is re-armed to the earliest that remains.
+   */
   override async alarm(): Promise<void> {
     await this.#exclusive(async () => {
       const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
       if (conversationId === undefined) return;
       await this.#bind(conversationId);
-      await this.#compaction(conversationId).onAlarm(new Date());
+      const now = new Date();
+      const wakes = await this.#wakes.list();
+      if (wakes.size === 0) await this.#compaction(conversationId).adoptLegacyAlarm(now);
+      for (const [key, wake] of dueWakes(wakes, now.getTime())) {
+        try {
+          await this.#compaction(conversationId).onWake(key, wake, now);
+        } catch (error) {
+          console.error("wake-up failed; it is tried again", { key, error });
+          this.#engine = undefined;
+          await this.#wakes.put(key, { ...wake, at: now.getTime() + WAKE_RETRY_MS });
+        }
+      }
+      await this.#wakes.rearm();
     });
   }
 
@@ -151,10 +177,7 @@ export class ConversationObject extends DurableObject<Env> {
         if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
         return appended.value.results.map((r) => r.event);
       },
-      async (at) => {
-        const current = await this.ctx.storage.getAlarm();
-        if (current === null || current > at) await this.ctx.storage.setAlarm(at);
-      },
+      this.#wakes,
     );
     return this.#engine;
   }

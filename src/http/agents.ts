@@ -49,7 +49,15 @@ export const agents = new Hono<AppEnv>()
     }
     const prompt = compactorPrompt(registration.compactor.outputMode, registration.compactor.prompt);
     const epoch = epochOf(registration, prompt);
-    const { declaration, created } = await insertDeclaration(c.env.DB, registration, epoch, prompt, sha256Hex(prompt), new Date().toISOString());
+    const written = await insertDeclaration(c.env.DB, registration, epoch, prompt, sha256Hex(prompt), new Date().toISOString());
+    if (written.kind === "conflict") {
+      return problem(c, {
+        code: "declaration_conflict",
+        message: "another registration of this agent was stored while this one was decided; read the current declaration and retry",
+        details: { currentRevision: written.current?.revision ?? null },
+      });
+    }
+    const { declaration } = written;
     return c.json(
       {
         agentId: declaration.agentId,
@@ -58,7 +66,7 @@ export const agents = new Hono<AppEnv>()
         promptHash: declaration.promptHash,
         registration: declaration.registration,
       } satisfies Wire<typeof registeredAgentSchema>,
-      created ? 201 : 200,
+      written.kind === "created" ? 201 : 200,
     );
   })
   .get("/:agent", async (c) => {

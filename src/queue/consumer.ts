@@ -1,12 +1,13 @@
 import { compactionRetryBaseSeconds } from "../config";
 import { validateCompactorOutput } from "../core/compactor-output";
 import { packetSchema } from "../core/packet";
+import { describeThrown } from "../core/thrown";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
-import type { CompactionJob } from "./jobs";
+import type { CompactionJob, Job } from "./jobs";
 import { jobSchema } from "./jobs";
-import { abandonReply, reply } from "./reply";
+import { abandonReply, recordReplyFailure, reply } from "./reply";
 import { retryDelaySeconds } from "./retry";
 import { deliverText } from "../telegram/dispatch";
 
@@ -19,12 +20,18 @@ import { deliverText } from "../telegram/dispatch";
  * - After the queue's last retry the job lands in the dead-letter queue, whose consumer closes the
  *   plan; the conversation's object then backs off and re-plans from an alarm.
  * - Settling is idempotent, so a duplicated delivery yields the same boundary, never a second one.
+ * - Each message is acked or retried on its own. A batch holds jobs of many conversations, and
+ *   whatever one job throws (a response body that is not JSON, a binding's TypeError) is that
+ *   job's failed attempt, recorded like any other; it never reaches the batch, whose failure
+ *   would retry every other job with it.
  */
 
 const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
 
+type Outcome = { kind: "done" } | { kind: "retry"; delaySeconds: number };
 
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const deadLetter = batch.queue === DEAD_LETTER_QUEUE;
   for (const message of batch.messages) {
     const job = jobSchema.safeParse(message.body);
     if (!job.success) {
@@ -32,32 +39,59 @@ export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Prom
       message.ack();
       continue;
     }
-    if (job.data.type === "notice") {
-      const sent = await deliverText(env, { botId: job.data.botId, chatId: job.data.chatId, text: job.data.text });
-      if (!sent.ok && (sent.error.kind === "rate_limited" || sent.error.kind === "unavailable") && batch.queue !== DEAD_LETTER_QUEUE) {
-        message.retry({ delaySeconds: sent.error.kind === "rate_limited" ? sent.error.retryAfterSeconds : 5 });
-      } else message.ack();
-      continue;
-    }
-    if (job.data.type === "reply") {
-      if (batch.queue === DEAD_LETTER_QUEUE) await abandonReply(env, job.data);
-      const outcome = batch.queue === DEAD_LETTER_QUEUE ? { kind: "done" as const } : await reply(env, job.data, message.attempts);
-      if (outcome.kind === "retry") message.retry({ delaySeconds: outcome.delaySeconds });
-      else message.ack();
-      continue;
-    }
-    if (batch.queue === DEAD_LETTER_QUEUE) {
-      await conversationStub(env, job.data.conversationId).abandon(job.data.conversationId, job.data.runId, `retries exhausted after ${message.attempts} dead-letter attempt(s)`);
-      message.ack();
-      continue;
-    }
-    const outcome = await compact(env, job.data, message.attempts);
+    const outcome = await isolated(env, job.data, message.attempts, deadLetter);
     if (outcome.kind === "retry") message.retry({ delaySeconds: outcome.delaySeconds });
     else message.ack();
   }
 }
 
-type Outcome = { kind: "done" } | { kind: "retry"; delaySeconds: number };
+/** One job's outcome; never throws. */
+async function isolated(env: Env, job: Job, attempts: number, deadLetter: boolean): Promise<Outcome> {
+  try {
+    return await handle(env, job, attempts, deadLetter);
+  } catch (error) {
+    const thrown = describeThrown(error);
+    console.error("queue job failed", { type: job.type, attempts, deadLetter, code: thrown.code, message: thrown.message });
+    const retry: Outcome = { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) };
+    try {
+      // Evidence first, as for any failed attempt; a dead letter has no attempt left to record.
+      if (!deadLetter && job.type === "compaction") await conversationStub(env, job.conversationId).recordFailure(job.conversationId, job.runId, attempts, thrown.code, thrown.message);
+      if (!deadLetter && job.type === "reply") await recordReplyFailure(env, job, attempts, thrown.code, thrown.message);
+    } catch (secondary) {
+      // Recording failed too (the object or D1 is unavailable): the retry is the record.
+      console.error("could not record a failed queue job", describeThrown(secondary));
+    }
+    return retry;
+  }
+}
+
+async function handle(env: Env, job: Job, attempts: number, deadLetter: boolean): Promise<Outcome> {
+  switch (job.type) {
+    case "notice": {
+      const sent = await deliverText(env, { botId: job.botId, chatId: job.chatId, text: job.text });
+      if (!sent.ok && (sent.error.kind === "rate_limited" || sent.error.kind === "unavailable") && !deadLetter) {
+        return { kind: "retry", delaySeconds: sent.error.kind === "rate_limited" ? sent.error.retryAfterSeconds : 5 };
+      }
+      return { kind: "done" };
+    }
+    case "reply":
+      if (!deadLetter) return reply(env, job, attempts);
+      await abandonReply(env, job);
+      return { kind: "done" };
+    case "compaction":
+      if (!deadLetter) return compact(env, job, attempts);
+      await conversationStub(env, job.conversationId).abandon(job.conversationId, job.runId, `retries exhausted after ${attempts} dead-letter attempt(s)`);
+      return { kind: "done" };
+  }
+}
+
+function parsePacket(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 
 async function compact(env: Env, job: CompactionJob, attempts: number): Promise<Outcome> {
   const stub = conversationStub(env, job.conversationId);
@@ -68,7 +102,7 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
 
   const read = await readDocument(env.DOCUMENTS, job.packetKey, job.packetHash);
   if (!read.ok) return failed(`packet_${read.reason}`, `the packet ${job.packetKey} could not be verified`);
-  const packet = packetSchema.safeParse(JSON.parse(read.text) as unknown);
+  const packet = packetSchema.safeParse(parsePacket(read.text));
   if (!packet.success || packet.data.runId !== job.runId || packet.data.conversationId !== job.conversationId) {
     return failed("packet_invalid", "the packet does not match its job");
   }

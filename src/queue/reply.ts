@@ -84,29 +84,34 @@ export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<
   return dispatch(env, declaration, job, proposal.body.proposalId, proposal.body.text);
 }
 
+/** A failed reply attempt: a failed agent run and an incident, keyed by attempt so a redelivery adds its own. */
+export async function recordReplyFailure(env: Env, job: ReplyJob, attempts: number, code: string, message: string): Promise<void> {
+  const k = keys(job);
+  await append(env, job.conversationId, [
+    {
+      kind: "run",
+      idempotencyKey: `${k.failed}:${attempts}`,
+      sensitive: false,
+      body: { runId: k.run, agentId: job.agentId, role: "agent", status: "failed", error: { code, message: message.slice(0, 1_000) }, detail: { attempt: attempts, sourceSeq: job.sourceSeq } },
+    },
+  ]);
+  await recordIncident(env, {
+    conversationId: job.conversationId,
+    agentId: job.agentId,
+    runId: k.run,
+    kind: "agent_failure",
+    code: code.slice(0, 64),
+    message: `attempt ${attempts}: ${message.slice(0, 900)}`,
+    createdAt: new Date().toISOString(),
+  });
+}
+
 type Produced = { kind: "proposal"; event: StoredEvent } | { kind: "stop"; outcome: ReplyOutcome };
 
 async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, attempts: number): Promise<Produced> {
   const { agent } = declaration.registration;
-  const k = keys(job);
   const failed = async (code: string, message: string, retryable: boolean): Promise<Produced> => {
-    await append(env, job.conversationId, [
-      {
-        kind: "run",
-        idempotencyKey: `${k.failed}:${attempts}`,
-        sensitive: false,
-        body: { runId: k.run, agentId: agent.id, role: "agent", status: "failed", error: { code, message: message.slice(0, 1_000) }, detail: { attempt: attempts, sourceSeq: job.sourceSeq } },
-      },
-    ]);
-    await recordIncident(env, {
-      conversationId: job.conversationId,
-      agentId: agent.id,
-      runId: k.run,
-      kind: "agent_failure",
-      code: code.slice(0, 64),
-      message: `attempt ${attempts}: ${message.slice(0, 900)}`,
-      createdAt: new Date().toISOString(),
-    });
+    await recordReplyFailure(env, job, attempts, code, message);
     return { kind: "stop", outcome: retryable ? { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) } : { kind: "done" } };
   };
 

@@ -89,7 +89,19 @@ export async function idHolders(db: D1Database, ids: readonly string[]): Promise
   return results.map((r) => ({ agentId: r.agent_id, compactorId: r.compactor_id }));
 }
 
-/** A new revision, unless the newest one already has this fingerprint (registration is idempotent). */
+/**
+ * A new revision, unless the newest one already has this fingerprint (registration is idempotent).
+ *
+ * Concurrent requests race for the same next revision; the primary key lets one row win and the
+ * others insert nothing (no exception). A loser then reads the winner: the same epoch is the same
+ * registration (`unchanged`), another one is a `conflict` the caller reports, since this request
+ * was decided against a declaration that is no longer current. Source rows are written only beside
+ * a row of this request's own epoch, so a loser never attaches its sources to the winner.
+ */
+export type DeclarationWrite =
+  | { readonly kind: "created" | "unchanged"; readonly declaration: StoredDeclaration }
+  | { readonly kind: "conflict"; readonly current: StoredDeclaration | undefined };
+
 export async function insertDeclaration(
   db: D1Database,
   registration: Registration,
@@ -97,27 +109,35 @@ export async function insertDeclaration(
   prompt: string,
   promptHash: string,
   now: string,
-): Promise<{ declaration: StoredDeclaration; created: boolean }> {
+): Promise<DeclarationWrite> {
   const agentId = registration.agent.id;
   const current = await currentDeclaration(db, agentId);
-  if (current !== undefined && current.epoch.id === epoch.id) return { declaration: current, created: false };
+  if (current !== undefined && current.epoch.id === epoch.id) return { kind: "unchanged", declaration: current };
   const revision = (current?.revision ?? 0) + 1;
   // The revision and its source rows in one transaction: a declaration is never served by half its sources.
-  await db.batch([
+  const [inserted] = await db.batch([
     db
       .prepare(
         `INSERT INTO declarations (agent_id, revision, compactor_id, compactor_version, fingerprint, epoch_id, registration, prompt, prompt_hash, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, revision) DO NOTHING`,
       )
       .bind(agentId, revision, registration.compactor.id, epoch.compactorVersion, epoch.fingerprint, epoch.id, canonicalJson(registration), prompt, promptHash, now),
     ...[...new Set(registration.agent.sources)].map((pattern) => {
       const isPrefix = pattern.endsWith("*");
       return db
-        .prepare("INSERT INTO declaration_sources (agent_id, revision, pattern, prefix, is_prefix) VALUES (?, ?, ?, ?, ?)")
-        .bind(agentId, revision, pattern, isPrefix ? pattern.slice(0, -1) : pattern, isPrefix ? 1 : 0);
+        .prepare(
+          `INSERT INTO declaration_sources (agent_id, revision, pattern, prefix, is_prefix)
+           SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM declarations WHERE agent_id = ?1 AND revision = ?2 AND epoch_id = ?6)
+           ON CONFLICT DO NOTHING`,
+        )
+        .bind(agentId, revision, pattern, isPrefix ? pattern.slice(0, -1) : pattern, isPrefix ? 1 : 0, epoch.id);
     }),
   ]);
-  return { declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now }, created: true };
+  if ((inserted?.meta.changes ?? 0) === 1) {
+    return { kind: "created", declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now } };
+  }
+  const winner = await currentDeclaration(db, agentId);
+  return winner !== undefined && winner.epoch.id === epoch.id ? { kind: "unchanged", declaration: winner } : { kind: "conflict", current: winner };
 }
 
 export async function documentExists(db: D1Database, agentId: string, name: string, hash: string): Promise<boolean> {
@@ -318,7 +338,50 @@ export async function readHeadBoundary(db: D1Database, conversationId: string, a
   return row === null ? undefined : toBoundary(row);
 }
 
-export type IncidentKind = "compactor_failure" | "compactor_abandoned" | "plan_failure" | "resolver_failure" | "agent_failure" | "delivery_failure";
+/** Every kind an incident row may have (the table's CHECK constraint, migration 0010). */
+export const INCIDENT_KINDS = ["compactor_failure", "compactor_abandoned", "compaction_stalled", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"] as const;
+export type IncidentKind = (typeof INCIDENT_KINDS)[number];
+
+/**
+ * How many plans of a chain were abandoned since its head (`previousBoundaryId`): the chain's
+ * consecutive failures, read from the log's evidence so that a backoff survives an eviction.
+ */
+export async function countAbandonedPlans(db: D1Database, conversationId: string, agentId: string, epochId: string, previousBoundaryId: string): Promise<number> {
+  const row = await db
+    .prepare(
+      `SELECT COUNT(*) AS n FROM compaction_plans p
+       WHERE p.conversation_id = ? AND p.agent_id = ? AND p.epoch_id = ? AND p.previous_boundary_id = ?
+         AND EXISTS (SELECT 1 FROM incidents i WHERE i.run_id = p.run_id AND i.kind = 'compactor_abandoned')`,
+    )
+    .bind(conversationId, agentId, epochId, previousBoundaryId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+/** What the operator sees of a chain's troubles: its newest failure of any kind, and the failed attempts of one run. */
+export async function readChainTrouble(
+  db: D1Database,
+  conversationId: string,
+  agentId: string,
+  runId: string | null,
+): Promise<{ lastFailure: { kind: IncidentKind; code: string; message: string; runId: string | null; createdAt: string } | null; failedAttempts: number }> {
+  const last = await db
+    .prepare(
+      `SELECT kind, code, message, run_id, created_at FROM incidents
+       WHERE conversation_id = ? AND agent_id = ? AND kind IN ('compactor_failure', 'compactor_abandoned', 'compaction_stalled', 'plan_failure', 'resolver_failure')
+       ORDER BY id DESC LIMIT 1`,
+    )
+    .bind(conversationId, agentId)
+    .first<{ kind: IncidentKind; code: string; message: string; run_id: string | null; created_at: string }>();
+  const attempts =
+    runId === null
+      ? null
+      : await db.prepare("SELECT COUNT(*) AS n FROM incidents WHERE run_id = ? AND kind = 'compactor_failure'").bind(runId).first<{ n: number }>();
+  return {
+    lastFailure: last === null ? null : { kind: last.kind, code: last.code, message: last.message, runId: last.run_id, createdAt: last.created_at },
+    failedAttempts: attempts?.n ?? 0,
+  };
+}
 
 export function insertIncidentStatement(
   db: D1Database,

@@ -41,6 +41,7 @@ import {
   appendedEventSchema,
   auditCheckSchema,
   chainAuditSchema,
+  chainHealthSchema,
   chainListingSchema,
   chatRequestSchema,
   composeManifestSchema,
@@ -212,6 +213,7 @@ const RESPONSE_COMPONENTS: readonly (readonly [string, z.ZodType])[] = [
   ["ComposeResponse", composeResponseSchema],
   ["ListedBoundary", listedBoundarySchema],
   ["ChainListing", chainListingSchema],
+  ["ChainHealth", chainHealthSchema],
   ["AuditCheck", auditCheckSchema],
   ["LinkAudit", linkAuditSchema],
   ["EpochAudit", epochAuditSchema],
@@ -375,7 +377,10 @@ const OPERATIONS: readonly OperationSpec[] = [
     operationId: "listChain",
     tag: "chain",
     summary: "The boundary chain",
-    description: "Every boundary of the agent in this conversation, across epochs, oldest first. Previews only: boundaries are sensitive.",
+    description:
+      "Every boundary of the agent in this conversation, across epochs, oldest first. Previews only: boundaries are sensitive. " +
+      "`health` says whether the chain is moving: the plan in flight (its age, how often its job was sent, its failed attempts, " +
+      "when its watchdog fires next), the re-plan time of a chain backing off after a dead-letter, and the newest compaction failure.",
     query: { schema: agentQuery, notes: { agent: "the agent whose chain is listed" } },
     success: [{ status: 200, description: "every boundary, oldest first", media: json, schema: chainListingSchema }],
     errors: ["not_found"],
@@ -439,13 +444,15 @@ const OPERATIONS: readonly OperationSpec[] = [
     summary: "Register an agent and its compactor",
     description:
       "Registers the declaration pair. The two must agree on everything the contract lists; `declaration_mismatch` names " +
-      "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch.",
+      "every field on which they disagree. A changed pair (or prompt, or compactor version) is a new epoch. Identical concurrent " +
+      "requests are one registration (201 once, 200 after); a request that lost the race to a different declaration gets " +
+      "`declaration_conflict` (409): read the current declaration and retry.",
     body: registrationSchema,
     success: [
       { status: 201, description: "a new revision", media: json, schema: registeredAgentSchema },
       { status: 200, description: "unchanged", media: json, schema: registeredAgentSchema },
     ],
-    errors: ["declaration_mismatch", "id_in_use", "unknown_document"],
+    errors: ["declaration_mismatch", "id_in_use", "declaration_conflict", "unknown_document"],
   },
   {
     method: "get",

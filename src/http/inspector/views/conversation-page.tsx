@@ -1,6 +1,7 @@
 import type { FC } from "hono/jsx";
 import type { ConversationModel } from "../conversation-model";
 import { conversationListPath, conversationPath } from "../paths";
+import { ChainHealthSection } from "./chain-health-section";
 import { BoundaryList, ChainVerification } from "./chain-section";
 import { ContextSection } from "./context-section";
 import { Layout } from "./layout";
@@ -40,6 +41,7 @@ export const ConversationPage: FC<{ model: ConversationModel; before: number | u
         ) : null}
       </p>
       {model.context === undefined ? null : <ContextSection context={model.context} policy={model.policy} />}
+      {model.listing === undefined ? null : <ChainHealthSection listing={model.listing} />}
       {model.audit === undefined || model.listing === undefined ? null : <ChainVerification audit={model.audit} listing={model.listing} />}
       {model.listing === undefined ? null : <BoundaryList conversationId={conversationId} listing={model.listing} />}
       <RunsSection runs={model.runs} olderHref={model.runs.nextBefore === null ? undefined : here({ runsBefore: model.runs.nextBefore })} />

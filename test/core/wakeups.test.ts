@@ -1,0 +1,63 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { Wake } from "../../src/core/wakeups";
+import { armWatchdog, dueWakes, earliestWake, replanWake, watchdogStep } from "../../src/core/wakeups";
+
+const policy = { watchdogMs: 900_000, stalledMs: 3_600_000 };
+const plan = { agentId: "a", epochId: "e", runId: "cmp_1", createdAt: 1_000 };
+
+describe("wake-ups", () => {
+  it("the alarm goes to the earliest deadline, and only due ones are handled, earliest first", () => {
+    const wakes = new Map<string, Wake>([
+      ["w", armWatchdog(plan, 1, 1_000, policy)],
+      ["r", replanWake("b", "e", 1, 30_000, 0)],
+      ["c", { kind: "catch_up", at: 5 }],
+    ]);
+    expect(earliestWake(wakes.values())).toBe(5);
+    expect(earliestWake([])).toBeUndefined();
+    expect(dueWakes(wakes, 30_000).map(([key]) => key)).toEqual(["c", "r"]);
+    expect(dueWakes(wakes, 4)).toEqual([]);
+  });
+
+  it("a plan found open without a watchdog is watched from now at the latest, never in the past", () => {
+    expect(armWatchdog(plan, 1, 1_000, policy).at).toBe(901_000);
+    expect(armWatchdog(plan, 1, 5_000_000, policy).at).toBe(5_000_000);
+  });
+
+  it("a due watchdog re-sends while its plan is open, pages once past the stall threshold, and drops otherwise", () => {
+    const wake = armWatchdog(plan, 1, 1_000, policy);
+    expect(watchdogStep(wake, undefined, 901_000, policy)).toEqual({ action: "drop" });
+    expect(watchdogStep(wake, "cmp_other", 901_000, policy)).toEqual({ action: "drop" });
+    const early = watchdogStep(wake, "cmp_1", 901_000, policy);
+    expect(early).toMatchObject({ action: "redispatch", stalled: false, next: { at: 1_801_000, dispatches: 2, stalledReported: false } });
+    if (early.action !== "redispatch") throw new Error("unreachable");
+    const late = watchdogStep(early.next, "cmp_1", 3_601_000, policy);
+    expect(late).toMatchObject({ action: "redispatch", stalled: true, next: { dispatches: 3, stalledReported: true } });
+    if (late.action !== "redispatch") throw new Error("unreachable");
+    expect(watchdogStep(late.next, "cmp_1", 9_000_000, policy)).toMatchObject({ action: "redispatch", stalled: false });
+  });
+
+  it("however often it fires, a watchdog pages at most once per plan and always moves its deadline forward", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 10_000_000 }), { maxLength: 30 }), (gaps) => {
+        let wake = armWatchdog(plan, 1, 1_000, policy);
+        let pages = 0;
+        let now = 1_000;
+        for (const gap of gaps) {
+          now += gap;
+          const step = watchdogStep(wake, "cmp_1", now, policy);
+          if (step.action !== "redispatch") throw new Error("an open plan is never dropped");
+          if (step.stalled) pages++;
+          expect(step.next.at).toBeGreaterThan(now);
+          wake = step.next;
+        }
+        expect(pages).toBeLessThanOrEqual(1);
+      }),
+    );
+  });
+
+  it("backs off exponentially per consecutive failure, at most an hour", () => {
+    expect([1, 2, 3, 4].map((n) => replanWake("a", "e", n, 30_000, 0).at)).toEqual([30_000, 60_000, 120_000, 240_000]);
+    expect(replanWake("a", "e", 40, 30_000, 0).at).toBe(3_600_000);
+  });
+});
