@@ -40,11 +40,15 @@ function unescape(text) {
 }
 
 /**
- * @param {{ summaryChars?: number }} [options]
- * @returns {Promise<{ baseUrl: string, calls: ModelCall[], close: () => Promise<void> }>}
+ * `delayMs` holds every answer that long (a slow model, so that a crash can land during a call);
+ * `inFlight()` says how many requests are being held.
+ * @param {{ summaryChars?: number, delayMs?: number }} [options]
+ * @returns {Promise<{ baseUrl: string, calls: ModelCall[], inFlight: () => number, close: () => Promise<void> }>}
  */
 export async function startFakeOpenAi(options = {}) {
   const summaryChars = options.summaryChars ?? 1_600;
+  const delayMs = options.delayMs ?? 0;
+  let held = 0;
   /** @type {ModelCall[]} */
   const calls = [];
   /** Slices already failed once (flaky model): the retry of the same packet succeeds. */
@@ -56,8 +60,17 @@ export async function startFakeOpenAi(options = {}) {
     request.on("end", () => {
       const send = (status, body) => {
         const text = JSON.stringify(body);
-        response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-        response.end(text);
+        const answer = () => {
+          response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+          response.end(text);
+        };
+        if (delayMs === 0) return answer();
+        held += 1;
+        setTimeout(() => {
+          held -= 1;
+          // The caller may have been killed meanwhile: its socket is gone, and so is the answer.
+          if (!response.destroyed) answer();
+        }, delayMs);
       };
       if (request.method !== "POST" || !request.url?.endsWith("/chat/completions")) return send(404, { error: { message: "not found" } });
       /** @type {any} */
@@ -125,6 +138,7 @@ export async function startFakeOpenAi(options = {}) {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     calls,
+    inFlight: () => held,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

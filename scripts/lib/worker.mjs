@@ -17,7 +17,7 @@ import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
-/** @typedef {{ url: string, port: number, pid: number, logPath: string, stop: () => Promise<void>, alive: () => boolean, workerdRssKiB: () => number | null }} RunningWorker */
+/** @typedef {{ url: string, port: number, pid: number, logPath: string, stop: () => Promise<void>, kill: () => Promise<void>, alive: () => boolean, workerdRssKiB: () => number | null }} RunningWorker */
 
 export class WorkerError extends Error {}
 
@@ -195,10 +195,11 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
   );
   registerCleanup(pid);
 
-  const stop = async () => {
+  /** @param {boolean} hard SIGKILL at once (a crash: nothing gets to finish), or SIGTERM first. */
+  const end = async (hard) => {
     if (!exited) {
       try {
-        process.kill(-pid, "SIGTERM");
+        process.kill(-pid, hard ? "SIGKILL" : "SIGTERM");
       } catch {
         // already gone
       }
@@ -220,6 +221,7 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
     unregisterCleanup(pid);
     await new Promise((resolve) => logFile.end(resolve));
   };
+  const stop = () => end(false);
 
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;
@@ -248,6 +250,7 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
     pid,
     logPath,
     stop,
+    kill: () => end(true),
     alive: () => !exited,
     /** Resident memory of the workerd process(es) of this wrangler, in KiB (Linux only). */
     workerdRssKiB: () => {

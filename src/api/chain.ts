@@ -1,6 +1,6 @@
 import type { AuditBoundary, AuditRun, LinkPage, PacketRead } from "../core/chain-audit";
 import { auditChain, auditLinkPage, frozenSliceRanges, packetLocation, parseBoundaryBody } from "../core/chain-audit";
-import type { StoredEvent } from "../core/events";
+import type { ChainAnchor, StoredEvent } from "../core/events";
 import { idsNamedBy } from "../core/turn-pages";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -9,7 +9,7 @@ import type { PlanRecord } from "../storage/compaction-store";
 import { currentDeclaration, readBoundaryAuditPage, readBoundaryAuditRows, readChainTrouble, readPlansByRunIds } from "../storage/compaction-store";
 import { conversationStub } from "../durable/stub";
 import type { chainHealthSchema, Wire } from "./responses";
-import { readRelatedEvents } from "../storage/context-store";
+import { readChainAnchor, readRelatedEvents } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
 import { readAllEvents, readEventRange, readEventsByKeys } from "../storage/event-store";
 import { validate } from "../http/validation";
@@ -117,8 +117,11 @@ async function readPackets(documents: R2Bucket, boundaries: readonly AuditBounda
 const toAuditRun = (event: StoredEvent): AuditRun[] => {
   if (event.kind !== "run") return [];
   const boundaryId = event.body.detail?.["boundaryId"];
-  return [{ runId: event.body.runId, status: event.body.status, agentId: event.body.agentId, boundaryId: typeof boundaryId === "string" ? boundaryId : null }];
+  return [{ runId: event.body.runId, status: event.body.status, agentId: event.body.agentId, boundaryId: typeof boundaryId === "string" ? boundaryId : null, anchor: event.body.anchor ?? null }];
 };
+
+/** The newest anchor as the receipt it came from, reduced to what the anchor check reads. */
+const anchorRun = (anchor: ChainAnchor): AuditRun => ({ runId: `anchor:${anchor.boundaryId}`, status: "completed", agentId: "", boundaryId: anchor.boundaryId, anchor });
 
 /** `{ agent }`: every link re-hashed from D1 events and R2 packets, each reported valid or with the checks it failed. */
 export async function verifyChain(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ChainAudit>> {
@@ -163,7 +166,9 @@ export async function verifyLinks(env: Env, conversationId: ScopedConversationId
   const packets = await readPackets(DOCUMENTS, audited, plans);
   // The receipt a settled run leaves is keyed by its run (the `run:` prefix is the engine's alone).
   const receipts = await readEventsByKeys(DB, conversationId, audited.map((b) => `run:${b.runId}:completed`));
-  const runs = [...receipts.values()].flatMap(toAuditRun);
+  // The epoch's newest anchor, which every page checks the epoch's newest row against.
+  const anchor = await readChainAnchor(DB, conversationId, epochId);
+  const runs = [...[...receipts.values()].flatMap(toAuditRun), ...(anchor === undefined ? [] : [anchorRun(anchor)])];
   const log = await readSliceLog(DB, conversationId, frozenSliceRanges(packets.values()));
   return ok(auditLinkPage({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries: page.rows, plans, packets, runs, log }, epochId, after, page.through, page.nextAfter));
 }

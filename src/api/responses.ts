@@ -243,10 +243,21 @@ export const linkAuditSchema = z.strictObject({
   checks: z.array(auditCheckSchema),
 });
 
+/** The epoch's newest row against the log's newest anchor of the epoch (`core/chain-audit`); `detail` only when it failed. */
+export const anchorAuditSchema = z.strictObject({
+  ok: z.boolean(),
+  /** The boundary the log says is the head, and its position; null while nothing is anchored. */
+  boundaryId: id.nullable(),
+  position: position.nullable(),
+  detail: z.string().optional(),
+});
+
 export const epochAuditSchema = z.strictObject({
   epochId: id,
   current: z.boolean(),
+  /** Every link passes every check and the head is the one the log anchors. */
   valid: z.boolean(),
+  anchor: anchorAuditSchema,
   links: z.array(linkAuditSchema),
 });
 
@@ -267,8 +278,9 @@ export const linkPageSchema = z.strictObject({
   currentEpochId: id,
   epochId: id,
   current: z.boolean(),
-  /** Every link of this page passes every check. */
+  /** Every link of this page passes every check and the epoch's head is the one the log anchors. */
   valid: z.boolean(),
+  anchor: anchorAuditSchema,
   links: z.array(linkAuditSchema),
   /** The position to pass as `after` for the next page; null after the epoch's last link. */
   nextAfter: position.nullable(),

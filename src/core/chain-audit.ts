@@ -1,10 +1,11 @@
 import type { BoundaryBody } from "./boundary";
 import { boundaryBodySchema, buildBoundary } from "./boundary";
-import type { StoredEvent } from "./events";
+import type { ChainAnchor, StoredEvent } from "./events";
 import { hashCanonical } from "./hash";
 import type { Packet } from "./packet";
 import { LEGACY_PACKET_FORMAT, packetSchema } from "./packet";
 import { renderLegacySliceLine, renderSliceLine } from "./render";
+import { verifyAnchor } from "./resolver";
 import { LogIndex, turnsAsOf } from "./turn-pages";
 
 /**
@@ -80,6 +81,8 @@ export interface AuditRun {
   readonly agentId: string;
   /** `detail.boundaryId` of the receipt, when it names one. */
   readonly boundaryId: string | null;
+  /** What the run settled, bound into the log (completed compactor runs; null before runs carried it). */
+  readonly anchor: ChainAnchor | null;
 }
 
 export interface ChainAuditInput {
@@ -117,10 +120,26 @@ export interface LinkAudit {
   readonly checks: readonly AuditCheck[];
 }
 
+/**
+ * The epoch's head judged against the log: the newest completed run that anchored a boundary of
+ * the epoch names the boundary that must be the newest stored one, with its hash and content hash.
+ * A head row deleted or rewritten behind the service's back leaves every remaining link valid, so
+ * this is the check that catches it. `boundaryId`/`position`: what the log names (null: nothing
+ * anchored yet).
+ */
+export interface AnchorAudit {
+  readonly ok: boolean;
+  readonly boundaryId: string | null;
+  readonly position: number | null;
+  readonly detail?: string;
+}
+
 export interface EpochAudit {
   readonly epochId: string;
   readonly current: boolean;
+  /** Every link passes every check and the head is the one the log anchors. */
   readonly valid: boolean;
+  readonly anchor: AnchorAudit;
   readonly links: readonly LinkAudit[];
 }
 
@@ -433,7 +452,19 @@ function checkCompletedRun({ input, row, body }: LinkContext): Outcome {
   const receipt = completed.find((r) => r.agentId === body.compactorId);
   if (receipt === undefined) return { ok: false, detail: `run ${row.runId} was completed by ${listed(completed.map((r) => r.agentId))}, not the compactor ${body.compactorId}` };
   if (receipt.boundaryId !== null && receipt.boundaryId !== row.id) return { ok: false, detail: `the completed run names boundary ${receipt.boundaryId}` };
-  return pass;
+  const { anchor } = receipt;
+  if (anchor === null) return pass;
+  const problems: string[] = [];
+  if (anchor.boundaryId !== row.id) problems.push(`the completed run anchors boundary ${anchor.boundaryId}`);
+  if (anchor.epochId !== row.epochId) problems.push("the completed run anchors another epoch");
+  if (anchor.position !== row.position) problems.push(`the completed run anchors position ${anchor.position}, the row is at ${row.position}`);
+  // A body edited under its old hash is body_hash's finding; a rewritten row with a recomputed
+  // hash is this one's, and the content hash says whether the summary itself was rewritten.
+  if (anchor.boundaryHash !== row.hash) {
+    const content = anchor.contentHash === hashCanonical(body.content) ? "its content hash matches" : "its content hash differs too";
+    problems.push(`the row's hash is not the hash its completed run settled (${content})`);
+  }
+  return failWith(problems);
 }
 
 function checkModelEvidence({ body }: LinkContext): Outcome {
@@ -480,6 +511,29 @@ function auditLink(input: ChainAuditInput, logIndex: LogIndex, row: AuditBoundar
   return { boundaryId: row.id, position: row.position, epochId: row.epochId, current, valid: checks.every((c) => c.ok), checks };
 }
 
+/** The log's newest anchor of an epoch among the receipts given (the position is unique per epoch: migration 0011). */
+function newestAnchor(runs: readonly AuditRun[], epochId: string): ChainAnchor | undefined {
+  let newest: ChainAnchor | undefined;
+  for (const run of runs) {
+    if (run.status !== "completed" || run.anchor === null || run.anchor.epochId !== epochId) continue;
+    if (newest === undefined || run.anchor.position > newest.position) newest = run.anchor;
+  }
+  return newest;
+}
+
+/** The epoch's head against its newest anchor: the same check the resolver makes on every context call. */
+function auditAnchor(input: ChainAuditInput, epochId: string, epoch: readonly AuditBoundary[]): AnchorAudit {
+  const anchor = newestAnchor(input.runs, epochId);
+  const newest = [...epoch].sort(byPosition).at(-1);
+  const content = newest === undefined ? undefined : parseBoundaryBody(newest.body)?.content;
+  const verdict = verifyAnchor(
+    anchor,
+    newest === undefined ? undefined : { id: newest.id, epochId: newest.epochId, position: newest.position, hash: newest.hash, contentHash: content === undefined ? undefined : hashCanonical(content) },
+  );
+  const named = { boundaryId: anchor?.boundaryId ?? null, position: anchor?.position ?? null };
+  return verdict.ok ? { ok: true, ...named } : { ok: false, ...named, detail: verdict.error.message };
+}
+
 const byPosition = (a: AuditBoundary, b: AuditBoundary): number =>
   a.position - b.position || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
 
@@ -490,8 +544,10 @@ export interface LinkPage {
   readonly currentEpochId: string;
   readonly epochId: string;
   readonly current: boolean;
-  /** Every link of this page passes every check (a chain is valid when every page of every epoch is). */
+  /** Every link of this page passes every check and the epoch's head is anchored (a chain is valid when every page of every epoch is). */
   readonly valid: boolean;
+  /** The epoch's head against the log, the same on every page. */
+  readonly anchor: AnchorAudit;
   readonly links: readonly LinkAudit[];
   /** The position to pass as `after` for the next page; null after the epoch's last link. */
   readonly nextAfter: number | null;
@@ -502,7 +558,8 @@ export interface LinkPage {
  * report it, given an input that holds (besides them) every boundary of the epoch that can bear
  * on them — their predecessors and any row sharing a predecessor or a position — the plans and
  * packets of the page's runs, their completed-run receipts, and the log over
- * `frozenSliceRanges(packets)` with the events related to it.
+ * `frozenSliceRanges(packets)` with the events related to it; and for the epoch's anchor, its
+ * newest stored row and the log's newest anchored receipt of the epoch.
  */
 export function auditLinkPage(input: ChainAuditInput, epochId: string, after: number, through: number, nextAfter: number | null): LinkPage {
   const logIndex = new LogIndex(input.log);
@@ -511,13 +568,15 @@ export function auditLinkPage(input: ChainAuditInput, epochId: string, after: nu
     .filter((b) => b.position > after && b.position <= through)
     .sort(byPosition)
     .map((row) => auditLink(input, logIndex, row, epoch));
+  const anchor = auditAnchor(input, epochId, epoch);
   return {
     conversationId: input.conversationId,
     agentId: input.agentId,
     currentEpochId: input.currentEpochId,
     epochId,
     current: epochId === input.currentEpochId,
-    valid: links.every((l) => l.valid),
+    valid: anchor.ok && links.every((l) => l.valid),
+    anchor,
     links,
     nextAfter,
   };
@@ -537,7 +596,8 @@ export function auditChain(input: ChainAuditInput): ChainAuditReport {
     .sort(([a, la], [b, lb]) => newest(lb).localeCompare(newest(la)) || a.localeCompare(b));
   const epochs = [[input.currentEpochId, byEpoch.get(input.currentEpochId) ?? []] as const, ...retired].map(([epochId, list]): EpochAudit => {
     const links = [...list].sort(byPosition).map((row) => auditLink(input, logIndex, row, list));
-    return { epochId, current: epochId === input.currentEpochId, valid: links.every((l) => l.valid), links };
+    const anchor = auditAnchor(input, epochId, list);
+    return { epochId, current: epochId === input.currentEpochId, valid: anchor.ok && links.every((l) => l.valid), anchor, links };
   });
   return {
     conversationId: input.conversationId,

@@ -116,6 +116,22 @@ export const deliveryBodySchema = z.discriminatedUnion("status", [
   }),
 ]);
 
+/**
+ * What a completed compactor run settled, bound into the append-only log: the boundary's identity
+ * and place in its epoch's chain, its hash, and the hash of its model-supplied content. Boundary
+ * rows are a table an operator can edit; the log cannot be edited, so the newest anchor of an
+ * epoch says which boundary must be the chain's head, and each anchor what its boundary must be.
+ */
+export const chainAnchorSchema = z.strictObject({
+  epochId: z.string().min(1).max(256),
+  position: z.number().int().positive(),
+  boundaryId: z.string().min(1).max(128),
+  boundaryHash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** `hashCanonical(content)`: the summary and facts the model supplied, as stored in the boundary. */
+  contentHash: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ChainAnchor = z.infer<typeof chainAnchorSchema>;
+
 export const runBodySchema = z.strictObject({
   runId: messageIdSchema,
   agentId: agentIdSchema,
@@ -131,6 +147,10 @@ export const runBodySchema = z.strictObject({
   error: z.strictObject({ code: z.string().min(1).max(64), message: z.string().max(1_000) }).optional(),
   /** Content-dark counters and labels only: numbers, booleans and short strings. */
   detail: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean(), z.null()])).optional(),
+  anchor: chainAnchorSchema.optional(),
+}).refine((body) => body.anchor === undefined || (body.role === "compactor" && body.status === "completed"), {
+  message: "only a completed compactor run anchors a boundary",
+  path: ["anchor"],
 });
 
 const seqSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);

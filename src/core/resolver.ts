@@ -1,6 +1,7 @@
 import type { BoundaryBody } from "./boundary";
 import { boundaryHash } from "./boundary";
 import type { Epoch } from "./declarations";
+import type { ChainAnchor } from "./events";
 import { hashCanonical } from "./hash";
 import type { Packet } from "./packet";
 
@@ -55,6 +56,40 @@ export interface HeadEvidence {
 }
 
 const failure = (code: ResolverFailureCode, message: string): { ok: false; error: ResolverFailure } => ({ ok: false, error: { code, message } });
+
+/** The newest boundary row of an epoch as stored, reduced to what its anchor binds. */
+export interface AnchoredRow {
+  readonly id: string;
+  readonly epochId: string;
+  readonly position: number;
+  readonly hash: string;
+  /** `hashCanonical` of the stored body's `content`; undefined when the body is not a boundary. */
+  readonly contentHash: string | undefined;
+}
+
+/**
+ * Does the newest stored boundary of an epoch match what the log says the chain's head is? The
+ * log's newest anchor (the completed run of the highest position in the epoch) names the head; the
+ * rows are a table that can be edited behind the service's back, the log cannot. A head row that
+ * was deleted (or never written) is `missing_link`, one whose body or content was rewritten, even
+ * with a recomputed hash, `divergent_hash`. No anchor (no boundary settled yet, or only boundaries
+ * settled before runs carried anchors) leaves the rows to the other checks.
+ */
+export function verifyAnchor(anchor: ChainAnchor | undefined, newest: AnchoredRow | undefined): { ok: true } | { ok: false; error: ResolverFailure } {
+  if (anchor === undefined) return { ok: true };
+  if (newest === undefined || newest.epochId !== anchor.epochId || newest.position < anchor.position) {
+    const stored = newest === undefined ? "no boundary of its epoch is stored" : `the newest stored is ${newest.id} at position ${newest.position}`;
+    return failure("missing_link", `boundary ${anchor.boundaryId} at position ${anchor.position}, settled by the log's newest completed run, is missing: ${stored}`);
+  }
+  if (newest.position > anchor.position || newest.id !== anchor.boundaryId) {
+    return failure("fabricated_run", `boundary ${newest.id} at position ${newest.position} was settled by no completed run; the log's newest settled ${anchor.boundaryId} at position ${anchor.position}`);
+  }
+  if (newest.hash !== anchor.boundaryHash || newest.contentHash !== anchor.contentHash) {
+    const what = newest.contentHash !== anchor.contentHash ? "content hash" : "hash";
+    return failure("divergent_hash", `boundary ${newest.id} is stored with another ${what} than its completed run settled`);
+  }
+  return { ok: true };
+}
 
 export function verifyHead(e: HeadEvidence): { ok: true } | { ok: false; error: ResolverFailure } {
   const { head, previous, plan, packet } = e;

@@ -10,14 +10,15 @@ import { renderBoundaryBody } from "../core/compactor-output";
 import { scopesAllow } from "../core/conversation-id";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
-import type { EventInput, StoredEvent } from "../core/events";
+import type { ChainAnchor, EventInput, StoredEvent } from "../core/events";
 import { canonicalJson, hashCanonical } from "../core/hash";
 import type { Amendment, CompactionContent, Packet } from "../core/packet";
 import { PACKET_FORMAT, packetSchema, pageBudget, sliceConversationType } from "../core/packet";
 import { reconstruct } from "../core/reconstruction";
 import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
-import { verifyHead } from "../core/resolver";
+import type { ResolverFailure } from "../core/resolver";
+import { verifyAnchor, verifyHead } from "../core/resolver";
 import { selectContext } from "../core/selection";
 import { TailLedger, tailEvents } from "../core/tail-ledger";
 import type { LivenessPolicy, Wake } from "../core/wakeups";
@@ -39,7 +40,7 @@ import {
 } from "../storage/compaction-store";
 import { putDocument, readDocument, readTrustedDocuments } from "../storage/document-store";
 import { listEvents, readAllEvents } from "../storage/event-store";
-import { readHeadRows, readRelatedEvents } from "../storage/context-store";
+import { readChainAnchor, readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
 import type { CompactionJob } from "../queue/jobs";
 import type { Wakeups } from "./wakeups";
@@ -138,7 +139,7 @@ export interface ChainState {
 /** Appends through the object's serialized path; `together` commits in the same D1 transaction. */
 export type Append = (events: readonly EventInput[], together?: readonly D1PreparedStatement[]) => Promise<StoredEvent[]>;
 
-export type SettleError = "fabricated_run" | "stale_plan" | "packet_unreadable";
+export type SettleError = "fabricated_run" | "stale_plan" | "packet_unreadable" | "chain_invalid";
 
 export class CompactionEngine {
   readonly #chains = new Map<string, Chain>();
@@ -279,6 +280,14 @@ export class CompactionEngine {
     if (chain === undefined || chain.openPlan?.runId !== runId || plan.previousBoundaryId !== (chain.head?.body.id ?? "")) {
       return { ok: false, error: { code: "stale_plan", message: "the plan is not the chain's current plan" } };
     }
+    // The plan must follow the head the log anchors, not merely the newest row: after a head row
+    // was deleted by hand the chain stays refused rather than settling a successor of an older one.
+    const anchor = await readChainAnchor(this.env.DB, this.conversationId, plan.epochId);
+    if (anchor !== undefined && (anchor.boundaryId !== plan.previousBoundaryId || anchor.boundaryHash !== chain.head?.hash)) {
+      const message = `the plan follows ${plan.previousBoundaryId || "(none)"}, the log's newest completed run settled ${anchor.boundaryId}`;
+      await recordIncident(this.env, { conversationId: this.conversationId, agentId: plan.agentId, runId, kind: "resolver_failure", code: "missing_link", message, createdAt: now.toISOString() });
+      return { ok: false, error: { code: "chain_invalid", message } };
+    }
     const read = await readDocument(this.env.DOCUMENTS, plan.packetKey, plan.packetHash);
     if (!read.ok) return { ok: false, error: { code: "packet_unreadable", message: `packet ${read.reason}` } };
     const packet = packetSchema.parse(JSON.parse(read.text) as unknown);
@@ -308,6 +317,13 @@ export class CompactionEngine {
           },
           model: model.model,
           ...(model.usage === null ? {} : { usage: model.usage }),
+          anchor: {
+            epochId: plan.epochId,
+            position: boundary.body.position,
+            boundaryId: boundary.body.id,
+            boundaryHash: boundary.hash,
+            contentHash: hashCanonical(boundary.body.content),
+          },
         }),
       ],
       [insertBoundaryStatement(this.env.DB, this.conversationId, plan.agentId, plan.epochId, boundary)],
@@ -403,6 +419,11 @@ export class CompactionEngine {
     const epochId = declaration.epoch.id;
 
     const rows = await readHeadRows(this.env.DB, this.conversationId, agentId, epochId);
+    const anchored = verifyAnchor(
+      rows.anchor,
+      rows.head === undefined ? undefined : { id: rows.head.body.id, epochId, position: rows.head.position, hash: rows.head.hash, contentHash: hashCanonical(rows.head.body.content) },
+    );
+    if (rows.head === undefined && !anchored.ok) return this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
     if (rows.head !== undefined) {
       const verdict = verifyHead({
         conversationId: this.conversationId,
@@ -419,18 +440,12 @@ export class CompactionEngine {
         packet: rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash),
         completedRun: rows.completedRun,
       });
-      if (!verdict.ok || chain.head?.body.id !== rows.head.body.id || chain.head.hash !== rows.head.hash) {
-        const reason = verdict.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : verdict.error;
-        await recordIncident(this.env, {
-          conversationId: this.conversationId,
-          agentId,
-          runId: rows.head.runId,
-          kind: "resolver_failure",
-          code: reason.code,
-          message: reason.message,
-          createdAt: now.toISOString(),
-        });
-        return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId: rows.head.body.id });
+      // The row first (a forged or stale head is named for what it is), then the log's anchor
+      // (a self-consistent row that is not the head the log settled), then this object's own memory.
+      const checked = verdict.ok ? anchored : verdict;
+      if (!checked.ok || chain.head?.body.id !== rows.head.body.id || chain.head.hash !== rows.head.hash) {
+        const reason = checked.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : checked.error;
+        return this.#refuse(agentId, rows.head.body.id, rows.head.runId, reason, now);
       }
     }
 
@@ -939,11 +954,23 @@ export class CompactionEngine {
     });
   }
 
+  /** An unverifiable head: an incident for the operator, and `chain_invalid` instead of any summary. */
+  async #refuse(agentId: string, boundaryId: string, runId: string | null, reason: ResolverFailure, now: Date): Promise<Result<never>> {
+    await recordIncident(this.env, { conversationId: this.conversationId, agentId, runId, kind: "resolver_failure", code: reason.code, message: reason.message, createdAt: now.toISOString() });
+    return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId });
+  }
+
   #runEvent(
     declaration: StoredDeclaration,
     runId: string,
     status: "skipped" | "planned" | "completed" | "failed",
-    extra: { detail?: Record<string, string | number | boolean | null>; error?: { code: string; message: string }; model?: string; usage?: { inputTokens: number; outputTokens: number } },
+    extra: {
+      detail?: Record<string, string | number | boolean | null>;
+      error?: { code: string; message: string };
+      model?: string;
+      usage?: { inputTokens: number; outputTokens: number };
+      anchor?: ChainAnchor;
+    },
   ): EventInput {
     return {
       kind: "run",

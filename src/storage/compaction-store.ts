@@ -454,7 +454,8 @@ export async function readBoundaryAuditRows(db: D1Database, conversationId: stri
  * A page of one epoch's links for the audit: the rows at the first `limit` positions after
  * `after`, with every row of the epoch that can bear on their checks: their predecessors (by id),
  * and any row naming the same predecessor or holding the same position (the UNIQUE constraints
- * say there are none; the audit does not take the constraints on trust).
+ * say there are none; the audit does not take the constraints on trust); and the epoch's newest
+ * row, which the log's anchor is checked against on every page.
  */
 export async function readBoundaryAuditPage(
   db: D1Database,
@@ -468,16 +469,17 @@ export async function readBoundaryAuditPage(
     .prepare("SELECT DISTINCT position FROM boundaries WHERE conversation_id = ? AND agent_id = ? AND epoch_id = ? AND position > ? ORDER BY position LIMIT ?")
     .bind(conversationId, agentId, epochId, after, limit + 1)
     .all<{ position: number }>();
-  const first = positions[0]?.position;
-  const through = positions[Math.min(limit, positions.length) - 1]?.position;
-  if (first === undefined || through === undefined) return { rows: [], through: after, nextAfter: null };
+  // An empty page (past the last link, or an epoch with none) still reads the newest row.
+  const first = positions[0]?.position ?? after + 1;
+  const through = positions[Math.min(limit, positions.length) - 1]?.position ?? after;
   const { results } = await db
     .prepare(
       `SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries
        WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND (
          position BETWEEN ?4 AND ?5
          OR previous_id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5)
-         OR id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5))
+         OR id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5)
+         OR position = (SELECT MAX(position) FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3))
        ORDER BY position, created_at, id`,
     )
     .bind(conversationId, agentId, epochId, first, through)

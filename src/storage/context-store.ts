@@ -1,4 +1,5 @@
-import type { StoredEvent } from "../core/events";
+import type { ChainAnchor, StoredEvent } from "../core/events";
+import { chainAnchorSchema } from "../core/events";
 import type { BoundaryRow, PlanRecord, PlanRow, StoredBoundary } from "./compaction-store";
 import { BOUNDARY_COLUMNS, toBoundary, toPlan } from "./compaction-store";
 import { toStoredEvent } from "./event-store";
@@ -15,6 +16,29 @@ export interface HeadRows {
   readonly siblings: number;
   readonly plan: PlanRecord | undefined;
   readonly completedRun: boolean;
+  /** The epoch's newest anchor in the log: which boundary must be the head (undefined: none anchored yet). */
+  readonly anchor: ChainAnchor | undefined;
+}
+
+/**
+ * The body of an epoch's newest anchored completed run (?1 conversation, ?3 epoch), through
+ * migration 0011's index, which also orders it by position: one indexed row, however long the log.
+ */
+const NEWEST_ANCHOR = `SELECT body FROM events
+  WHERE conversation_id = ?1 AND kind = 'run' AND json_extract(body, '$.anchor.epochId') = ?3
+  ORDER BY json_extract(body, '$.anchor.position') DESC LIMIT 1`;
+
+/** A stored run body's anchor. The log is written only through the event schema, so a body that does not parse is corruption, and is thrown. */
+function anchorOf(body: string): ChainAnchor {
+  const parsed = chainAnchorSchema.safeParse((JSON.parse(body) as { anchor?: unknown }).anchor);
+  if (!parsed.success) throw new Error("events: a stored anchored run body has no valid anchor");
+  return parsed.data;
+}
+
+/** The epoch's newest anchor in the log, or undefined when no run of the epoch anchored a boundary yet. */
+export async function readChainAnchor(db: D1Database, conversationId: string, epochId: string): Promise<ChainAnchor | undefined> {
+  const row = await db.prepare(NEWEST_ANCHOR).bind(conversationId, null, epochId).first<{ body: string }>();
+  return row === null ? undefined : anchorOf(row.body);
 }
 
 /** One D1 round trip: the newest boundary of the epoch and everything needed to judge it. */
@@ -29,19 +53,27 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
        WHERE b.conversation_id = ?1 AND b.agent_id = ?2 AND b.epoch_id = ?3 AND (b.previous_id = head.previous_id OR b.position = head.position)`,
     ),
     db.prepare(`${head} SELECT p.* FROM compaction_plans p, head WHERE p.run_id = head.run_id`),
-    db.prepare(`${head} SELECT 1 AS present FROM events e, head WHERE e.conversation_id = ?1 AND e.idempotency_key = 'run:' || head.run_id || ':completed'`),
+    // The head's own receipt, and the log's newest anchor of the epoch (which must name the head):
+    // one statement, so judging the head against the log costs no extra round trip or statement.
+    db.prepare(
+      `${head} SELECT 'receipt' AS source, NULL AS body FROM events e, head WHERE e.conversation_id = ?1 AND e.idempotency_key = 'run:' || head.run_id || ':completed'
+       UNION ALL SELECT 'anchor' AS source, body FROM (${NEWEST_ANCHOR})`,
+    ),
   ].map((statement) => statement.bind(conversationId, agentId, epochId));
   const [headRows, previousRows, siblingRows, planRows, runRows] = await db.batch(statements);
   const first = <T>(result: D1Result | undefined): T | undefined => result?.results[0] as T | undefined;
   const headRow = first<BoundaryRow>(headRows);
   const previousRow = first<BoundaryRow>(previousRows);
   const planRow = first<PlanRow>(planRows);
+  const receipts = (runRows?.results ?? []) as { source: "receipt" | "anchor"; body: string | null }[];
+  const anchorBody = receipts.find((r) => r.source === "anchor")?.body;
   return {
     head: headRow === undefined ? undefined : toBoundary(headRow),
     previous: previousRow === undefined ? undefined : toBoundary(previousRow),
     siblings: first<{ n: number }>(siblingRows)?.n ?? 0,
     plan: planRow === undefined ? undefined : toPlan(planRow),
-    completedRun: first<{ present: number }>(runRows) !== undefined,
+    completedRun: receipts.some((r) => r.source === "receipt"),
+    anchor: anchorBody === null || anchorBody === undefined ? undefined : anchorOf(anchorBody),
   };
 }
 

@@ -180,7 +180,14 @@ function buildLink(spec: LinkSpec): Built {
     },
     packetKey,
     packetText,
-    run: { runId, status: "completed", agentId: COMPACTOR, boundaryId: id },
+    run: {
+      runId,
+      status: "completed",
+      agentId: COMPACTOR,
+      boundaryId: id,
+      // As the engine settles it: the log binds what was settled.
+      anchor: { epochId: body.compactor.epochId, position: body.position, boundaryId: id, boundaryHash: boundary.hash, contentHash: hashCanonical(body.content) },
+    },
   };
 }
 
@@ -218,8 +225,8 @@ function world(links: readonly Built[], options: { log?: StoredEvent[]; currentE
     plans: new Map(links.map((l) => [l.plan.runId, l.plan])),
     bucket: new Map(links.map((l) => [l.packetKey, l.packetText])),
     runs: [
-      ...links.flatMap((l) => [{ ...l.run, status: "planned", boundaryId: null }, l.run]),
-      { runId: "pf_helper.compactor_5", status: "skipped", agentId: COMPACTOR, boundaryId: null },
+      ...links.flatMap((l) => [{ ...l.run, status: "planned", boundaryId: null, anchor: null }, l.run]),
+      { runId: "pf_helper.compactor_5", status: "skipped", agentId: COMPACTOR, boundaryId: null, anchor: null },
     ],
     log: options.log ?? LOG,
     currentEpochId: options.currentEpochId ?? EPOCH.id,
@@ -269,7 +276,8 @@ function pagedLinks(w: World, epochId: string, limit: number): { links: LinkAudi
     const first = positions[0] ?? cursor + 1;
     const through = positions[Math.min(limit, positions.length) - 1] ?? cursor;
     const inPage = epoch.filter((b) => b.position >= first && b.position <= through);
-    const rows = epoch.filter((b) => inPage.includes(b) || inPage.some((p) => p.previousId === b.previousId || p.previousId === b.id));
+    const newest = Math.max(0, ...epoch.map((b) => b.position));
+    const rows = epoch.filter((b) => inPage.includes(b) || inPage.some((p) => p.previousId === b.previousId || p.previousId === b.id) || b.position === newest);
     const audited = rows.filter((b) => b.position > cursor && b.position <= through);
     const runIds = new Set(audited.map((b) => b.runId));
     const packets = readPackets(w, audited);
@@ -287,7 +295,8 @@ function pagedLinks(w: World, epochId: string, limit: number): { links: LinkAudi
         boundaries: rows,
         plans: new Map([...w.plans].filter(([runId]) => runIds.has(runId))),
         packets,
-        runs: w.runs.filter((r) => runIds.has(r.runId) && r.status === "completed"),
+        // The page's receipts, and the log's newest anchor of the epoch (one indexed read).
+        runs: [...w.runs.filter((r) => runIds.has(r.runId) && r.status === "completed"), ...newestAnchorRun(w, epochId)],
         log: [...log.values()].sort((a, b) => a.seq - b.seq),
       },
       epochId,
@@ -301,6 +310,12 @@ function pagedLinks(w: World, epochId: string, limit: number): { links: LinkAudi
   return { links: pages.flatMap((p) => p.links), pages };
 }
 
+function newestAnchorRun(w: World, epochId: string): AuditRun[] {
+  const anchored = w.runs.filter((r) => r.status === "completed" && r.anchor?.epochId === epochId);
+  const newest = anchored.reduce<AuditRun | undefined>((best, r) => ((r.anchor?.position ?? 0) > (best?.anchor?.position ?? 0) ? r : best), undefined);
+  return newest === undefined ? [] : [newest];
+}
+
 /** Every epoch of the whole audit read again a page at a time, at page sizes 1, 2 and 3. */
 function expectPagesAgree(w: World): void {
   for (const epoch of audit(w).epochs) {
@@ -308,7 +323,8 @@ function expectPagesAgree(w: World): void {
       const { links, pages } = pagedLinks(w, epoch.epochId, limit);
       expect(links).toEqual(epoch.links);
       for (const page of pages) {
-        expect(page.valid).toBe(page.links.every((l) => l.valid));
+        expect(page.anchor).toEqual(epoch.anchor);
+        expect(page.valid).toBe(page.anchor.ok && page.links.every((l) => l.valid));
         expect(page.current).toBe(epoch.current);
       }
     }
@@ -536,7 +552,7 @@ describe("auditChain: each corruption fails exactly the check aimed at it", () =
       make: () => {
         const w = world(chain());
         const index = w.runs.findIndex((r) => r.runId === "cmp_run-2" && r.status === "completed");
-        w.runs[index] = { runId: "cmp_run-2", status: "completed", agentId: AGENT, boundaryId: "bnd_run-2" };
+        w.runs[index] = { runId: "cmp_run-2", status: "completed", agentId: AGENT, boundaryId: "bnd_run-2", anchor: null };
         return w;
       },
       expected: { "bnd_run-2": ["completed_run"] },
@@ -610,8 +626,8 @@ describe("auditChain: epochs", () => {
     const report = audit(w);
     expect(report.epochs.map((e) => e.epochId)).toEqual([EPOCH.id, "foldline-compactor/1:other"]);
     expect(failures(report)["bnd_run-2"]).toEqual(["link"]);
-    // The moved row itself no longer matches its body's epoch or its plan's.
-    expect(failures(report)["bnd_run-1"]).toEqual(["body_hash", "plan"]);
+    // The moved row itself no longer matches its body's epoch, its plan's, or the epoch its receipt anchored.
+    expect(failures(report)["bnd_run-1"]).toEqual(["body_hash", "plan", "completed_run"]);
     expectPagesAgree(w);
   });
 });
@@ -660,5 +676,133 @@ describe("auditChain: properties", () => {
       }),
       { numRuns: 50 },
     );
+  });
+});
+
+describe("auditChain: the head is anchored in the log", () => {
+  /** A row rewritten by hand with its hash recomputed, and, when given, the predecessor hash it now names. */
+  function rewrite(row: AuditBoundary, change: (body: Record<string, unknown>) => void): AuditBoundary {
+    const body = mutableBody(row);
+    change(body);
+    const previous = body["previous"] as { hash: string } | null;
+    return { ...row, body, hash: hashCanonical(body), previousHash: previous?.hash ?? null };
+  }
+  /** The three-link chain with `count` rows deleted by hand from `start`; the log keeps every receipt. */
+  function withoutRows(start: number, count: number): World {
+    const w = world(chain());
+    w.boundaries.splice(start, count);
+    return w;
+  }
+  const newSummary = (body: Record<string, unknown>): void => {
+    (body["content"] as Record<string, unknown>)["summary"] = "Everyone agreed to double the budget.";
+  };
+
+  interface AnchorCase {
+    readonly name: string;
+    readonly make: () => World;
+    /** Failing link checks, as in the corruption table. */
+    readonly links: Record<string, CheckName[]>;
+    readonly anchor: RegExp;
+  }
+
+  const cases: AnchorCase[] = [
+    {
+      name: "the head row deleted",
+      make: () => withoutRows(2, 1),
+      links: {},
+      anchor: /bnd_run-3 at position 3, settled by the log's newest completed run, is missing: the newest stored is bnd_run-2 at position 2/,
+    },
+    {
+      name: "the head pointed back at the first boundary (the newer rows deleted)",
+      make: () => withoutRows(1, 2),
+      links: {},
+      anchor: /bnd_run-3 .* is missing: the newest stored is bnd_run-1 at position 1/,
+    },
+    {
+      name: "every row of the epoch deleted",
+      make: () => withoutRows(0, 3),
+      links: {},
+      anchor: /is missing: no boundary of its epoch is stored/,
+    },
+    {
+      name: "the head's summary rewritten with its hash recomputed",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        w.boundaries[2] = rewrite(links[2].row, newSummary);
+        return w;
+      },
+      links: { "bnd_run-3": ["completed_run"] },
+      anchor: /bnd_run-3 is stored with another content hash than its completed run settled/,
+    },
+    {
+      name: "the first summary rewritten and every later link re-hashed to match",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        let previous: AuditBoundary | undefined;
+        links.forEach((link, i) => {
+          const row = rewrite(link.row, (body) => {
+            if (i === 0) newSummary(body);
+            else if (previous !== undefined) body["previous"] = { ...(body["previous"] as object), hash: previous.hash };
+          });
+          w.boundaries[i] = row;
+          previous = row;
+        });
+        return w;
+      },
+      // The later links' packets in R2 still name the original predecessor hashes, too.
+      links: { "bnd_run-1": ["completed_run"], "bnd_run-2": ["packet_binding", "completed_run"], "bnd_run-3": ["packet_binding", "completed_run"] },
+      anchor: /bnd_run-3 is stored with another hash than its completed run settled/,
+    },
+    {
+      name: "a newer row that no completed run settled",
+      make: () => {
+        const links = chain();
+        const w = world(links);
+        const forged = buildLink({ n: 4, position: 4, triggerSeq: 12, throughSeq: 12, previous: links[2] });
+        w.boundaries.push(forged.row);
+        w.plans.set(forged.plan.runId, forged.plan);
+        w.bucket.set(forged.packetKey, forged.packetText);
+        return w;
+      },
+      links: { "bnd_run-4": ["completed_run"] },
+      anchor: /bnd_run-4 at position 4 was settled by no completed run; the log's newest settled bnd_run-3 at position 3/,
+    },
+  ];
+
+  it.each(cases)("$name", ({ make, links, anchor }) => {
+    const report = audit(make());
+    expect(failures(report)).toEqual(links);
+    expect(report.valid).toBe(false);
+    const epoch = report.epochs[0];
+    expect(epoch?.valid).toBe(false);
+    expect(epoch?.anchor.ok).toBe(false);
+    expect(epoch?.anchor.detail).toMatch(anchor);
+    expect(JSON.stringify(report)).not.toContain("double the budget");
+  });
+
+  it.each(cases)("reports the same anchor on every page: $name", ({ make }) => {
+    expectPagesAgree(make());
+  });
+
+  it("names the head the log anchors on an intact chain, and ignores other epochs' anchors", () => {
+    const links = chain();
+    const w = world(links);
+    const other = { ...links[0].run, runId: "cmp_other", anchor: { ...(links[0].run.anchor ?? { epochId: "", position: 1, boundaryId: "", boundaryHash: "", contentHash: "" }), epochId: "foldline-compactor/1:other", position: 9 } };
+    w.runs.push(other);
+    const report = audit(w);
+    expect(report.valid).toBe(true);
+    expect(report.epochs[0]?.anchor).toEqual({ ok: true, boundaryId: "bnd_run-3", position: 3 });
+    expectPagesAgree(w);
+  });
+
+  it("leaves a chain settled before runs carried anchors to the link checks", () => {
+    const w = world(chain());
+    const legacy = { ...w, runs: w.runs.map((r) => ({ ...r, anchor: null })) };
+    const report = audit(legacy);
+    expect(report.valid).toBe(true);
+    expect(report.epochs[0]?.anchor).toEqual({ ok: true, boundaryId: null, position: null });
+    expectPagesAgree(legacy);
   });
 });

@@ -40,6 +40,8 @@ function without(value: { [key: string]: Json }, key: string): { [key: string]: 
 const SOURCE = source("m1", "hello", { key: "k1" });
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+const ANCHOR = { epochId: "foldline-compactor/1:e", position: 1, boundaryId: "bnd_1", boundaryHash: sha256Hex("b"), contentHash: sha256Hex("c") };
+
 describe("eventInputSchema: accepts", () => {
   it.each([
     ["source", SOURCE],
@@ -79,6 +81,10 @@ describe("eventInputSchema: accepts", () => {
   ])("%s", (_name, event) => {
     const parsed = eventInputSchema.safeParse(event);
     expect(parsed.error).toBeUndefined();
+  });
+
+  it("accepts an anchor on a completed compactor run", () => {
+    expect(eventInputSchema.safeParse(withBody(run("r1", "a.compactor"), { role: "compactor", anchor: ANCHOR })).success).toBe(true);
   });
 
   it("defaults sensitive to false", () => {
@@ -129,6 +135,11 @@ describe("eventInputSchema: rejects", () => {
     ["an agentId of 65 chars", withBody(proposal("p1", "agent-a", "x"), { agentId: "a".repeat(65) })],
     ["a negative token count", withBody(run("r1", "a"), { usage: { inputTokens: -1, outputTokens: 0 } })],
     ["nested content in run detail", withBody(run("r1", "a"), { detail: { transcript: ["hello"] } })],
+    // Only a completed compactor run (which only Foldline may write) anchors a boundary.
+    ["an anchor on an agent's run", withBody(run("r1", "a"), { anchor: ANCHOR })],
+    ["an anchor on a planned compactor run", withBody(run("r1", "a"), { role: "compactor", status: "planned", anchor: ANCHOR })],
+    ["an anchor with a short hash", withBody(run("r1", "a"), { role: "compactor", anchor: { ...ANCHOR, boundaryHash: "abc" } })],
+    ["an anchor at position 0", withBody(run("r1", "a"), { role: "compactor", anchor: { ...ANCHOR, position: 0 } })],
     ["a non-object", "source"],
   ])("%s", (_name, event) => {
     expect(eventInputSchema.safeParse(event).success).toBe(false);

@@ -4,8 +4,8 @@ import { buildBoundary } from "../../src/core/boundary";
 import { hashCanonical, sha256Hex } from "../../src/core/hash";
 import type { CompactionContent, Packet } from "../../src/core/packet";
 import { OUTPUT_CONTRACT } from "../../src/core/packet";
-import type { HeadEvidence, ResolverFailureCode, StoredLink } from "../../src/core/resolver";
-import { verifyHead } from "../../src/core/resolver";
+import type { AnchoredRow, HeadEvidence, ResolverFailureCode, StoredLink } from "../../src/core/resolver";
+import { verifyAnchor, verifyHead } from "../../src/core/resolver";
 import type { TurnSpec } from "../support/packet-fixture";
 import { BOB, packetFixture } from "../support/packet-fixture";
 
@@ -316,5 +316,36 @@ describe("verifyHead: trusts only what is hashed", () => {
     // One change: the predecessor's row claims one sequence less than its hashed body covers.
     const lying = withPrevious(honest, { coveredThroughSeq: FIRST.body.coveredThrough.seq - 1 });
     expect(["non_advancing", "divergent_hash"]).toContain(failureCode(lying));
+  });
+});
+
+describe("verifyAnchor: the newest row against the log's newest anchor", () => {
+  const epochId = "foldline-compactor/1:epoch";
+  const anchor = { epochId, position: 3, boundaryId: "bnd_3", boundaryHash: sha256Hex("boundary 3"), contentHash: sha256Hex("content 3") };
+  const head = { id: "bnd_3", epochId, position: 3, hash: anchor.boundaryHash, contentHash: anchor.contentHash };
+
+  it("passes the head the log anchors, and anything while nothing is anchored", () => {
+    expect(verifyAnchor(anchor, head)).toEqual({ ok: true });
+    expect(verifyAnchor(undefined, head)).toEqual({ ok: true });
+    expect(verifyAnchor(undefined, undefined)).toEqual({ ok: true });
+  });
+
+  const cases: { name: string; newest: AnchoredRow | undefined; code: ResolverFailureCode; message: RegExp }[] = [
+    { name: "no row at all", newest: undefined, code: "missing_link", message: /bnd_3 at position 3, .* is missing: no boundary of its epoch is stored/ },
+    { name: "an older row as the newest", newest: { ...head, id: "bnd_2", position: 2 }, code: "missing_link", message: /the newest stored is bnd_2 at position 2/ },
+    { name: "a row of another epoch", newest: { ...head, epochId: "foldline-compactor/1:other" }, code: "missing_link", message: /is missing/ },
+    { name: "a newer row no run settled", newest: { ...head, id: "bnd_4", position: 4 }, code: "fabricated_run", message: /bnd_4 at position 4 was settled by no completed run/ },
+    { name: "another row at the anchored position", newest: { ...head, id: "bnd_x" }, code: "fabricated_run", message: /bnd_x at position 3 was settled by no completed run/ },
+    { name: "a rewritten row with its hash recomputed", newest: { ...head, hash: sha256Hex("rewritten"), contentHash: sha256Hex("rewritten content") }, code: "divergent_hash", message: /another content hash/ },
+    { name: "a row rewritten outside its content", newest: { ...head, hash: sha256Hex("rewritten") }, code: "divergent_hash", message: /another hash/ },
+    { name: "a body that is not a boundary", newest: { ...head, contentHash: undefined }, code: "divergent_hash", message: /another content hash/ },
+  ];
+
+  it.each(cases)("fails closed on $name", ({ newest, code, message }) => {
+    const verdict = verifyAnchor(anchor, newest);
+    expect(verdict.ok).toBe(false);
+    if (verdict.ok) return;
+    expect(verdict.error.code).toBe(code);
+    expect(verdict.error.message).toMatch(message);
   });
 });

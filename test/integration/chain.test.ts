@@ -79,7 +79,8 @@ async function expectPagesAgree(token: string, conversation: string, agentId: st
         const page = await json<LinkPage>(res);
         expect(page).toMatchObject({ conversationId: conversation, agentId, currentEpochId: report.currentEpochId, epochId: epoch.epochId, current: epoch.current });
         expect(page.links.length).toBeLessThanOrEqual(limit);
-        expect(page.valid).toBe(page.links.every((l) => l.valid));
+        expect(page.anchor).toEqual(epoch.anchor);
+        expect(page.valid).toBe(page.anchor.ok && page.links.every((l) => l.valid));
         links.push(...page.links);
         after = page.nextAfter;
       }

@@ -392,7 +392,9 @@ const OPERATIONS: readonly OperationSpec[] = [
     tag: "chain",
     summary: "Verify the boundary chain",
     description:
-      "Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed. It reads the " +
+      "Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed, and each " +
+      "epoch's `anchor`: whether its newest stored boundary is the one the log's newest completed run settled, with the same " +
+      "hash and content hash (a head row deleted or rewritten behind the service's back fails it). It reads the " +
       "whole log and every packet of every epoch: for a long chain, `verifyLinks` audits it a page at a time.",
     query: { schema: agentQuery, notes: { agent: "the agent whose chain is verified" } },
     success: [{ status: 200, description: "the audit: every link with its verdict", media: json, schema: chainAuditSchema }],
@@ -407,7 +409,8 @@ const OPERATIONS: readonly OperationSpec[] = [
     description:
       "Audits the links of one epoch at positions after `after`, each exactly as `verifyChain` reports it, at the cost of the " +
       "page alone: its boundary rows and their neighbours, its plans, packets and completed-run receipts, and the ranges of " +
-      "the log its frozen slices were cut from. Follow `nextAfter` to verify a chain of any length; it is valid when every " +
+      "the log its frozen slices were cut from. Every page also carries the epoch's `anchor`, as `verifyChain` reports it. " +
+      "Follow `nextAfter` to verify a chain of any length; it is valid when every " +
       "page of every epoch is. An epoch the agent never had is an empty page.",
     query: {
       schema: linkPageQuery,

@@ -35,6 +35,14 @@ export const ChainVerification: FC<{ audit: Result<ChainAudit>; listing: Result<
         {report.valid ? "Valid" : "Invalid"}: {links.length} {links.length === 1 ? "link" : "links"} in {report.epochs.length}{" "}
         {report.epochs.length === 1 ? "epoch" : "epochs"}, every hash recomputed from D1 and R2
       </p>
+      {report.epochs
+        .filter((e) => !e.anchor.ok)
+        .map((e) => (
+          // Every link can be valid while the head is not the one the log settled (rows deleted or rewritten by hand).
+          <p class="verdict bad" data-testid="chain-anchor" data-epoch-id={e.epochId}>
+            Head not anchored in epoch <code>{e.epochId}</code>: {e.anchor.detail}
+          </p>
+        ))}
       {links.length === 0 ? null : (
         <table>
           <thead>
