@@ -1,5 +1,6 @@
 import { compactionRetryBaseSeconds, directReplyAgents, DEFAULT_PROFILE, openAiApiKey } from "../config";
 import { buildChatRequest } from "../core/compose";
+import { telegramRoute } from "../core/conversation-id";
 import type { EventInput, StoredEvent } from "../core/events";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
@@ -39,14 +40,6 @@ const keys = (job: ReplyJob) => {
   const base = `reply:${job.agentId}:${job.sourceSeq}`;
   return { run: `${base}:run`, proposal: `${base}:proposal`, failed: `${base}:failed`, notice: `${base}:notice`, proposalId: `rp_${job.agentId}_${job.sourceSeq}` };
 };
-
-/** `telegram:<bot>:<chat>[:<thread>]`, or undefined for conversations Foldline does not post to. */
-export function telegramRoute(conversationId: string): { botId: string; chatId: number; threadId?: number } | undefined {
-  const match = /^telegram:(\d+):(-?\d+)(?::(\d+))?$/.exec(conversationId);
-  if (match === null) return undefined;
-  const [, botId = "", chat = "", thread] = match;
-  return thread === undefined ? { botId, chatId: Number(chat) } : { botId, chatId: Number(chat), threadId: Number(thread) };
-}
 
 /** The offline reply when no model is configured: honest about what it is, never a pretend model. */
 function offlineReply(messages: readonly NativeMessage[]): ModelReceipt {
