@@ -72,3 +72,23 @@ export function selectContext({ envelopes, groups, policy }: SelectionInput): { 
     },
   };
 }
+
+/** Why a reply cannot be composed as of the message it answers. */
+export type AsOfFailure =
+  | { readonly reason: "source_covered"; readonly sourceSeq: number; readonly coveredThroughSeq: number }
+  | { readonly reason: "source_absent"; readonly sourceSeq: number };
+
+/**
+ * The groups as they stood at a source message, for a reply to it: through that message's own
+ * group and never a later one, so each reply of a burst answers its own message (the request ends
+ * there) instead of all of them answering the newest. What the log now holds about those groups
+ * (edits, replies delivered since) stays. A message already summarized by the chain's head cannot
+ * be answered as of itself — the summary covers later turns too — and a message that is no longer
+ * a turn (deleted, not admitted) is not answered at all.
+ */
+export function groupsAsOf(groups: readonly Group[], sourceSeq: number, coveredThroughSeq: number): { ok: true; value: Group[] } | { ok: false; error: AsOfFailure } {
+  if (sourceSeq <= coveredThroughSeq) return { ok: false, error: { reason: "source_covered", sourceSeq, coveredThroughSeq } };
+  const kept = groups.filter((g) => g.seq <= sourceSeq);
+  if (kept.at(-1)?.seq !== sourceSeq) return { ok: false, error: { reason: "source_absent", sourceSeq } };
+  return { ok: true, value: kept };
+}

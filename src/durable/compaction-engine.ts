@@ -18,7 +18,7 @@ import { reconstruct } from "../core/reconstruction";
 import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
 import { verifyHead } from "../core/resolver";
-import { selectContext } from "../core/selection";
+import { groupsAsOf, selectContext } from "../core/selection";
 import { TailLedger, tailEvents } from "../core/tail-ledger";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
@@ -290,10 +290,11 @@ export class CompactionEngine {
   /**
    * Context for an agent: the latest valid boundary of the current epoch (verified on every call
    * against its row, predecessor, plan, completed run and packet), any covered-history amendment,
-   * and the exact tail under the agent's policy. Any doubt about the chain fails closed with a
+   * and the exact tail under the agent's policy; `asOfSeq` (a reply's source message) ends the tail
+   * at that message's group (`core/selection` `groupsAsOf`). Any doubt about the chain fails closed with a
    * typed error and an incident; the agent never gets an unverified summary.
    */
-  async selectContext(agentId: string, now: Date): Promise<Result<ContextSelection>> {
+  async selectContext(agentId: string, now: Date, asOfSeq?: number): Promise<Result<ContextSelection>> {
     const declaration = await currentDeclaration(this.env.DB, agentId);
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, this.conversationId)) {
       return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
@@ -349,7 +350,9 @@ export class CompactionEngine {
       );
     }
     const envelopes = [boundaryEnvelope, amendment].filter((m) => m !== undefined);
-    const selected = selectContext({ envelopes, groups: this.#tail(chain), policy: agent.context });
+    const asOf = asOfSeq === undefined ? ok(this.#tail(chain)) : groupsAsOf(this.#tail(chain), asOfSeq, chain.windowStart);
+    if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
+    const selected = selectContext({ envelopes, groups: asOf.value, policy: agent.context });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
     const selection = selected.value;
     const tailTurns = selection.tail.groups.flatMap((g) => g.turns);

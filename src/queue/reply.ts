@@ -103,8 +103,13 @@ async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, 
     return { kind: "stop", outcome: retryable ? { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) } : { kind: "done" } };
   };
 
-  const selection = await contextFor(env, job.conversationId, agent.id);
-  if (!selection.ok) return failed(`context_${selection.error.code}`, selection.error.message, selection.error.code !== "not_found");
+  // As of the message this job answers: a burst gets one reply per message, each ending there.
+  const selection = await contextFor(env, job.conversationId, agent.id, job.sourceSeq);
+  if (!selection.ok) {
+    // A message deleted (or no longer admitted) before its reply was composed is not answered.
+    if (selection.error.details?.["reason"] === "source_absent") return { kind: "stop", outcome: { kind: "done" } };
+    return failed(`context_${selection.error.code}`, selection.error.message, selection.error.code !== "not_found");
+  }
   const documents = await readTrustedDocuments(env, agent);
   if (!documents.ok) return failed(`documents_${documents.error.code}`, documents.error.message, false);
   const request = buildChatRequest(agent.provider.model, documents.value, selection.value.messages);

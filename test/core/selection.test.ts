@@ -6,7 +6,7 @@ import type { NativeMessage } from "../../src/core/render";
 import { renderEnvelope, renderTurn } from "../../src/core/render";
 import type { Turn } from "../../src/core/reconstruction";
 import type { Selection, SelectionInput, SelectionPolicy } from "../../src/core/selection";
-import { selectContext } from "../../src/core/selection";
+import { groupsAsOf, selectContext } from "../../src/core/selection";
 import { ADA, BOB, turn } from "./event-builders";
 
 const RUNS = { numRuns: 200 };
@@ -381,6 +381,37 @@ describe("selectContext: properties", () => {
           // Otherwise older groups were dropped (or the new one did not fit): the envelopes are still the prefix.
           expect(after.value.messages.slice(0, input.envelopes.length)).toEqual(input.envelopes);
         }
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe("groupsAsOf: a reply's context as of its source message", () => {
+  const groups = groupsOf([20, 30, 40, 50]); // seqs 10, 20, 30, 40
+
+  it("ends at the source's own group and keeps every earlier one", () => {
+    for (const source of [10, 20, 30, 40]) {
+      const asOf = groupsAsOf(groups, source, 0);
+      if (!asOf.ok) throw new Error(asOf.error.reason);
+      expect(seqsOf(asOf.value)).toEqual(seqsOf(groups).filter((seq) => seq <= source));
+    }
+  });
+
+  it("refuses a source the head already covers, and a source that is no longer a turn", () => {
+    expect(groupsAsOf(groups, 10, 10)).toEqual({ ok: false, error: { reason: "source_covered", sourceSeq: 10, coveredThroughSeq: 10 } });
+    expect(groupsAsOf(groups, 25, 0)).toEqual({ ok: false, error: { reason: "source_absent", sourceSeq: 25 } });
+    expect(groupsAsOf([], 5, 0)).toEqual({ ok: false, error: { reason: "source_absent", sourceSeq: 5 } });
+  });
+
+  it("never shows a group opened after the source (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 6, max: 200 }), { minLength: 1, maxLength: 30 }), fc.nat(), (sizes, pick) => {
+        const all = groupsOf(sizes);
+        const source = all[pick % all.length]?.seq ?? 10;
+        const asOf = groupsAsOf(all, source, 0);
+        if (!asOf.ok) return false;
+        return asOf.value.at(-1)?.seq === source && asOf.value.every((g) => g.seq <= source) && asOf.value.length === all.filter((g) => g.seq <= source).length;
       }),
       RUNS,
     );
