@@ -18,7 +18,7 @@ import { reconstruct } from "../core/reconstruction";
 import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
 import { verifyHead } from "../core/resolver";
-import { groupsAsOf, selectContext } from "../core/selection";
+import { capPressure, groupsAsOf, selectContext, tailBounds } from "../core/selection";
 import { TailLedger, tailEvents } from "../core/tail-ledger";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
@@ -600,22 +600,32 @@ export class CompactionEngine {
   }
 
   /**
-   * The active characters as of `throughSeq`, for preflight: from the ledger's running total when
-   * `throughSeq` is the window's newest event (every single append), so the cost does not grow with
-   * the window; by folding the window otherwise (an earlier source of a batch). Both give the same
-   * number (the ledger's property tests).
+   * The active characters and messages as of `throughSeq`, for preflight: from the ledger's running
+   * totals when `throughSeq` is the window's newest event (every single append), so the cost does
+   * not grow with the window; by folding the window otherwise (an earlier source of a batch). Both
+   * give the same numbers (the ledger's property tests).
    */
-  async #activeChars(chain: Chain, throughSeq: number): Promise<number> {
-    if (throughSeq < (chain.window.at(-1)?.seq ?? chain.windowStart)) return (await this.#active(chain, throughSeq)).activeChars;
-    return (await this.#envelopes(chain)).envelopeChars + chain.ledger.tailChars;
+  async #activeSize(chain: Chain, throughSeq: number): Promise<{ chars: number; messages: number }> {
+    const envelopeMessages = (chain.head === undefined ? 0 : 1) + ((await this.#amendments(chain)).length === 0 ? 0 : 1);
+    if (throughSeq < (chain.window.at(-1)?.seq ?? chain.windowStart)) {
+      const active = await this.#active(chain, throughSeq);
+      return { chars: active.activeChars, messages: envelopeMessages + active.groups.reduce((n, g) => n + g.turns.length, 0) };
+    }
+    return { chars: (await this.#envelopes(chain)).envelopeChars + chain.ledger.tailChars, messages: envelopeMessages + chain.ledger.tailMessages };
+  }
+
+  /** At the compactor's trigger, or near enough to one of the agent's own caps that it would soon bite. */
+  #due(chain: Chain, active: { chars: number; messages: number }): boolean {
+    const { agent, compactor } = chain.declaration.registration;
+    return preflight(active.chars, compactor.policy).action === "plan" || capPressure(active, agent.context);
   }
 
   async #preflight(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     const { compactor } = chain.declaration.registration;
-    const activeChars = await this.#activeChars(chain, sourceSeq);
-    const decision = preflight(activeChars, compactor.policy);
+    const active = await this.#activeSize(chain, sourceSeq);
+    const activeChars = active.chars;
     const reason =
-      decision.action === "skip"
+      !this.#due(chain, active)
         ? "below_trigger"
         : chain.openPlan !== undefined
           ? "compaction_in_flight"
@@ -627,7 +637,7 @@ export class CompactionEngine {
       // Content-dark: counts only. Nothing is reserved and no model is called.
       await this.append([
         this.#runEvent(chain.declaration, `pf_${compactor.id}_${sourceSeq}`, "skipped", {
-          detail: { sourceSeq, activeChars, triggerInputChars: compactor.policy.triggerInputChars, reason: skipped },
+          detail: { sourceSeq, activeChars, activeMessages: active.messages, triggerInputChars: compactor.policy.triggerInputChars, reason: skipped },
         }),
       ]);
     }
@@ -635,9 +645,8 @@ export class CompactionEngine {
 
   async #planIfDue(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) return;
-    const activeChars = await this.#activeChars(chain, sourceSeq);
     // Nothing to freeze is not recorded here: no source arrived, and the next one's preflight says so.
-    if (preflight(activeChars, chain.declaration.registration.compactor.policy).action === "plan") await this.#plan(chain, sourceSeq, now);
+    if (this.#due(chain, await this.#activeSize(chain, sourceSeq))) await this.#plan(chain, sourceSeq, now);
   }
 
   /**
@@ -655,7 +664,7 @@ export class CompactionEngine {
       const ids = new Set(group.turns.flatMap((t) => [t.originSeq, t.effectiveSeq]));
       return ids.size;
     };
-    const cut = cutTail(groups, compactor.policy, eventsOf);
+    const cut = cutTail(groups, compactor.policy, eventsOf, tailBounds(agent.context));
     const runId = `cmp_${crypto.randomUUID()}`;
     if (!cut.ok) {
       if (cut.error.code === "nothing_to_freeze") return "nothing_to_freeze";
