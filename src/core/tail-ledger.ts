@@ -1,4 +1,5 @@
-import { turnChars } from "./compaction-plan";
+import type { Group } from "./compaction-plan";
+import { groupTurns, turnChars } from "./compaction-plan";
 import type { StoredEvent } from "./events";
 import { push } from "./multimap";
 import type { ReconstructionPolicy } from "./reconstruction";
@@ -227,4 +228,12 @@ export class TailLedger {
 export function tailEvents(window: readonly StoredEvent[]): StoredEvent[] {
   const sources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
   return window.filter((event) => !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)));
+}
+
+/**
+ * The whole groups opened after `after`, folded from every turn-shaping event after it (in order):
+ * each such group is complete, since whatever speaks about a message comes after it in the log.
+ */
+export function groupsAfter(events: readonly StoredEvent[], after: number, policy: ReconstructionPolicy): Group[] {
+  return groupTurns(reconstruct(tailEvents(events), policy).filter((turn) => turn.group > after));
 }

@@ -19,7 +19,7 @@ import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
 import { verifyHead } from "../core/resolver";
 import { capPressure, groupsAsOf, selectContext, tailBounds } from "../core/selection";
-import { TailLedger, tailEvents } from "../core/tail-ledger";
+import { groupsAfter, TailLedger, tailEvents } from "../core/tail-ledger";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
 import {
   currentDeclaration,
@@ -35,7 +35,7 @@ import {
   servingDeclarations,
 } from "../storage/compaction-store";
 import { putDocument, readDocument } from "../storage/document-store";
-import { listEvents, readAllEvents } from "../storage/event-store";
+import { listEvents, listEventsBefore, readAllEvents } from "../storage/event-store";
 import { readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
 import type { CompactionJob } from "../queue/jobs";
@@ -53,6 +53,8 @@ import type { CompactionJob } from "../queue/jobs";
 /** Log kinds that shape turns; runs never do. */
 const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposal", "delivery", "correction"]);
 const MAX_RECALLED_PAGES = 8;
+/** Log events per page when reading covered history back for an agent that is never served a boundary. */
+const HISTORY_PAGE = 500;
 const BACKOFF_MAX_MS = 3_600_000;
 /** A plan with no boundary this long after it was made gets its job sent again. */
 const PLAN_WATCHDOG_MS = 15 * 60_000;
@@ -76,6 +78,12 @@ interface Chain {
   ledger: TailLedger;
   /** The head's boundary envelope length, by head id. */
   boundaryChars: { headId: string; chars: number } | undefined;
+  /**
+   * For an agent that is never served a boundary: the turn-shaping events from `after` through
+   * `windowStart`, read once per window start (they are immutable; what later speaks about them is
+   * in the window).
+   */
+  history: { windowStart: number; after: number; events: StoredEvent[] } | undefined;
   /** The head packet last verified against R2, by object etag, so selection re-reads it only when it changed. */
   verifiedPacket: { key: string; etag: string; packet: Packet } | undefined;
 }
@@ -336,7 +344,8 @@ export class CompactionEngine {
     }
 
     // Boundaries and amendments are derived from possibly sensitive history and are always
-    // sensitive: an agent that does not admit sensitive content gets neither, only exact turns.
+    // sensitive: an agent that does not admit sensitive content gets neither, only exact turns
+    // (of the whole admitted history, `#admittedHistory`).
     const withheld = chain.head !== undefined && !agent.admitSensitive;
     const head = withheld ? undefined : chain.head;
     const amendments = head === undefined ? [] : await this.#amendments(chain);
@@ -350,7 +359,8 @@ export class CompactionEngine {
       );
     }
     const envelopes = [boundaryEnvelope, amendment].filter((m) => m !== undefined);
-    const asOf = asOfSeq === undefined ? ok(this.#tail(chain)) : groupsAsOf(this.#tail(chain), asOfSeq, chain.windowStart);
+    const history = agent.admitSensitive ? { groups: this.#tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
+    const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
     const selected = selectContext({ envelopes, groups: asOf.value, policy: agent.context });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
@@ -398,6 +408,32 @@ export class CompactionEngine {
         policy: agent.context,
       },
     });
+  }
+
+  /**
+   * Boundaries are always sensitive, so an agent that does not admit sensitive content is served
+   * the exact admitted turns instead — of the whole history, not only those after the withheld
+   * boundary's coverage, or the covered part would silently vanish from its context. The log is
+   * read back from the window in pages until the older admitted turns alone fill one of the
+   * agent's caps (the selector then trims newest-first, reporting the rest in `manifest.omitted`),
+   * so the read is bounded by the caps, not by the conversation.
+   */
+  async #admittedHistory(chain: Chain): Promise<{ groups: Group[]; after: number }> {
+    const fold = this.#fold(chain.declaration);
+    if (chain.history?.windowStart !== chain.windowStart) {
+      const caps = chain.declaration.registration.agent.context;
+      const events: StoredEvent[] = [];
+      let after = chain.windowStart;
+      while (after > 0) {
+        const page = await listEventsBefore(this.env.DB, this.conversationId, after + 1, HISTORY_PAGE);
+        events.unshift(...page.filter((event) => TURN_KINDS.has(event.kind)).reverse());
+        after = page.length < HISTORY_PAGE ? 0 : (page.at(-1)?.seq ?? 1) - 1;
+        const older = groupsAfter(events, after, fold);
+        if (older.reduce((n, g) => n + g.chars, 0) > caps.maxChars || older.reduce((n, g) => n + g.turns.length, 0) > caps.maxMessages) break;
+      }
+      chain.history = { windowStart: chain.windowStart, after, events };
+    }
+    return { groups: groupsAfter([...chain.history.events, ...chain.window], chain.history.after, fold), after: chain.history.after };
   }
 
   /** The head's packet, read from R2 and hash-checked, unless the same object (by etag) already was. */
@@ -468,6 +504,7 @@ export class CompactionEngine {
       failures: 0,
       backoffUntil: 0,
       amendments: undefined,
+      history: undefined,
       verifiedPacket: undefined,
       turnHashes,
       ledger: this.#ledgerOf(declaration, windowStart, window, turnHashes),
