@@ -114,12 +114,15 @@ export function capPressure(active: { readonly chars: number; readonly messages:
 }
 
 /**
- * The most exact tail a plan may retain under the agent's caps: half of each, so that after the
- * boundary settles the tail has room to grow again before the next plan (and never starts at the
- * cap it was planned to relieve).
+ * The most exact tail a plan may retain under the agent's caps, so that after the boundary settles
+ * the tail has room to grow again before the next plan (and never starts at the cap it was planned
+ * to relieve): half of `maxChars`, and a quarter of `maxMessages`. Short messages reach the message
+ * cap long before the character trigger; retaining half of it would leave each run a quarter of
+ * the cap to freeze, so runs would come twice as often and each would pay the prompt and the
+ * previous boundary again for half the slice.
  */
 export function tailBounds(caps: SelectionPolicy): { readonly chars: number; readonly messages: number } {
-  return { chars: Math.floor(caps.maxChars / 2), messages: Math.floor(caps.maxMessages / 2) };
+  return { chars: Math.floor(caps.maxChars / 2), messages: Math.floor(caps.maxMessages / 4) };
 }
 
 /** Why a reply cannot be composed as of the message it answers. */

@@ -507,10 +507,10 @@ describe("capPressure and tailBounds: the trigger answers to the agent's caps", 
     expect(capPressure(active, { maxChars: 120_000, maxMessages: 400 })).toBe(due);
   });
 
-  it("retains half of each cap, so a settled tail starts well below the point that plans again", () => {
+  it("retains half of maxChars and a quarter of maxMessages, so a settled tail starts well below the point that plans again", () => {
     const caps = { maxChars: 120_000, maxMessages: 400 };
     const bounds = tailBounds(caps);
-    expect(bounds).toEqual({ chars: 60_000, messages: 200 });
+    expect(bounds).toEqual({ chars: 60_000, messages: 100 });
     expect(capPressure({ chars: bounds.chars, messages: bounds.messages }, caps)).toBe(false);
   });
 });
