@@ -37,6 +37,8 @@ const { values: args } = parseArgs({
   options: {
     source: { type: "string", default: "worktree" },
     quick: { type: "boolean", default: false },
+    // The prefix-stability conversation's length in groups (§7), e.g. to see compactions in flight in a --quick run.
+    "prefix-groups": { type: "string" },
     out: { type: "string", default: "bench/results" },
     keep: { type: "boolean", default: false },
   },
@@ -53,6 +55,15 @@ const SOURCE = args.source;
 const SIZE = args.quick
   ? { small: 50_000, mid: 200_000, big: 400_000, appendSamples: 50, contextSamples: 20, parallel: 10, parallelEach: 10, prefixGroups: 120, dupChars: 30_000, warmContexts: 5, meteredContexts: 5 }
   : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 1000, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20, meteredContexts: 20 };
+
+if (args["prefix-groups"] !== undefined) {
+  const groups = Number(args["prefix-groups"]);
+  if (!Number.isInteger(groups) || groups < 2) {
+    console.error("--prefix-groups: a whole number of groups, at least 2");
+    process.exit(2);
+  }
+  SIZE.prefixGroups = groups;
+}
 
 /** 2000000 → "2M", 200000 → "200k". @param {number} chars */
 const short = (chars) => (chars >= 1_000_000 ? `${chars / 1_000_000}M` : chars >= 1_000 ? `${chars / 1_000}k` : String(chars));
@@ -645,10 +656,11 @@ async function runMetrics(api, fake, current, restart) {
       latencies.push(contextResponse.ms);
       const context = contextResponse.json();
       const boundary = context.manifest.boundary?.id ?? null;
-      samples.push({ at: Date.now(), totalsChars: context.manifest.totals.chars });
+      const at = Date.now();
+      samples.push({ at, totalsChars: context.manifest.totals.chars, omittedGroups: context.manifest.omitted.groups });
       if (previous !== null) {
         const reuse = prefixReuse(previous, context.messages);
-        steps.push({ ...reuse, boundaryChanged: boundary !== previousBoundary });
+        steps.push({ ...reuse, at, boundaryChanged: boundary !== previousBoundary });
       }
       previous = context.messages;
       previousBoundary = boundary;
@@ -658,6 +670,9 @@ async function runMetrics(api, fake, current, restart) {
     const sum = (/** @type {number[]} */ v) => v.reduce((x, y) => x + y, 0);
     const runs = follower.plannedRuns();
     const openAt = (/** @type {number} */ t) => runs.some((r) => r.planned.recordedAt <= t && (r.completed === undefined || t < r.completed.recordedAt));
+    // Pairs whose second call came while a compaction was planned and not yet settled: how long a
+    // run is in flight is timing, so these are reported apart (and should extend like any other).
+    const inFlightPairs = between.filter((s) => openAt(s.at));
     results.metrics.prefixStability = {
       responses: steps.length + 1,
       pairs: steps.length,
@@ -666,6 +681,10 @@ async function runMetrics(api, fake, current, restart) {
       shareExtendingPreviousBetweenCompactions: round(between.filter((s) => s.extendsPrevious).length / between.length, 4),
       cacheableCharShare: round(sum(steps.map((s) => s.common)) / sum(steps.map((s) => s.total)), 4),
       cacheableCharShareBetweenCompactions: round(sum(between.map((s) => s.common)) / sum(between.map((s) => s.total)), 4),
+      pairsWhileInFlight: inFlightPairs.length,
+      shareExtendingPreviousWhileInFlight: inFlightPairs.length === 0 ? null : round(inFlightPairs.filter((s) => s.extendsPrevious).length / inFlightPairs.length, 4),
+      cacheableCharShareWhileInFlight: inFlightPairs.length === 0 ? null : round(sum(inFlightPairs.map((s) => s.common)) / sum(inFlightPairs.map((s) => s.total)), 4),
+      samplesWithOmittedGroups: samples.filter((x) => x.omittedGroups > 0).length,
       compactions: runs.length,
       conversationChars: ledgers.prefix.chars,
       servedCharsMean: round(mean(samples.map((x) => x.totalsChars)), 0),
@@ -701,6 +720,7 @@ async function runMetrics(api, fake, current, restart) {
     };
     const m = results.metrics.prefixStability;
     log(`  ${(m.shareExtendingPrevious * 100).toFixed(1)}% of responses extend the previous one (${m.pairsAcrossCompaction} pairs straddle a compaction); ${(m.cacheableCharShare * 100).toFixed(1)}% of characters cacheable`);
+    log(`  with a compaction in flight: ${m.pairsWhileInFlight} pairs, ${m.shareExtendingPreviousWhileInFlight === null ? "–" : `${(m.shareExtendingPreviousWhileInFlight * 100).toFixed(1)}%`} extend the previous one; ${m.samplesWithOmittedGroups} responses omitted groups`);
   });
 
   // --- 5. Duplicates -----------------------------------------------------------------------------

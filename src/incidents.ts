@@ -1,4 +1,5 @@
 import { operatorChat } from "./config";
+import { telegramRoute } from "./core/conversation-id";
 import type { IncidentKind } from "./storage/compaction-store";
 import { insertIncidentStatement } from "./storage/compaction-store";
 import type { NoticeJob } from "./queue/jobs";
@@ -15,8 +16,9 @@ export interface Incident {
 
 /**
  * Records an incident: a private row, and — when `OPERATOR_CHAT` names one — a one-line summary
- * queued for the operator's Telegram chat. An agent-run failure is never summarized into the chat
- * where it happened: that chat already got (or deliberately did not get) its own failure notice.
+ * queued for the operator's Telegram chat. No incident is ever summarized into the chat it concerns
+ * (seed 000: failures stay private operational evidence): that chat already got, or deliberately
+ * did not get, its own failure notice, and its other members are not operators.
  */
 export async function recordIncident(env: Env, incident: Incident): Promise<void> {
   await insertIncidentStatement(env.DB, incident).run();
@@ -27,8 +29,9 @@ export async function recordIncident(env: Env, incident: Incident): Promise<void
 export function incidentNotice(env: Env, incident: Incident): NoticeJob | undefined {
   const operator = operatorChat(env);
   if (operator === undefined) return undefined;
-  const sameChat = incident.conversationId === `telegram:${operator.botId}:${operator.chatId}` || incident.conversationId.startsWith(`telegram:${operator.botId}:${operator.chatId}:`);
-  if (sameChat && (incident.kind === "agent_failure" || incident.kind === "delivery_failure")) return undefined;
+  // Telegram chat ids are global: the same chat reached through another bot, or one of its forum
+  // topics, is still the room the incident happened in.
+  if (telegramRoute(incident.conversationId)?.chatId === operator.chatId) return undefined;
   // Codes and ids only: incident messages may quote provider errors, never conversation text, but
   // the operator's chat gets the least that is useful.
   const text = `Foldline incident: ${incident.kind} ${incident.code} — agent ${incident.agentId} in ${incident.conversationId}${incident.runId === null ? "" : ` (run ${incident.runId})`}`;

@@ -261,15 +261,17 @@ export function renderMarkdown(r) {
       "A response *extends* the previous one when its messages array begins with all of the previous response's messages, byte for byte. Cacheable characters: whole identical leading messages plus the common prefix of the first message that differs, ÷ the response's characters (what a provider prompt cache keyed on the previous request could serve; real caches also need a minimum prefix length and cover the system prompt, which is not counted).",
     "",
     table(
-      ["", "all pairs", "pairs between compactions"],
+      ["", "all pairs", "pairs between compactions", "of which a compaction was in flight"],
       [
-        ["pairs", p.pairs, p.pairs - p.pairsAcrossCompaction],
-        ["share extending the previous response", `**${pct(p.shareExtendingPrevious)}**`, pct(p.shareExtendingPreviousBetweenCompactions)],
-        ["share of characters cacheable", `**${pct(p.cacheableCharShare)}**`, pct(p.cacheableCharShareBetweenCompactions)],
+        ["pairs", p.pairs, p.pairs - p.pairsAcrossCompaction, p.pairsWhileInFlight ?? "–"],
+        ["share extending the previous response", `**${pct(p.shareExtendingPrevious)}**`, pct(p.shareExtendingPreviousBetweenCompactions), pct(p.shareExtendingPreviousWhileInFlight)],
+        ["share of characters cacheable", `**${pct(p.cacheableCharShare)}**`, pct(p.cacheableCharShareBetweenCompactions), pct(p.cacheableCharShareWhileInFlight)],
       ],
     ),
     "",
-    `${p.pairsAcrossCompaction} pair(s) straddled a settled compaction (the boundary changed, so the prefix restarts). Context latency here: p50 ${ms(p.contextLatency.p50)} ms, p99 ${ms(p.contextLatency.p99)} ms over ${p.contextLatency.n} calls.`,
+    `${p.pairsAcrossCompaction} pair(s) straddled a settled compaction (the boundary changed, so the prefix restarts); that count follows from the conversation's content (one per settled compaction), not from timing. ` +
+      "How long a run stays in flight is timing, so the pairs whose second call came while a run was planned and not yet settled are counted apart: they extend the previous response like any other, because the compactor is planned at three quarters of the agent's own caps and a cap that still bites trims a whole segment at a time, never one group per call" +
+      `${p.samplesWithOmittedGroups == null ? "" : ` (${p.samplesWithOmittedGroups} of ${p.responses} responses had groups omitted by the agent's caps)`}. Context latency here: p50 ${ms(p.contextLatency.p50)} ms, p99 ${ms(p.contextLatency.p99)} ms over ${p.contextLatency.n} calls.`,
   ]);
 
   // 8 -------------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { modelEvidenceSchema } from "../core/boundary";
 import { CHECK_NAMES } from "../core/chain-audit";
 import { conversationIdSchema } from "../core/conversation-id";
+import { registrationWarningSchema } from "../core/registration-warnings";
 import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Schema } from "../core/declarations";
 import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../core/events";
 import { memoryPathSchema } from "../core/memory-path";
@@ -308,8 +309,7 @@ export const epochSchema = z.strictObject({
   id,
 });
 
-/** A registration answer: the pair as stored, canonical and with every default filled in. */
-export const registeredAgentSchema = z.strictObject({
+const storedAgentSchema = z.strictObject({
   agentId: agentIdSchema,
   revision: position,
   epoch: epochSchema,
@@ -317,7 +317,10 @@ export const registeredAgentSchema = z.strictObject({
   registration: registrationSchema,
 });
 
-export const currentAgentSchema = registeredAgentSchema.extend({ createdAt: isoTime });
+/** A registration answer: the pair as stored, canonical and with every default filled in, and what the operator should know about it. */
+export const registeredAgentSchema = storedAgentSchema.extend({ warnings: z.array(registrationWarningSchema) });
+
+export const currentAgentSchema = storedAgentSchema.extend({ createdAt: isoTime });
 
 export const memoryPageSummarySchema = z.strictObject({
   path: memoryPathSchema,

@@ -83,6 +83,8 @@ export function cutTail(
   groups: readonly Group[],
   policy: Pick<CompactionPolicy, "retainInputChars" | "maxFrozenChars" | "maxFrozenEvents">,
   eventsOf: (group: Group) => number,
+  /** The agent's own bounds on the retained tail (`core/selection` `tailBounds`); the newest group is always retained. */
+  tailCaps?: { readonly chars: number; readonly messages: number },
 ): { ok: true; value: TailCut } | { ok: false; error: PlanFailure } {
   const newest = groups.at(-1);
   if (newest !== undefined && newest.chars > policy.retainInputChars) {
@@ -96,10 +98,14 @@ export function cutTail(
   }
   let start = groups.length;
   let tailChars = 0;
+  let tailMessages = 0;
   while (start > 0) {
     const group = groups[start - 1];
     if (group === undefined || tailChars + group.chars > policy.retainInputChars) break;
+    const overCaps = tailCaps !== undefined && (tailChars + group.chars > tailCaps.chars || tailMessages + group.turns.length > tailCaps.messages);
+    if (overCaps && start < groups.length) break;
     tailChars += group.chars;
+    tailMessages += group.turns.length;
     start -= 1;
   }
   const eligible = groups.slice(0, start);

@@ -21,6 +21,14 @@ export function telegramConversationId(botId: string, chatId: number, threadId?:
   return threadId === undefined ? `telegram:${botId}:${chatId}` : `telegram:${botId}:${chatId}:${threadId}`;
 }
 
+/** `telegram:<bot>:<chat>[:<thread>]`, or undefined for conversations that are not Telegram chats. */
+export function telegramRoute(conversationId: string): { botId: string; chatId: number; threadId?: number } | undefined {
+  const match = /^telegram:(\d+):(-?\d+)(?::(\d+))?$/.exec(conversationId);
+  if (match === null) return undefined;
+  const [, botId = "", chat = "", thread] = match;
+  return thread === undefined ? { botId, chatId: Number(chat) } : { botId, chatId: Number(chat), threadId: Number(thread) };
+}
+
 /**
  * Token scopes are conversation patterns: an exact id, or a prefix ending in `*` (`api:acme:*`,
  * `telegram:123:*`, or `*` for every conversation). A `*` anywhere else is not a wildcard.

@@ -26,11 +26,36 @@ export function authorLabel(author: Author): string {
   return displayName(author.id) ?? "unknown";
 }
 
-/** A turn as the ordinary agent sees it: user turns carry their author, replies are the agent's own. */
+/**
+ * A turn as the ordinary agent sees it: user turns carry their author, replies are the agent's own.
+ * A turn that imitates the summary envelope's frame is escaped like an envelope body
+ * (`escapeTurnContent`), so no participant can forge a summary in the tail.
+ */
 export function renderTurn(turn: Pick<Turn, "role" | "author" | "text">): NativeMessage {
   return turn.role === "user"
-    ? { role: "user", content: `${authorLabel(turn.author)}: ${turn.text}` }
-    : { role: "assistant", content: turn.text };
+    ? { role: "user", content: escapeTurnContent(`${authorLabel(turn.author)}: ${turn.text}`) }
+    : { role: "assistant", content: escapeTurnContent(turn.text) };
+}
+
+/**
+ * Whether text could pass for the envelope's frame: its tag after `<` or `</`, in any case, with
+ * any spacing, and after folding what a reader (or a model) would read the same — compatibility
+ * forms such as fullwidth brackets (NFKC) and invisible characters.
+ */
+function imitatesFrame(text: string): boolean {
+  const folded = text.normalize("NFKC").replace(/\p{Default_Ignorable_Code_Point}/gu, "");
+  return new RegExp(`<\\s*/?\\s*${ENVELOPE_TAG}`, "i").test(folded);
+}
+
+/**
+ * Ordinary chat text is sent as written (escaping every `<` and `&` would garble code and math for
+ * nothing); only a text that imitates the frame is escaped, whole, like an envelope body — with
+ * the bracket forms that fold to `<`/`>` included, so the escaped text cannot fold back into one.
+ * A pure function of the text, so character accounting and prefix stability are unaffected.
+ */
+function escapeTurnContent(text: string): string {
+  if (!imitatesFrame(text)) return text;
+  return escapeEnvelopeText(text).replace(/[\uFF1C\uFE64]/g, "&lt;").replace(/[\uFF1E\uFE65]/g, "&gt;");
 }
 
 /**

@@ -1,4 +1,5 @@
-import { turnChars } from "./compaction-plan";
+import type { Group } from "./compaction-plan";
+import { groupTurns, turnChars } from "./compaction-plan";
 import type { StoredEvent } from "./events";
 import { push } from "./multimap";
 import type { ReconstructionPolicy } from "./reconstruction";
@@ -14,11 +15,11 @@ type Delivery = Extract<StoredEvent, { kind: "delivery" }>;
  * append costs the same on a young conversation and on one whose window holds a full trigger's
  * worth of turns.
  *
- * It answers two questions the fold over the whole window answers, and must answer them exactly
+ * It answers the questions the fold over the whole window answers, and must answer them exactly
  * as the fold does (the property tests compare the two on arbitrary logs):
- * - `tailChars`: the characters of the exact tail turns, i.e. the groups of
- *   `reconstruct(tailEvents(window))` after `windowStart`, where a reply to a message the window
- *   does not hold is not a tail turn (`tailEvents`);
+ * - `tailChars` and `tailMessages`: the characters and the number of the exact tail turns, i.e.
+ *   the groups of `reconstruct(tailEvents(window))` after `windowStart`, where a reply to a
+ *   message the window does not hold is not a tail turn (`tailEvents`);
  * - `references(absorbedThroughSeq)`: which messages and proposals outside the window later events
  *   speak about — the ids whose history an amendment must be derived from.
  *
@@ -28,9 +29,11 @@ type Delivery = Extract<StoredEvent, { kind: "delivery" }>;
  */
 export class TailLedger {
   #tailChars = 0;
+  #tailMessages = 0;
   #lastSeq: number;
   #refVersion = 0;
   readonly #groupChars = new Map<number, number>();
+  readonly #groupMessages = new Map<number, number>();
   /** The first source of each message id: it opens the group; a later source reusing the id is never folded in. */
   readonly #sources = new Map<string, Source>();
   readonly #sourceByGroup = new Map<number, Source>();
@@ -60,6 +63,11 @@ export class TailLedger {
   /** Characters of the exact tail turns (whole groups after `windowStart`). */
   get tailChars(): number {
     return this.#tailChars;
+  }
+
+  /** Turns of the exact tail: one provider message each, what the agent's `maxMessages` counts. */
+  get tailMessages(): number {
+    return this.#tailMessages;
   }
 
   /** The newest event added (`windowStart` before any). */
@@ -202,15 +210,14 @@ export class TailLedger {
       const kept = this.#effective.get(id);
       if (kept !== undefined) events.push(kept.proposal, ...(this.#deliveries.get(id) ?? []));
     }
-    const chars =
-      group <= this.windowStart
-        ? 0
-        : reconstruct(events, this.policy, this.hashes)
-            .filter((turn) => turn.group === group)
-            .reduce((total, turn) => total + turnChars(turn), 0);
+    const turns = group <= this.windowStart ? [] : reconstruct(events, this.policy, this.hashes).filter((turn) => turn.group === group);
+    const chars = turns.reduce((total, turn) => total + turnChars(turn), 0);
     this.#tailChars += chars - (this.#groupChars.get(group) ?? 0);
+    this.#tailMessages += turns.length - (this.#groupMessages.get(group) ?? 0);
     if (chars === 0) this.#groupChars.delete(group);
     else this.#groupChars.set(group, chars);
+    if (turns.length === 0) this.#groupMessages.delete(group);
+    else this.#groupMessages.set(group, turns.length);
   }
 }
 
@@ -221,4 +228,12 @@ export class TailLedger {
 export function tailEvents(window: readonly StoredEvent[]): StoredEvent[] {
   const sources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
   return window.filter((event) => !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)));
+}
+
+/**
+ * The whole groups opened after `after`, folded from every turn-shaping event after it (in order):
+ * each such group is complete, since whatever speaks about a message comes after it in the log.
+ */
+export function groupsAfter(events: readonly StoredEvent[], after: number, policy: ReconstructionPolicy): Group[] {
+  return groupTurns(reconstruct(tailEvents(events), policy).filter((turn) => turn.group > after));
 }

@@ -19,8 +19,8 @@ import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
 import { verifyAnchor, verifyHead } from "../core/resolver";
-import { selectContext } from "../core/selection";
-import { TailLedger, tailEvents } from "../core/tail-ledger";
+import { capPressure, groupsAsOf, selectContext, tailBounds } from "../core/selection";
+import { groupsAfter, TailLedger, tailEvents } from "../core/tail-ledger";
 import type { LivenessPolicy, Wake } from "../core/wakeups";
 import { armWatchdog, replanWake, wakeKey, watchdogStep } from "../core/wakeups";
 import type { Activation, PlanRecord, StoredBoundary, StoredDeclaration } from "../storage/compaction-store";
@@ -39,7 +39,7 @@ import {
   servingDeclarations,
 } from "../storage/compaction-store";
 import { putDocument, readDocument, readTrustedDocuments } from "../storage/document-store";
-import { listEvents, readAllEvents } from "../storage/event-store";
+import { listEvents, listEventsBefore, readAllEvents } from "../storage/event-store";
 import { readChainAnchor, readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
 import type { CompactionJob } from "../queue/jobs";
@@ -58,6 +58,8 @@ import type { Wakeups } from "./wakeups";
 /** Log kinds that shape turns; runs never do. */
 const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposal", "delivery", "correction"]);
 const MAX_RECALLED_PAGES = 8;
+/** Log events per page when reading covered history back for an agent that is never served a boundary. */
+const HISTORY_PAGE = 500;
 
 interface Chain {
   readonly declaration: StoredDeclaration;
@@ -82,6 +84,12 @@ interface Chain {
   ledger: TailLedger;
   /** The head's boundary envelope length, by head id. */
   boundaryChars: { headId: string; chars: number } | undefined;
+  /**
+   * For an agent that is never served a boundary: the turn-shaping events from `after` through
+   * `windowStart`, read once per window start (they are immutable; what later speaks about them is
+   * in the window).
+   */
+  history: { windowStart: number; after: number; events: StoredEvent[] } | undefined;
   /** The head packet last verified against R2, by object etag, so selection re-reads it only when it changed. */
   verifiedPacket: { key: string; etag: string; packet: Packet } | undefined;
 }
@@ -406,10 +414,11 @@ export class CompactionEngine {
   /**
    * Context for an agent: the latest valid boundary of the current epoch (verified on every call
    * against its row, predecessor, plan, completed run and packet), any covered-history amendment,
-   * and the exact tail under the agent's policy. Any doubt about the chain fails closed with a
+   * and the exact tail under the agent's policy; `asOfSeq` (a reply's source message) ends the tail
+   * at that message's group (`core/selection` `groupsAsOf`). Any doubt about the chain fails closed with a
    * typed error and an incident; the agent never gets an unverified summary.
    */
-  async selectContext(agentId: string, now: Date): Promise<Result<ContextSelection>> {
+  async selectContext(agentId: string, now: Date, asOfSeq?: number): Promise<Result<ContextSelection>> {
     const declaration = await currentDeclaration(this.env.DB, agentId);
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, this.conversationId)) {
       return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
@@ -450,7 +459,8 @@ export class CompactionEngine {
     }
 
     // Boundaries and amendments are derived from possibly sensitive history and are always
-    // sensitive: an agent that does not admit sensitive content gets neither, only exact turns.
+    // sensitive: an agent that does not admit sensitive content gets neither, only exact turns
+    // (of the whole admitted history, `#admittedHistory`).
     const withheld = chain.head !== undefined && !agent.admitSensitive;
     const head = withheld ? undefined : chain.head;
     const amendments = head === undefined ? [] : await this.#amendments(chain);
@@ -464,7 +474,10 @@ export class CompactionEngine {
       );
     }
     const envelopes = [boundaryEnvelope, amendment].filter((m) => m !== undefined);
-    const selected = selectContext({ envelopes, groups: this.#tail(chain), policy: agent.context });
+    const history = agent.admitSensitive ? { groups: this.#tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
+    const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
+    if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
+    const selected = selectContext({ envelopes, groups: asOf.value, policy: agent.context });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
     const selection = selected.value;
     const tailTurns = selection.tail.groups.flatMap((g) => g.turns);
@@ -510,6 +523,32 @@ export class CompactionEngine {
         policy: agent.context,
       },
     });
+  }
+
+  /**
+   * Boundaries are always sensitive, so an agent that does not admit sensitive content is served
+   * the exact admitted turns instead — of the whole history, not only those after the withheld
+   * boundary's coverage, or the covered part would silently vanish from its context. The log is
+   * read back from the window in pages until the older admitted turns alone fill one of the
+   * agent's caps (the selector then trims newest-first, reporting the rest in `manifest.omitted`),
+   * so the read is bounded by the caps, not by the conversation.
+   */
+  async #admittedHistory(chain: Chain): Promise<{ groups: Group[]; after: number }> {
+    const fold = this.#fold(chain.declaration);
+    if (chain.history?.windowStart !== chain.windowStart) {
+      const caps = chain.declaration.registration.agent.context;
+      const events: StoredEvent[] = [];
+      let after = chain.windowStart;
+      while (after > 0) {
+        const page = await listEventsBefore(this.env.DB, this.conversationId, after + 1, HISTORY_PAGE);
+        events.unshift(...page.filter((event) => TURN_KINDS.has(event.kind)).reverse());
+        after = page.length < HISTORY_PAGE ? 0 : (page.at(-1)?.seq ?? 1) - 1;
+        const older = groupsAfter(events, after, fold);
+        if (older.reduce((n, g) => n + g.chars, 0) > caps.maxChars || older.reduce((n, g) => n + g.turns.length, 0) > caps.maxMessages) break;
+      }
+      chain.history = { windowStart: chain.windowStart, after, events };
+    }
+    return { groups: groupsAfter([...chain.history.events, ...chain.window], chain.history.after, fold), after: chain.history.after };
   }
 
   /** The head's packet, read from R2 and hash-checked, unless the same object (by etag) already was. */
@@ -621,6 +660,7 @@ export class CompactionEngine {
       backoffUntil: replan?.kind === "replan" && replan.epochId === epochId ? replan.at : 0,
       provisional,
       amendments: undefined,
+      history: undefined,
       verifiedPacket: undefined,
       turnHashes,
       ledger: this.#ledgerOf(declaration, windowStart, window, turnHashes),
@@ -758,22 +798,32 @@ export class CompactionEngine {
   }
 
   /**
-   * The active characters as of `throughSeq`, for preflight: from the ledger's running total when
-   * `throughSeq` is the window's newest event (every single append), so the cost does not grow with
-   * the window; by folding the window otherwise (an earlier source of a batch). Both give the same
-   * number (the ledger's property tests).
+   * The active characters and messages as of `throughSeq`, for preflight: from the ledger's running
+   * totals when `throughSeq` is the window's newest event (every single append), so the cost does
+   * not grow with the window; by folding the window otherwise (an earlier source of a batch). Both
+   * give the same numbers (the ledger's property tests).
    */
-  async #activeChars(chain: Chain, throughSeq: number): Promise<number> {
-    if (throughSeq < (chain.window.at(-1)?.seq ?? chain.windowStart)) return (await this.#active(chain, throughSeq)).activeChars;
-    return (await this.#envelopes(chain)).envelopeChars + chain.ledger.tailChars;
+  async #activeSize(chain: Chain, throughSeq: number): Promise<{ chars: number; messages: number }> {
+    const envelopeMessages = (chain.head === undefined ? 0 : 1) + ((await this.#amendments(chain)).length === 0 ? 0 : 1);
+    if (throughSeq < (chain.window.at(-1)?.seq ?? chain.windowStart)) {
+      const active = await this.#active(chain, throughSeq);
+      return { chars: active.activeChars, messages: envelopeMessages + active.groups.reduce((n, g) => n + g.turns.length, 0) };
+    }
+    return { chars: (await this.#envelopes(chain)).envelopeChars + chain.ledger.tailChars, messages: envelopeMessages + chain.ledger.tailMessages };
+  }
+
+  /** At the compactor's trigger, or near enough to one of the agent's own caps that it would soon bite. */
+  #due(chain: Chain, active: { chars: number; messages: number }): boolean {
+    const { agent, compactor } = chain.declaration.registration;
+    return preflight(active.chars, compactor.policy).action === "plan" || capPressure(active, agent.context);
   }
 
   async #preflight(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     const { compactor } = chain.declaration.registration;
-    const activeChars = await this.#activeChars(chain, sourceSeq);
-    const decision = preflight(activeChars, compactor.policy);
+    const active = await this.#activeSize(chain, sourceSeq);
+    const activeChars = active.chars;
     const reason =
-      decision.action === "skip"
+      !this.#due(chain, active)
         ? "below_trigger"
         : chain.openPlan !== undefined
           ? "compaction_in_flight"
@@ -785,7 +835,7 @@ export class CompactionEngine {
       // Content-dark: counts only. Nothing is reserved and no model is called.
       await this.append([
         this.#runEvent(chain.declaration, `pf_${compactor.id}_${sourceSeq}`, "skipped", {
-          detail: { sourceSeq, activeChars, triggerInputChars: compactor.policy.triggerInputChars, reason: skipped },
+          detail: { sourceSeq, activeChars, activeMessages: active.messages, triggerInputChars: compactor.policy.triggerInputChars, reason: skipped },
         }),
       ]);
     }
@@ -793,9 +843,8 @@ export class CompactionEngine {
 
   async #planIfDue(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
     if (chain.openPlan !== undefined || now.getTime() < chain.backoffUntil) return;
-    const activeChars = await this.#activeChars(chain, sourceSeq);
     // Nothing to freeze is not recorded here: no source arrived, and the next one's preflight says so.
-    if (preflight(activeChars, chain.declaration.registration.compactor.policy).action === "plan") await this.#plan(chain, sourceSeq, now);
+    if (this.#due(chain, await this.#activeSize(chain, sourceSeq))) await this.#plan(chain, sourceSeq, now);
   }
 
   /**
@@ -813,7 +862,7 @@ export class CompactionEngine {
       const ids = new Set(group.turns.flatMap((t) => [t.originSeq, t.effectiveSeq]));
       return ids.size;
     };
-    const cut = cutTail(groups, compactor.policy, eventsOf);
+    const cut = cutTail(groups, compactor.policy, eventsOf, tailBounds(agent.context));
     const runId = `cmp_${crypto.randomUUID()}`;
     if (!cut.ok) {
       if (cut.error.code === "nothing_to_freeze") return "nothing_to_freeze";

@@ -127,11 +127,11 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   /** Context for an agent, served from this object's hot state (reads are serialized with writes). */
-  async context(conversationId: string, agentId: string): Promise<Result<ContextSelection>> {
+  async context(conversationId: string, agentId: string, asOfSeq?: number): Promise<Result<ContextSelection>> {
     return this.#exclusive(async () => {
       const bound = await this.#bind(conversationId);
       if (!bound.ok) return bound;
-      return this.#compaction(conversationId).selectContext(agentId, new Date());
+      return this.#compaction(conversationId).selectContext(agentId, new Date(), asOfSeq);
     });
   }
 

@@ -12,7 +12,10 @@ export async function appendToConversation(env: Env, request: AppendRequest): Pr
   return conversationStub(env, request.conversationId).append(request);
 }
 
-/** The agent's context, selected by the conversation's object (which holds the exact tail hot). */
-export async function contextFor(env: Env, conversationId: string, agentId: string): Promise<Result<ContextSelection>> {
-  return conversationStub(env, conversationId).context(conversationId, agentId);
+/**
+ * The agent's context, selected by the conversation's object (which holds the exact tail hot);
+ * with `asOfSeq`, as it stood at that source message (a reply's).
+ */
+export async function contextFor(env: Env, conversationId: string, agentId: string, asOfSeq?: number): Promise<Result<ContextSelection>> {
+  return conversationStub(env, conversationId).context(conversationId, agentId, asOfSeq);
 }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { canonicalRegistration, documentNameSchema, epochOf, pairMismatches, registrationSchema, replySecretRefusal, sha256Schema } from "../core/declarations";
 import { sha256Hex } from "../core/hash";
 import { compactorPrompt } from "../core/prompts";
+import { registrationWarnings } from "../core/registration-warnings";
 import { currentDeclaration, documentExists, idHolders, insertDeclaration, insertDocument } from "../storage/compaction-store";
 import { putDocument, readDocument } from "../storage/document-store";
 import { scopedAgent } from "./auth";
@@ -71,6 +72,7 @@ export const agents = new Hono<AppEnv>()
         epoch: declaration.epoch,
         promptHash: declaration.promptHash,
         registration: declaration.registration,
+        warnings: registrationWarnings(declaration.registration),
       } satisfies Wire<typeof registeredAgentSchema>,
       written.kind === "created" ? 201 : 200,
     );

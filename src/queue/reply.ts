@@ -1,6 +1,6 @@
 import { compactionRetryBaseSeconds, directReplyAgents, DEFAULT_PROFILE, openAiApiKey } from "../config";
 import { buildChatRequest } from "../core/compose";
-import { scopesAllow } from "../core/conversation-id";
+import { scopesAllow, telegramRoute } from "../core/conversation-id";
 import type { EventInput, StoredEvent } from "../core/events";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
@@ -40,14 +40,6 @@ const keys = (job: ReplyJob) => {
   const base = `reply:${job.agentId}:${job.sourceSeq}`;
   return { run: `${base}:run`, proposal: `${base}:proposal`, failed: `${base}:failed`, notice: `${base}:notice`, proposalId: `rp_${job.agentId}_${job.sourceSeq}` };
 };
-
-/** `telegram:<bot>:<chat>[:<thread>]`, or undefined for conversations Foldline does not post to. */
-export function telegramRoute(conversationId: string): { botId: string; chatId: number; threadId?: number } | undefined {
-  const match = /^telegram:(\d+):(-?\d+)(?::(\d+))?$/.exec(conversationId);
-  if (match === null) return undefined;
-  const [, botId = "", chat = "", thread] = match;
-  return thread === undefined ? { botId, chatId: Number(chat) } : { botId, chatId: Number(chat), threadId: Number(thread) };
-}
 
 /** The offline reply when no model is configured: honest about what it is, never a pretend model. */
 function offlineReply(messages: readonly NativeMessage[]): ModelReceipt {
@@ -125,8 +117,13 @@ async function produce(env: Env, declaration: StoredDeclaration, job: ReplyJob, 
     return { kind: "stop", outcome: retryable ? { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) } : { kind: "done" } };
   };
 
-  const selection = await contextFor(env, job.conversationId, agent.id);
-  if (!selection.ok) return failed(`context_${selection.error.code}`, selection.error.message, selection.error.code !== "not_found");
+  // As of the message this job answers: a burst gets one reply per message, each ending there.
+  const selection = await contextFor(env, job.conversationId, agent.id, job.sourceSeq);
+  if (!selection.ok) {
+    // A message deleted (or no longer admitted) before its reply was composed is not answered.
+    if (selection.error.details?.["reason"] === "source_absent") return { kind: "stop", outcome: { kind: "done" } };
+    return failed(`context_${selection.error.code}`, selection.error.message, selection.error.code !== "not_found");
+  }
   const documents = await readTrustedDocuments(env, agent);
   if (!documents.ok) return failed(`documents_${documents.error.code}`, documents.error.message, false);
   const request = buildChatRequest(agent.provider.model, documents.value, selection.value.messages);

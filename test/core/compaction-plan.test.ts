@@ -543,3 +543,26 @@ describe("cutTail: properties", () => {
     );
   });
 });
+
+describe("cutTail under the agent's own caps", () => {
+  const policy = { retainInputChars: 1_000, maxFrozenChars: 10_000, maxFrozenEvents: 1_000 };
+
+  it("retains no more than the caps allow, in characters or in messages, and always the newest group", () => {
+    const groups = groupsOf([50, 50, 50, 50, 50]);
+    expect(seqsOf(expectCut(cutTail(groups, policy, oneEventEach, { chars: 120, messages: 100 })).tail)).toEqual([4, 5]);
+    expect(seqsOf(expectCut(cutTail(groups, policy, oneEventEach, { chars: 10, messages: 100 })).tail)).toEqual([5]);
+    const talkative = [turn("s1", 1, "a"), turn("p2", 1, "b"), turn("s3", 3, "c"), turn("p4", 3, "d"), turn("s5", 5, "e"), turn("p6", 5, "f")];
+    expect(seqsOf(expectCut(cutTail(groupTurns(talkative), policy, oneEventEach, { chars: 1_000, messages: 3 })).tail)).toEqual([5]);
+    expect(seqsOf(expectCut(cutTail(groupTurns(talkative), policy, oneEventEach, { chars: 1_000, messages: 4 })).tail)).toEqual([3, 5]);
+  });
+
+  it("without caps, cuts exactly as before", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 400 }), { maxLength: 20 }), (sizes) => {
+        const groups = groupsOf(sizes);
+        expect(cutTail(groups, policy, oneEventEach, { chars: Number.MAX_SAFE_INTEGER, messages: Number.MAX_SAFE_INTEGER })).toEqual(cutTail(groups, policy, oneEventEach));
+      }),
+      RUNS,
+    );
+  });
+});

@@ -6,7 +6,7 @@ import type { NativeMessage } from "../../src/core/render";
 import { renderEnvelope, renderTurn } from "../../src/core/render";
 import type { Turn } from "../../src/core/reconstruction";
 import type { Selection, SelectionInput, SelectionPolicy } from "../../src/core/selection";
-import { selectContext } from "../../src/core/selection";
+import { capPressure, groupsAsOf, selectContext, tailBounds } from "../../src/core/selection";
 import { ADA, BOB, turn } from "./event-builders";
 
 const RUNS = { numRuns: 200 };
@@ -60,13 +60,30 @@ function expectBudgetExceeded(result: ReturnType<typeof selectContext>): string 
 
 type ReferenceSelection = { ok: false } | { ok: true; keptFrom: number; messages: NativeMessage[] };
 
-/** Envelopes reserved first; the tail is the longest suffix of whole groups within both budgets. */
+/**
+ * Envelopes reserved first; the tail is the suffix of whole groups from the first anchor that fits
+ * both budgets. Anchors: the first group, then each group that would carry the groups since the
+ * previous anchor past half the tail budget (characters or messages); the end (no tail) is always
+ * a candidate. When everything fits, that is everything; otherwise the cut jumps whole segments.
+ */
 function referenceSelect({ envelopes, groups, policy }: SelectionInput): ReferenceSelection {
   const reservedChars = charsOf(envelopes);
   if (reservedChars > policy.maxChars || envelopes.length > policy.maxMessages) return { ok: false };
-  for (let start = 0; start <= groups.length; start++) {
+  const budgetChars = policy.maxChars - reservedChars;
+  const budgetMessages = policy.maxMessages - envelopes.length;
+  const anchors: number[] = [];
+  let since: Group[] = [];
+  groups.forEach((group, i) => {
+    const withIt = [...since, group];
+    if (i === 0 || groupChars(withIt) > Math.floor(budgetChars / 2) || groupMessages(withIt) > Math.floor(budgetMessages / 2)) {
+      anchors.push(i);
+      since = [group];
+    } else since = withIt;
+  });
+  anchors.push(groups.length);
+  for (const start of anchors) {
     const suffix = groups.slice(start);
-    if (reservedChars + groupChars(suffix) <= policy.maxChars && envelopes.length + groupMessages(suffix) <= policy.maxMessages) {
+    if (groupChars(suffix) <= budgetChars && groupMessages(suffix) <= budgetMessages) {
       return { ok: true, keptFrom: start, messages: [...envelopes, ...suffix.flatMap((g) => g.turns.map(renderTurn))] };
     }
   }
@@ -274,7 +291,7 @@ describe("selectContext: messages", () => {
 });
 
 describe("selectContext: properties", () => {
-  it("agrees with the reference model: fails exactly when the envelopes do not fit, else keeps the longest fitting suffix", () => {
+  it("agrees with the reference model: fails exactly when the envelopes do not fit, else keeps the suffix from the first anchor that fits", () => {
     fc.assert(
       fc.property(caseArb, (input) => {
         const result = selectContext(input);
@@ -321,17 +338,17 @@ describe("selectContext: properties", () => {
     );
   });
 
-  it("the kept tail is maximal: adding back the newest omitted group would break a budget", () => {
+  it("keeps everything that fits, and always the newest group when it fits on its own", () => {
     fc.assert(
       fc.property(caseArb, (input) => {
         const result = selectContext(input);
         if (!result.ok) return;
         const selection = result.value;
-        const next = input.groups[selection.omitted.groups - 1];
-        if (next === undefined) return;
-        const tooManyChars = selection.totalChars + next.chars > input.policy.maxChars;
-        const tooManyMessages = selection.messages.length + next.turns.length > input.policy.maxMessages;
-        expect(tooManyChars || tooManyMessages).toBe(true);
+        const budgetChars = input.policy.maxChars - selection.reservedChars;
+        const budgetMessages = input.policy.maxMessages - selection.reservedMessages;
+        if (groupChars(input.groups) <= budgetChars && groupMessages(input.groups) <= budgetMessages) expect(selection.omitted.groups).toBe(0);
+        const newest = input.groups.at(-1);
+        if (newest !== undefined && newest.chars <= budgetChars && newest.turns.length <= budgetMessages) expect(selection.tail.groups.at(-1)).toEqual(newest);
       }),
       RUNS,
     );
@@ -384,5 +401,116 @@ describe("selectContext: properties", () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe("groupsAsOf: a reply's context as of its source message", () => {
+  const groups = groupsOf([20, 30, 40, 50]); // seqs 10, 20, 30, 40
+
+  it("ends at the source's own group and keeps every earlier one", () => {
+    for (const source of [10, 20, 30, 40]) {
+      const asOf = groupsAsOf(groups, source, 0);
+      if (!asOf.ok) throw new Error(asOf.error.reason);
+      expect(seqsOf(asOf.value)).toEqual(seqsOf(groups).filter((seq) => seq <= source));
+    }
+  });
+
+  it("refuses a source the head already covers, and a source that is no longer a turn", () => {
+    expect(groupsAsOf(groups, 10, 10)).toEqual({ ok: false, error: { reason: "source_covered", sourceSeq: 10, coveredThroughSeq: 10 } });
+    expect(groupsAsOf(groups, 25, 0)).toEqual({ ok: false, error: { reason: "source_absent", sourceSeq: 25 } });
+    expect(groupsAsOf([], 5, 0)).toEqual({ ok: false, error: { reason: "source_absent", sourceSeq: 5 } });
+  });
+
+  it("never shows a group opened after the source (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 6, max: 200 }), { minLength: 1, maxLength: 30 }), fc.nat(), (sizes, pick) => {
+        const all = groupsOf(sizes);
+        const source = all[pick % all.length]?.seq ?? 10;
+        const asOf = groupsAsOf(all, source, 0);
+        if (!asOf.ok) return false;
+        return asOf.value.at(-1)?.seq === source && asOf.value.every((g) => g.seq <= source) && asOf.value.length === all.filter((g) => g.seq <= source).length;
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe("selectContext: cache-aware trimming (successive calls extend the same prefix)", () => {
+  /** The kept tail's first group index for each call, as groups arrive one at a time. */
+  const startsWhileAppending = (groups: readonly Group[], policy: SelectionPolicy, envelopes: readonly NativeMessage[] = []): number[] =>
+    groups.map((_, n) => expectSelection(selectContext({ envelopes, groups: groups.slice(0, n + 1), policy })).omitted.groups);
+
+  it("slides in steps of about half the budget, not one group per call", () => {
+    // Thirty 10-character groups against a 100-character tail budget: the old selector dropped the
+    // oldest group on every call from the 11th on (20 different prefixes).
+    const starts = startsWhileAppending(groupsOf(Array.from({ length: 30 }, () => 10)), { maxChars: 100, maxMessages: 1_000 });
+    const moves = starts.filter((s, i) => i > 0 && s !== starts[i - 1]).length;
+    expect(moves).toBeLessThanOrEqual(5);
+    expect(starts.slice(0, 10).every((s) => s === 0)).toBe(true);
+  });
+
+  it("between two moves every response begins with the previous one, byte for byte", () => {
+    const groups = groupsOf(Array.from({ length: 40 }, (_, i) => 8 + ((i * 7) % 13)));
+    const policy = { maxChars: RESERVED + 150, maxMessages: 1_000 };
+    let previous: NativeMessage[] | undefined;
+    let previousStart = 0;
+    let moves = 0;
+    for (let n = 1; n <= groups.length; n++) {
+      const selection = expectSelection(selectContext({ envelopes: ENVELOPES, groups: groups.slice(0, n), policy }));
+      if (previous !== undefined && selection.omitted.groups === previousStart) expect(selection.messages.slice(0, previous.length)).toEqual(previous);
+      if (selection.omitted.groups !== previousStart) moves += 1;
+      previous = selection.messages;
+      previousStart = selection.omitted.groups;
+    }
+    expect(moves).toBeLessThanOrEqual(Math.ceil(groupChars(groups) / (0.75 * 75)) + 1);
+  });
+
+  it("moves rarely: each move is paid for by at least three quarters of a half-budget of new input (property)", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 40, max: 400 }), fc.array(fc.integer({ min: 5, max: 1_000 }), { minLength: 30, maxLength: 80, size: "max" }), (budget, raw) => {
+        const step = Math.floor(budget / 2);
+        // Groups no larger than a quarter of the step, so a move always frees at least 3/4 of one.
+        const sizes = raw.map((n) => 5 + (n % Math.max(1, Math.floor(step / 4) - 4)));
+        const groups = groupsOf(sizes);
+        const starts = startsWhileAppending(groups, { maxChars: budget, maxMessages: 10_000 });
+        const moves = starts.filter((s, i) => i > 0 && s !== starts[i - 1]).length;
+        // Monotone: an appended group never brings back an older one.
+        expect(starts.every((s, i) => i === 0 || s >= (starts[i - 1] ?? 0))).toBe(true);
+        expect(moves).toBeLessThanOrEqual(Math.floor(groupChars(groups) / (0.75 * step)) + 1);
+      }),
+      RUNS,
+    );
+  });
+
+  it("moves only when the previous start no longer fits (property)", () => {
+    fc.assert(
+      fc.property(caseArb, (input) => {
+        const before = selectContext({ ...input, groups: input.groups.slice(0, -1) });
+        const after = selectContext(input);
+        if (!before.ok || !after.ok) return;
+        const kept = input.groups.slice(before.value.omitted.groups);
+        const fits = before.value.reservedChars + groupChars(kept) <= input.policy.maxChars && before.value.reservedMessages + groupMessages(kept) <= input.policy.maxMessages;
+        if (fits) expect(after.value.omitted.groups).toBe(before.value.omitted.groups);
+        else expect(after.value.omitted.groups).toBeGreaterThan(before.value.omitted.groups);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe("capPressure and tailBounds: the trigger answers to the agent's caps", () => {
+  it.each([
+    { active: { chars: 89_999, messages: 299 }, due: false },
+    { active: { chars: 90_000, messages: 0 }, due: true },
+    { active: { chars: 0, messages: 300 }, due: true },
+  ])("at $active.chars chars and $active.messages messages of 120,000 / 400: $due", ({ active, due }) => {
+    expect(capPressure(active, { maxChars: 120_000, maxMessages: 400 })).toBe(due);
+  });
+
+  it("retains half of maxChars and a quarter of maxMessages, so a settled tail starts well below the point that plans again", () => {
+    const caps = { maxChars: 120_000, maxMessages: 400 };
+    const bounds = tailBounds(caps);
+    expect(bounds).toEqual({ chars: 60_000, messages: 100 });
+    expect(capPressure({ chars: bounds.chars, messages: bounds.messages }, caps)).toBe(false);
   });
 });

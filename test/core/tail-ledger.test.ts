@@ -17,6 +17,11 @@ function foldedTailChars(window: readonly StoredEvent[], policy: ReconstructionP
   return groupTurns(turns).reduce((total, group) => total + group.chars, 0);
 }
 
+/** The exact tail's turns (one provider message each), folded the same way. */
+function foldedTailMessages(window: readonly StoredEvent[], policy: ReconstructionPolicy, windowStart: number): number {
+  return reconstruct(tailEvents(window), policy).filter((turn) => turn.group > windowStart).length;
+}
+
 /**
  * The ids outside the window that window events after `absorbedThroughSeq` speak about: corrected
  * or replied-to messages the window does not hold, and delivered or replying proposals it does
@@ -62,7 +67,7 @@ function idsNamed(event: StoredEvent): string[] {
 }
 
 describe("TailLedger", () => {
-  it("keeps the same tail characters as folding the whole window, after every event", () => {
+  it("keeps the same tail characters and messages as folding the whole window, after every event", () => {
     fc.assert(
       fc.property(windowedLog, ({ log, windowStart, policy }) => {
         const ledger = new TailLedger(policy, windowStart);
@@ -70,6 +75,7 @@ describe("TailLedger", () => {
         window.forEach((event, i) => {
           ledger.add(event);
           expect(ledger.tailChars).toBe(foldedTailChars(window.slice(0, i + 1), policy, windowStart));
+          expect(ledger.tailMessages).toBe(foldedTailMessages(window.slice(0, i + 1), policy, windowStart));
         });
       }),
       RUNS,

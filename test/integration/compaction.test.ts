@@ -112,7 +112,7 @@ describe("compaction end to end (offline compactor)", () => {
     expect(skipped.length).toBeGreaterThan(5);
     // Content-dark: counts and labels only, never text from the conversation.
     for (const run of skipped) {
-      expect(Object.keys(run.body.detail ?? {}).sort()).toEqual(["activeChars", "reason", "sourceSeq", "triggerInputChars"]);
+      expect(Object.keys(run.body.detail ?? {}).sort()).toEqual(["activeChars", "activeMessages", "reason", "sourceSeq", "triggerInputChars"]);
     }
     expect(runs.filter((r) => r.body.status === "completed")).toHaveLength(chain.length);
     expect(runs.filter((r) => r.body.status === "planned")).toHaveLength(chain.length);

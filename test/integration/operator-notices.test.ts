@@ -39,6 +39,20 @@ describe("incident summaries for the operator", () => {
     expect(incidentNotice(operator, incident({ kind: "agent_failure", conversationId: "telegram:7001:43" }))?.chatId).toBe(42);
   });
 
+  it("never posts any incident summary into the chat the incident concerns, whatever its kind, topic or bot", () => {
+    const operator = withOperator("7001:42");
+    const kinds = ["compactor_failure", "compactor_abandoned", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"] as const;
+    for (const kind of kinds) {
+      // The chat itself, one of its forum topics, and the same chat seen through another bot
+      // (Telegram chat ids are global, so that is the same room).
+      for (const conversationId of ["telegram:7001:42", "telegram:7001:42:9", "telegram:7002:42"]) {
+        expect(incidentNotice(operator, incident({ kind, conversationId })), `${kind} in ${conversationId}`).toBeUndefined();
+      }
+      expect(incidentNotice(operator, incident({ kind, conversationId: "telegram:7001:420" }))?.chatId, `${kind} elsewhere`).toBe(42);
+      expect(incidentNotice(operator, incident({ kind, conversationId: "api:acme:42" }))?.chatId, `${kind} from an API source`).toBe(42);
+    }
+  });
+
   it("sends nothing without an operator chat", () => {
     expect(incidentNotice(withOperator(""), incident({}))).toBeUndefined();
     expect(incidentNotice(withOperator("not-a-chat"), incident({}))).toBeUndefined();
