@@ -37,9 +37,19 @@ async function say(token: string, conversation: string, from: number, to: number
   for (let i = from; i < to; i++) expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, line(i)) })).status).toBe(201);
 }
 
+/**
+ * Talks in rounds until the settled chain holds `boundaries` boundaries. How many boundaries one
+ * burst of messages yields depends on how fast the queue runs beside it (a slow run freezes more at
+ * once), so each round waits for the chain to settle before the next one speaks.
+ */
 async function chainOf(token: string, conversation: string, agentId: string, boundaries: number): Promise<StoredBoundary[]> {
-  await say(token, conversation, 0, 10 + boundaries * 20);
-  const { chain } = await settledChain(conversation, agentId, boundaries);
+  const ROUND = 30;
+  let chain: StoredBoundary[] = [];
+  for (let round = 0; chain.length < boundaries; round++) {
+    if (round === 2 * boundaries) throw new Error(`${boundaries} boundaries not reached after ${round} rounds (${chain.length} settled)`);
+    await say(token, conversation, round * ROUND, (round + 1) * ROUND);
+    ({ chain } = await settledChain(conversation, agentId, Math.min(boundaries, round + 1)));
+  }
   // The untouched chain verifies and is served: what fails later is the edit's doing.
   expect((await verify(token, conversation, agentId)).valid).toBe(true);
   expect((await call("GET", contextPath(conversation, agentId), { token })).status).toBe(200);
