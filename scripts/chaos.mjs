@@ -171,7 +171,7 @@ async function readAll(path, field) {
 
 const settleStart = Date.now();
 const deadline = settleStart + WATCHDOG_S * 1_000 + MARGIN_MS;
-/** @type {Map<string, { open: string[], events: any[], since: number | null }>} */
+/** @type {Map<string, { open: string[], events: { seq: number, idempotencyKey: string, kind: string, body: { runId?: string, role?: string, status?: string } }[], since: number | null }>} */
 const state = new Map(conversations.map((c) => [c, { open: ["(not read yet)"], events: [], since: null }]));
 for (let quiet = 0; quiet < 2 && Date.now() < deadline; ) {
   for (const conversation of conversations) {
