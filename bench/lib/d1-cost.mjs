@@ -21,7 +21,10 @@ export const DERIVED_FROM = {
   // paged chain audit's reader, off the append path); then the object's D1 meter (with
   // D1_METER on, its statements pass through a wrapper that counts only armed requests: the same
   // statements); then the engine's nothing-to-freeze skip (at the trigger only: below it, the
-  // same skipped run). Add a file's new hash here after re-reading its append path.
+  // same skipped run); then the batch path (each source of a batch preflighted from the running
+  // totals as of itself, the skipped run events of one append written together: a single source
+  // append below the trigger is unchanged) and the activation frontier taken as of the activating
+  // source. Add a file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
@@ -83,8 +86,8 @@ export const SOURCE_APPEND_BELOW_TRIGGER = [
 export const NOTES = [
   "Per source append, below the trigger: 4 D1 round trips, 2 of them batches, 8 statements (3 round trips and 7 statements inside the Durable Object). Constant in the conversation's length: no statement reads history.",
   "Proposal, delivery and correction appends skip preflight: 2 round trips (token + one 3-statement batch).",
-  "Each additional agent/compactor pair serving the same conversation adds one 3-statement batch (its own skipped/planned run event). An agent with a built-in reply adds a queue send per source (no D1 statement).",
-  "A batch append of n events first reads the existing keys (1 statement), then writes 2 + n + 1 statements in one batch, then one preflight batch per new source per serving pair.",
+  "Each additional agent/compactor pair serving the same conversation adds its skipped run event to the same write (a write of more than one event first reads the existing keys: 1 statement, then 2 + k + 1 in the batch); a pair that plans writes its own planned batch. An agent with a built-in reply adds a queue send per source (no D1 statement).",
+  "A batch append of n events first reads the existing keys (1 statement), then writes 2 + n + 1 statements in one batch; the skipped run events of all its sources and pairs are then written together (1 read + one batch), with a source that plans flushing those before it first. Each source is preflighted from the running totals as of itself, so the batch's preflights cost what n single appends' would, with no fold of the window.",
   "At the trigger the skipped batch is replaced by: documentChars (1 statement), recallPages (FTS5, 1–2 statements), an R2 put of the packet, one batch of 4 statements (planned run event + plan row), and a queue send.",
   "Cold object (first request after eviction): + Durable Object storage get (conversation id), readHead (1), and per chain readActivation, readHeadBoundary, readOpenPlan (3) and ceil(window events / 1,000) pages of the events after the head's coverage.",
   "The three round trips inside the object run one after another, and the object serializes a conversation's appends (#exclusive), so one conversation's append throughput is bounded by about 1 / (3 × the object's D1 round-trip time) — on Cloudflare, where D1 is not co-located with the object, that round trip is a network hop.",

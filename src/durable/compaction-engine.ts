@@ -60,6 +60,8 @@ const TURN_KINDS: ReadonlySet<StoredEvent["kind"]> = new Set(["source", "proposa
 const MAX_RECALLED_PAGES = 8;
 /** Log events per page when reading covered history back for an agent that is never served a boundary. */
 const HISTORY_PAGE = 500;
+/** At most this many skipped-run events per write (the API's own batch bound). */
+const MAX_SKIPS_PER_WRITE = 100;
 
 interface Chain {
   readonly declaration: StoredDeclaration;
@@ -170,19 +172,34 @@ export class CompactionEngine {
       return [];
     }
     const serving = await this.#servingDeclarations();
+    const skips: EventInput[] = [];
     for (const declaration of serving) {
       // Only a source the agent admits is an eligible turn: it activates the epoch, and preflights.
       const eligible = appended.filter((event) => event.kind === "source" && (!event.sensitive || declaration.registration.agent.admitSensitive));
       const first = eligible[0];
       const chain = first === undefined ? this.#cached(declaration) : await this.#activeChain(declaration, first.seq, now);
       if (chain === undefined) continue;
-      this.#observe(chain, appended);
-      for (const source of eligible) {
-        if (chain.provisional || source.seq < chain.activation.activatingSeq) continue;
-        await this.#preflight(chain, source.seq, now);
+      // Each source is preflighted as it would have been appended alone: the batch is observed up
+      // to it, so the ledger's running totals are its active size and a batch of n costs n single
+      // preflights, not n folds of the whole window.
+      const due = new Set(eligible.map((event) => event.seq));
+      for (const event of appended) {
+        this.#observe(chain, [event]);
+        if (!due.has(event.seq) || chain.provisional || event.seq < chain.activation.activatingSeq) continue;
+        await this.#preflight(chain, event.seq, now, skips);
       }
     }
+    await this.#flushSkips(skips);
     return serving;
+  }
+
+  /**
+   * The skipped-run events of one append are written together, in order: a batch of n sources
+   * costs one write for its skips, not n. A plan flushes them first, so the log keeps each
+   * source's outcome in source order.
+   */
+  async #flushSkips(skips: EventInput[]): Promise<void> {
+    while (skips.length > 0) await this.append(skips.splice(0, MAX_SKIPS_PER_WRITE));
   }
 
   /**
@@ -671,9 +688,14 @@ export class CompactionEngine {
     return chain;
   }
 
-  /** Where an activation now would start: the newest whole groups that reach the trigger. Reads the whole history. */
-  async #frontierStart(declaration: StoredDeclaration): Promise<number> {
-    const turns = reconstruct(await readAllEvents(this.env.DB, this.conversationId), this.#fold(declaration));
+  /**
+   * Where an activation as of `throughSeq` starts: the newest whole groups that reach the trigger.
+   * Reads the whole history. An activation is as of its activating source: what a batch appended
+   * after that source is new to the epoch, not established history to leave behind the frontier.
+   */
+  async #frontierStart(declaration: StoredDeclaration, throughSeq = Number.POSITIVE_INFINITY): Promise<number> {
+    const events = (await readAllEvents(this.env.DB, this.conversationId)).filter((event) => event.seq <= throughSeq);
+    const turns = reconstruct(events, this.#fold(declaration));
     return frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), declaration.registration.compactor.policy);
   }
 
@@ -683,7 +705,7 @@ export class CompactionEngine {
    */
   async #activate(declaration: StoredDeclaration, activatingSeq: number, now: Date): Promise<Activation> {
     const { agent, compactor } = declaration.registration;
-    const startSeq = await this.#frontierStart(declaration);
+    const startSeq = await this.#frontierStart(declaration, activatingSeq);
     const document = {
       format: "foldline.activation-frontier@1",
       conversationId: this.conversationId,
@@ -818,7 +840,7 @@ export class CompactionEngine {
     return preflight(active.chars, compactor.policy).action === "plan" || capPressure(active, agent.context);
   }
 
-  async #preflight(chain: Chain, sourceSeq: number, now: Date): Promise<void> {
+  async #preflight(chain: Chain, sourceSeq: number, now: Date, skips: EventInput[]): Promise<void> {
     const { compactor } = chain.declaration.registration;
     const active = await this.#activeSize(chain, sourceSeq);
     const activeChars = active.chars;
@@ -830,14 +852,15 @@ export class CompactionEngine {
           : now.getTime() < chain.backoffUntil
             ? "backoff"
             : undefined;
+    if (reason === undefined) await this.#flushSkips(skips);
     const skipped = reason ?? ((await this.#plan(chain, sourceSeq, now)) === "nothing_to_freeze" ? "nothing_to_freeze" : undefined);
     if (skipped !== undefined) {
       // Content-dark: counts only. Nothing is reserved and no model is called.
-      await this.append([
+      skips.push(
         this.#runEvent(chain.declaration, `pf_${compactor.id}_${sourceSeq}`, "skipped", {
           detail: { sourceSeq, activeChars, activeMessages: active.messages, triggerInputChars: compactor.policy.triggerInputChars, reason: skipped },
         }),
-      ]);
+      );
     }
   }
 
