@@ -40,6 +40,7 @@ export const DERIVED_FROM = {
     "2053975521d5f846c4b0b52ef6b276ab89a04941dd701563ee405043bec36b21",
     "65c1ea675925ba508de5cee410c71104dd2d3a3cab826c6decce8a52e62d8af9",
     "78f2faaf3aac21b375b3ee62037e69d1f75c702a73777f27851fb9530ac17f34",
+    "52b3bdf49da35acbf3dcf0ba6eb2499c2887fd54d627dba80dc338ce88e20b90",
   ],
   "src/storage/event-store.ts": [
     "ee34f63cca1d2e1b249b99c2d2f75731d5460e493e4649f3a8db5ef8ee38a960",
