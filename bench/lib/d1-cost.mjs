@@ -24,12 +24,14 @@ export const DERIVED_FROM = {
   // same skipped run); then the batch path (each source of a batch preflighted from the running
   // totals as of itself, the skipped run events of one append written together: a single source
   // append below the trigger is unchanged) and the activation frontier taken as of the activating
-  // source. Add a file's new hash here after re-reading its append path.
+  // source; the object's durable wake-ups (a failed preflight schedules its catch-up in the object's
+  // storage, not D1: the same statements). Add a file's new hash here after re-reading its append path.
   "src/durable/conversation-object.ts": [
     "2301b69c6a8d5d4568bd172f6286810bfb2cfc3581217b8c47042a5acd40d7b8",
     "84ed15817e14ed8a5d495f3580720b93cbd4f466cb7938ef2fd04dc355cabc1c",
     "f8020b910c959e876ec66956e8291fe1f1f683f375d09eef60980bdbbefa78c5",
     "6dc4a9ed64922cc65e222549ac629890efd90a87dfd436dcf337132a0b002937",
+    "91309c6c4456b4f2ba6902985636a6d2fe42458808b9b6e01b9d936b589d5738",
   ],
   "src/durable/compaction-engine.ts": [
     "aa77e28728cdfffa345c33b8d1c304f598864f417833410976e0327b16b45383",
