@@ -25,7 +25,6 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./lib/api.mjs";
 import { groupStream, probeEvent, userChars } from "./lib/conversation.mjs";
-import { NOTES as D1_NOTES, SOURCE_APPEND_BELOW_TRIGGER, derivationStatus } from "./lib/d1-cost.mjs";
 import { startFakeOpenAi } from "./lib/fake-openai.mjs";
 import { renderMarkdown } from "./lib/report.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
@@ -53,8 +52,8 @@ const SOURCE = args.source;
 // Sizes. --quick is a smoke run of the same code path (smaller histories, fewer samples); its
 // numbers are not the benchmark's and its report says so.
 const SIZE = args.quick
-  ? { small: 50_000, mid: 200_000, big: 400_000, appendSamples: 50, contextSamples: 20, parallel: 10, parallelEach: 10, prefixGroups: 120, dupChars: 30_000, warmContexts: 5, meteredContexts: 5 }
-  : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 1000, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20, meteredContexts: 20 };
+  ? { small: 50_000, mid: 200_000, big: 400_000, appendSamples: 50, contextSamples: 20, parallel: 10, parallelEach: 10, prefixGroups: 120, dupChars: 30_000, warmContexts: 5, meteredContexts: 5, meteredAppends: 5 }
+  : { small: 50_000, mid: 200_000, big: 2_000_000, appendSamples: 1000, contextSamples: 400, parallel: 50, parallelEach: 10, prefixGroups: 300, dupChars: 80_000, warmContexts: 20, meteredContexts: 20, meteredAppends: 20 };
 
 if (args["prefix-groups"] !== undefined) {
   const groups = Number(args["prefix-groups"]);
@@ -285,7 +284,6 @@ async function main() {
   log(`work directory ${work} (source: ${SOURCE === "head" ? `HEAD ${git.commit?.slice(0, 12)}` : `working tree at ${git.commit?.slice(0, 12)}, ${git.dirtyWorkerFiles} modified Worker file(s)`})`);
 
   snapshotApp(ROOT, appDir, SOURCE);
-  results.metrics.d1PerAppend = { derived: true, path: SOURCE_APPEND_BELOW_TRIGGER, notes: D1_NOTES, derivation: derivationStatus(appDir) };
 
   log("applying migrations to a fresh local D1");
   applyMigrations(ROOT, appDir, persistDir);
@@ -346,6 +344,7 @@ async function runMetrics(api, fake, current, restart) {
     big: { id: "b-big", conversation: C("big") },
     prefix: { id: "b-prefix", conversation: C("prefix") },
     dup: { id: "b-dup", conversation: C("dup") },
+    meter: { id: "b-meter", conversation: C("meter") },
   };
   // One agent/compactor pair per scenario, each serving only its own conversation (a pair whose
   // sources matched every conversation would preflight all of them). Each has its own model
@@ -365,6 +364,44 @@ async function runMetrics(api, fake, current, restart) {
   const ledgers = Object.fromEntries(Object.keys(agents).map((k) => [k, new Ledger()]));
   const streams = Object.fromEntries(Object.entries(agents).map(([k, a], i) => [k, groupStream({ seed: 1_000 + i, agentId: a.id })]));
   const followers = Object.fromEntries(Object.entries(agents).map(([k, a]) => [k, new LogFollower(api, a.conversation)]));
+
+  // --- 2. D1 per append, measured -----------------------------------------------------------------
+  await phase("d1PerAppend", async () => {
+    const a = agents.meter;
+    const path = `${Api.conversationPath(a.conversation)}/events`;
+    // Warm: the object, its chain (activated on the first source) and the declarations are loaded.
+    for (let i = 0; i < 3; i++) for (const event of streams.meter.next().events) await api.appendOne(a.conversation, event);
+    /** @type {Record<string, Array<Record<string, number>>>} */
+    const samples = { source: [], proposal: [], delivery: [], correction: [] };
+    for (let i = 0; i < SIZE.meteredAppends; i++) {
+      const group = streams.meter.next();
+      for (const event of group.events) samples[/** @type {"source" | "proposal" | "delivery"} */ (event.kind)].push((await api.metered("append", [201], "POST", path, event)).d1);
+      const source = /** @type {{ body: { messageId: string } }} */ (group.events[0]);
+      const correction = { kind: "correction", idempotencyKey: `c-${source.body.messageId}`, body: { action: "edit", targetMessageId: source.body.messageId, text: `${group.question} (edited)` } };
+      samples.correction.push((await api.metered("correction", [201], "POST", path, correction)).d1);
+    }
+    const groups = Array.from({ length: GROUPS_PER_BATCH }, () => streams.meter.next());
+    const batch = (await api.metered("batch append", [201], "POST", `${path}/batch`, { events: groups.flatMap((g) => g.events) })).d1;
+    const summarize = (/** @type {Array<Record<string, number>>} */ list) => ({
+      n: list.length,
+      roundTrips: round(mean(list.map((d) => d.roundTrips)), 2),
+      roundTripsMax: max(list.map((d) => d.roundTrips)),
+      statements: round(mean(list.map((d) => d.statements)), 2),
+      rowsRead: round(mean(list.map((d) => d.rowsRead)), 1),
+      rowsWritten: round(mean(list.map((d) => d.rowsWritten)), 1),
+    });
+    // The premise: every sample is below the trigger (no plan, no packet, no queue send).
+    await followers.meter.poll();
+    const planned = followers.meter.plannedRuns().length;
+    results.metrics.d1PerAppend = {
+      measured: true,
+      perKind: Object.fromEntries(Object.entries(samples).map(([kind, list]) => [kind, summarize(list)])),
+      batch: { events: groups.length * 3, sources: groups.length, ...summarize([batch]) },
+      plannedRuns: planned,
+    };
+    const s = results.metrics.d1PerAppend.perKind.source;
+    log(`[2 D1 per append] source: ${s.roundTrips} round trips, ${s.statements} statements, ${s.rowsRead} rows read, ${s.rowsWritten} rows written (mean of ${s.n}); batch of ${groups.length * 3}: ${batch.roundTrips} round trips`);
+  });
 
   // --- Histories -------------------------------------------------------------------------------
   const probesPerConversation = SIZE.appendSamples + 5;

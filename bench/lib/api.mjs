@@ -89,18 +89,33 @@ export class Api {
   }
 
   /**
-   * A context call with the Worker's D1 meter asked for (`D1_METER = "on"` in the bench's worker):
-   * what the Worker and the conversation's object read from D1 to answer it.
-   * @param {string} conversation @param {string} agentId
+   * A request with the Worker's D1 meter asked for (`D1_METER = "on"` in the bench's worker): what
+   * the Worker and the conversation's object did in D1 to answer it.
+   * @param {string} what @param {number[]} ok @param {string} method @param {string} path @param {unknown} [body]
    */
+  async metered(what, ok, method, path, body) {
+    const response = await this.request(method, path, body, { "x-foldline-d1-meter": "on" });
+    if (!ok.includes(response.status)) throw new ApiError(`metered ${what}`, response.status, response.text);
+    const header = response.headers.get("x-foldline-d1-reads");
+    if (header === null) throw new ApiError(`metered ${what}: no x-foldline-d1-reads header (is D1_METER on?)`, response.status, "");
+    const d1 = Object.fromEntries(header.split("; ").map((part) => part.split("=")).map(([key, value]) => [key, Number(value)]));
+    return {
+      response,
+      d1: {
+        roundTrips: d1["round-trips"] ?? NaN,
+        statements: d1["statements"] ?? NaN,
+        rowsRead: d1["rows-read"] ?? NaN,
+        rowsWritten: d1["rows-written"] ?? NaN,
+        bytesRead: d1["bytes-read"] ?? NaN,
+      },
+    };
+  }
+
+  /** A metered context call (`metered`). @param {string} conversation @param {string} agentId */
   async contextReads(conversation, agentId) {
     const path = `${Api.conversationPath(conversation)}/context?agent=${encodeURIComponent(agentId)}`;
-    const response = await this.request("GET", path, undefined, { "x-foldline-d1-meter": "on" });
-    if (response.status !== 200) throw new ApiError(`metered context of ${conversation}`, response.status, response.text);
-    const header = response.headers.get("x-foldline-d1-reads");
-    if (header === null) throw new ApiError(`metered context of ${conversation}: no x-foldline-d1-reads header (is D1_METER on?)`, response.status, "");
-    const reads = Object.fromEntries(header.split("; ").map((part) => part.split("=")).map(([key, value]) => [key, Number(value)]));
-    return { bytes: response.bytes, statements: reads["statements"] ?? NaN, rowsRead: reads["rows-read"] ?? NaN, bytesRead: reads["bytes-read"] ?? NaN };
+    const { response, d1 } = await this.metered(`context of ${conversation}`, [200], "GET", path);
+    return { bytes: response.bytes, ...d1 };
   }
 
   /** @param {string} conversation @param {string} agentId */

@@ -119,23 +119,30 @@ export function renderMarkdown(r) {
   });
 
   // 2 -------------------------------------------------------------------------------------------------
-  out.push("## 2. D1 statements and batches per append (derived from the code, not measured)", "");
-  {
+  section("2. D1 round trips and statements per append (measured)", "d1PerAppend", () => {
     const d1 = m.d1PerAppend;
-    out.push(
-      "Local workerd gives an outside client no per-request D1 counters, so this is read from `src/durable/conversation-object.ts`, `src/durable/compaction-engine.ts`, `src/storage/event-store.ts` (and the token and declaration reads they call). " +
-        "Case: one `source` append below the trigger, warm Durable Object, one agent/compactor pair serving the conversation, no pending corrections.",
+    const row = (/** @type {string} */ label, /** @type {any} */ x) => [label, x.n, n(x.roundTrips, 2), x.roundTripsMax, n(x.statements, 2), n(x.rowsRead, 1), n(x.rowsWritten, 1)];
+    const s = d1.perKind.source;
+    return [
+      "Every figure is counted by the Worker's D1 meter (`D1_METER = \"on\"` in the bench's worker, header `x-foldline-d1-meter: on`): each call that waits on D1 is a round trip (`all`/`run`/`first`, or one `batch` whatever it holds), each statement's `meta.rows_read` and `meta.rows_written` are summed, over the Worker and the conversation's Durable Object. " +
+        `Case: a conversation with one agent/compactor pair, its object and chain warm, well below the trigger (${d1.plannedRuns} run(s) planned during the samples); each group appended as its three events one at a time, then an edit of its message; then one batch request.`,
       "",
-      table(["round trip", "kind", "statements", "what"], d1.path.map((/** @type {any} */ s) => [s.where, s.kind, s.statements, s.what])),
+      table(
+        ["append", "samples", "round trips (mean)", "round trips (max)", "statements", "rows read", "rows written"],
+        [
+          row("source", d1.perKind.source),
+          row("proposal", d1.perKind.proposal),
+          row("delivery", d1.perKind.delivery),
+          row("correction (edit)", d1.perKind.correction),
+          row(`batch of ${d1.batch.events} events (${d1.batch.sources} sources)`, d1.batch),
+        ],
+      ),
       "",
-      ...d1.notes.map((/** @type {string} */ note) => `- ${note}`),
+      `A source append below the trigger costs ${n(s.roundTrips, 2)} D1 round trips: the token's row (the Worker), the event's write, the declarations serving the conversation, and its content-dark \`skipped\` run event (the object). ` +
+        "A proposal, delivery or correction skips preflight. A batch's sources are preflighted from the running totals as of each source, and their skipped run events are written together, so a batch's round trips do not grow with its size or with the uncovered window. None of these reads history: the counts are the same at any conversation length (§1 times that).",
       "",
-      d1.derivation.current
-        ? "The three files are byte-identical to the versions this derivation was checked against."
-        : `**Check the derivation:** ${d1.derivation.files.filter((/** @type {any} */ f) => !f.matches).map((/** @type {any} */ f) => `\`${f.file}\``).join(", ")} changed since it was written (bench/lib/d1-cost.mjs lists the checked versions' SHA-256).`,
-      "",
-    );
-  }
+    ];
+  });
 
   // 3 -------------------------------------------------------------------------------------------------
   section("3. Context selection latency", "contextLatency", () => {

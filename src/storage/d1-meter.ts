@@ -1,7 +1,8 @@
 /**
- * What D1 statements read while a request is served, for the benchmark's "rows and bytes read per
- * byte returned": D1 reports `meta.rows_read` for every statement it runs, but only to the Worker
- * that ran it, so the count has to be taken inside. Off unless the deployment sets
+ * What D1 did while a request is served, for the benchmark's "rows and bytes read per byte
+ * returned" and its cost of an append (round trips, statements, rows read and written): D1 reports
+ * `meta.rows_read`/`rows_written` for every statement it runs, but only to the Worker that ran it,
+ * so the count has to be taken inside. Off unless the deployment sets
  * `D1_METER = "on"` (the benchmark's worker does), and then counted only for a request that asks
  * (`x-foldline-d1-meter: on`), so no other request pays for it.
  *
@@ -10,13 +11,17 @@
  * the Worker.
  */
 
+/** What a request cost D1: its reads, and (for the append path's cost) its round trips and writes. */
 export interface D1Reads {
+  /** Calls that went to D1 and waited for it: one per `all`/`run`/`first`, one per `batch`. */
+  readonly roundTrips: number;
   readonly statements: number;
   readonly rowsRead: number;
+  readonly rowsWritten: number;
   readonly bytesRead: number;
 }
 
-export const NO_READS: D1Reads = { statements: 0, rowsRead: 0, bytesRead: 0 };
+export const NO_READS: D1Reads = { roundTrips: 0, statements: 0, rowsRead: 0, rowsWritten: 0, bytesRead: 0 };
 
 export const D1_METER_HEADER = "x-foldline-d1-meter";
 export const D1_READS_HEADER = "x-foldline-d1-reads";
@@ -28,13 +33,16 @@ export function d1MeterEnabled(env: Pick<Env, "D1_METER">): boolean {
 }
 
 export const addReads = (a: D1Reads, b: D1Reads): D1Reads => ({
+  roundTrips: a.roundTrips + b.roundTrips,
   statements: a.statements + b.statements,
   rowsRead: a.rowsRead + b.rowsRead,
+  rowsWritten: a.rowsWritten + b.rowsWritten,
   bytesRead: a.bytesRead + b.bytesRead,
 });
 
-/** `statements=…; rows-read=…; bytes-read=…`, the header the benchmark reads. */
-export const formatReads = (reads: D1Reads): string => `statements=${reads.statements}; rows-read=${reads.rowsRead}; bytes-read=${reads.bytesRead}`;
+/** `round-trips=…; statements=…; rows-read=…; rows-written=…; bytes-read=…`, the header the benchmark reads. */
+export const formatReads = (reads: D1Reads): string =>
+  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}`;
 
 /** Counts while armed; a meter that was never armed counts nothing. */
 export class D1Meter {
@@ -54,11 +62,14 @@ export class D1Meter {
     return reads;
   }
 
-  record(result: D1Result): void {
+  /** One statement's result; `trip` when it is the first (or only) result of a call to D1. */
+  record(result: D1Result, trip: boolean): void {
     if (!this.#armed) return;
     this.#reads = addReads(this.#reads, {
+      roundTrips: trip ? 1 : 0,
       statements: 1,
       rowsRead: result.meta.rows_read ?? 0,
+      rowsWritten: result.meta.rows_written ?? 0,
       bytesRead: result.results.length === 0 ? 0 : JSON.stringify(result.results).length,
     });
   }
@@ -78,7 +89,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
         if (property === "all" || property === "run") {
           return async () => {
             const result = property === "all" ? await target.all() : await target.run();
-            meter.record(result);
+            meter.record(result, true);
             return result;
           };
         }
@@ -86,7 +97,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
           return async (column?: string) => {
             if (column !== undefined) return target.first(column);
             const result = await target.all();
-            meter.record(result);
+            meter.record(result, true);
             return result.results[0] ?? null;
           };
         }
@@ -103,7 +114,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
       if (property === "batch") {
         return async (statements: D1PreparedStatement[]) => {
           const results = await target.batch(statements.map((s) => real.get(s) ?? s));
-          for (const result of results) meter.record(result);
+          for (const [index, result] of results.entries()) meter.record(result, index === 0);
           return results;
         };
       }

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/http/app";
-import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1 } from "../../src/storage/d1-meter";
+import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1, NO_READS } from "../../src/storage/d1-meter";
 import { eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -30,7 +30,7 @@ describe("meteredD1", () => {
 
     // Unarmed: answers, counts nothing.
     expect((await db.prepare(select).bind(conversation).all()).results).toHaveLength(3);
-    expect(meter.take()).toEqual({ statements: 0, rowsRead: 0, bytesRead: 0 });
+    expect(meter.take()).toEqual(NO_READS);
 
     meter.arm();
     const all = await db.prepare(select).bind(conversation).all<{ seq: number; idempotency_key: string }>();
@@ -44,12 +44,24 @@ describe("meteredD1", () => {
     expect(missing).toBeNull();
     expect(batch.map((r) => r.results)).toEqual([all.results, [{ one: 1 }]]);
     expect(reads.statements).toBe(5);
+    // all, first, first, and one batch of two: four calls that waited on D1.
+    expect(reads.roundTrips).toBe(4);
+    expect(reads.rowsWritten).toBe(0);
     expect(reads.rowsRead).toBeGreaterThanOrEqual(3 * 3);
     const returned = JSON.stringify(all.results).length;
     expect(reads.bytesRead).toBe(returned * 3 + JSON.stringify([{ one: 1 }]).length);
+    // Writes are counted by the rows they wrote, a batch as one round trip.
+    await env.DB.exec("CREATE TABLE IF NOT EXISTS meter_probe (id INTEGER PRIMARY KEY, v TEXT)");
+    meter.arm();
+    await db.prepare("INSERT INTO meter_probe (v) VALUES (?), (?)").bind("a", "b").run();
+    await db.batch([db.prepare("INSERT INTO meter_probe (v) VALUES (?)").bind("c"), db.prepare("DELETE FROM meter_probe WHERE v = ?").bind("a")]);
+    const written = meter.take();
+    expect(written.roundTrips).toBe(2);
+    expect(written.statements).toBe(3);
+    expect(written.rowsWritten).toBe(4);
     // Taken: disarmed and reset.
     await db.prepare(select).bind(conversation).all();
-    expect(meter.take()).toEqual({ statements: 0, rowsRead: 0, bytesRead: 0 });
+    expect(meter.take()).toEqual(NO_READS);
   });
 });
 
@@ -65,6 +77,8 @@ describe("the /v1 D1 meter", () => {
     const reads = parseReads(metered.headers.get(D1_READS_HEADER));
     // The token's row and the page of the log, at least.
     expect(reads["statements"]).toBeGreaterThanOrEqual(2);
+    expect(reads["round-trips"]).toBeGreaterThanOrEqual(2);
+    expect(reads["rows-written"]).toBe(0);
     expect(reads["rows-read"]).toBeGreaterThanOrEqual(1);
     expect(reads["bytes-read"]).toBeGreaterThan(0);
 
