@@ -183,6 +183,31 @@ function halves(samples) {
   return { firstHalfP99: round(percentile(samples.slice(0, mid), 99), 1), secondHalfP99: round(percentile(samples.slice(mid), 99), 1) };
 }
 
+/** Consecutive thirds of the round-robin samples: three repetitions of the measurement, in time order. */
+const REPETITIONS = 3;
+
+/**
+ * A target's ratio (`numerator` point ÷ `denominator` point) in each repetition: the samples of
+ * both points split into the same consecutive slices (taken round-robin, so a slice of one point
+ * is measured at the same time as the same slice of the other), with each slice's p50 and p99
+ * ratio, and their median, min and max. The verdict is the median's; the spread says whether
+ * it can be trusted (`report.mjs`).
+ * @param {number[]} numerator @param {number[]} denominator
+ */
+function repetitions(numerator, denominator) {
+  const slice = (/** @type {number[]} */ samples, /** @type {number} */ i) => samples.slice(Math.floor((samples.length * i) / REPETITIONS), Math.floor((samples.length * (i + 1)) / REPETITIONS));
+  const reps = Array.from({ length: REPETITIONS }, (_, i) => {
+    const top = slice(numerator, i);
+    const bottom = slice(denominator, i);
+    return { n: top.length, p50Ratio: round(percentile(top, 50) / percentile(bottom, 50), 3), p99Ratio: round(percentile(top, 99) / percentile(bottom, 99), 3) };
+  });
+  const spread = (/** @type {number[]} */ values) => {
+    const sorted = [...values].sort((x, y) => x - y);
+    return { median: sorted[Math.floor(sorted.length / 2)] ?? NaN, min: sorted[0] ?? NaN, max: sorted.at(-1) ?? NaN };
+  };
+  return { reps, p50: spread(reps.map((r) => r.p50Ratio)), p99: spread(reps.map((r) => r.p99Ratio)) };
+}
+
 /** @param {any} context a context response body */
 function contextShape(context) {
   const m = context.manifest;
@@ -486,6 +511,7 @@ async function runMetrics(api, fake, current, restart) {
       points: summary,
       p50RatioBigToSmall: round(summary.big.p50 / summary.small.p50, 3),
       p99RatioBigToSmall: round(summary.big.p99 / summary.small.p99, 3),
+      repetitions: repetitions(data[short(SIZE.big)].latencies, data[short(SIZE.small)].latencies),
     };
     for (const p of points) {
       const q = summary[p.key];
@@ -533,6 +559,7 @@ async function runMetrics(api, fake, current, restart) {
       p99RatioBigToMid: round(summary.big.p99 / summary.mid.p99, 3),
       p50RatioBigToMid: round(summary.big.p50 / summary.mid.p50, 3),
       openRunsAfterProbes: planning,
+      repetitions: repetitions(data[short(SIZE.big)].latencies, data["0"].latencies),
     };
     for (const p of points) log(`  at ${p.label}: p50 ${summary[p.key].p50} ms, p99 ${summary[p.key].p99} ms, ${summary[p.key].appendsPerSecond} appends/s`);
   });
