@@ -13,7 +13,7 @@
 //   share one process state and one database size; only the conversation's length differs.
 // - Latency probes never cross a compaction trigger (see `ensureHeadroom`), so a sample is an
 //   append, not an append plus planning, at every history length alike.
-// - The compactor is a loopback OpenAI-compatible server (lib/fake-openai.mjs) that answers at
+// - The compactor is a loopback OpenAI-compatible server (test/fake-openai/server.ts, the tests' own fake) that answers at
 //   once and counts the characters of every request: compactor input is measured at the model's edge.
 import "../scripts/offline-env.mjs";
 import { execFileSync } from "node:child_process";
@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./lib/api.mjs";
 import { groupStream, probeEvent, userChars } from "./lib/conversation.mjs";
-import { startFakeOpenAi } from "./lib/fake-openai.mjs";
+import { startFakeOpenAi } from "../test/fake-openai/server.ts";
 import { renderMarkdown } from "./lib/report.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
 import { WorkerError, applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../scripts/lib/worker.mjs";

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,6 +20,13 @@ import type { AddressInfo } from "node:net";
  * - `POST __reset`: clears the queue and the recordings.
  *
  * With an empty queue it answers a valid reply built from the request (see `defaultContent`).
+ *
+ * The same server is the benchmark's and the chaos run's model (`npm run bench`, `npm run chaos`
+ * import it in-process): `calls` counts the characters of every completion request section by
+ * section, so the compactor-input metric is measured at the model's edge; `summaryChars` sizes the
+ * default reply; `delayMs` holds every answer (a slow model, so that a crash can land during a
+ * call); and a request for the model `FLAKY_MODEL` fails with 500 on the first attempt at every
+ * slice, so the queue redelivers the same packet.
  */
 
 export interface ScriptStep {
@@ -56,12 +64,43 @@ interface Session {
   requests: RecordedRequest[];
 }
 
+/** What one completion request carried, by section of the compactor's input (characters). */
+interface ModelCall {
+  readonly at: number;
+  readonly model: string;
+  readonly systemChars: number;
+  readonly userChars: number;
+  readonly totalChars: number;
+  readonly previousBoundaryChars: number;
+  readonly amendmentsChars: number;
+  readonly pagesChars: number;
+  readonly sliceChars: number;
+  /** The slice's hash: the same packet across retries. */
+  readonly sliceKey: string;
+  status: number;
+  replyChars: number;
+}
+
+interface FakeOpenAiOptions {
+  /** The default reply's largest size (its summary, in characters); 120 unless said. */
+  readonly summaryChars?: number;
+  /** Hold every answer this long. */
+  readonly delayMs?: number;
+}
+
 export interface FakeOpenAi {
   /** The base URL to give the SDK (`http://127.0.0.1:<port>/v1`, default session). */
   readonly baseUrl: string;
   readonly origin: string;
+  /** Every completion request, in arrival order (all sessions). */
+  readonly calls: ModelCall[];
+  /** Answers being held by `delayMs`. */
+  inFlight(): number;
   close(): Promise<void>;
 }
+
+/** The model that fails the first attempt at every slice. */
+const FLAKY_MODEL = "bench-flaky";
 
 function readBody(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -95,28 +134,56 @@ function messageContent(body: Record<string, unknown>, role: string): string {
   return isRecord(found) && typeof found["content"] === "string" ? found["content"] : "";
 }
 
+/** A tagged section's body of the compactor's input ("" when it says "(none)" or is absent). */
+function section(input: string, tag: string): string {
+  const body = new RegExp(`<${tag}>\\n([\\s\\S]*?)\\n</${tag}>`).exec(input)?.[1] ?? "";
+  return body === "(none)" ? "" : body;
+}
+
+const unescape = (text: string): string => text.replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+
 /**
- * A well-formed reply for the request: the first words of its slice. Projection JSON when the
- * system prompt asks for the seed-001 object (it names `salientFacts`), plain text otherwise.
+ * A well-formed reply for the request: the slice's words without their line markup (ids,
+ * handles, roles), up to `summaryChars`. Projection JSON when the system prompt asks for the
+ * seed-001 object (it names `salientFacts`), plain text otherwise.
  */
-function defaultContent(body: Record<string, unknown>): string {
-  const input = messageContent(body, "user");
-  const slice = /<slice>\n([\s\S]*)\n<\/slice>/.exec(input)?.[1] ?? "";
-  const words = slice
-    .replace(/<\/?turn>/g, " ")
+function defaultContent(body: Record<string, unknown>, summaryChars: number): string {
+  const slice = section(messageContent(body, "user"), "slice");
+  const words = unescape(slice.replace(/<\/?turn>/g, " ").replace(/\[[^\]]*\] @\S+ \((user|assistant)\):/g, " "))
     .split(/\s+/)
-    .filter((w) => w !== "")
-    .slice(0, 12)
-    .join(" ");
-  const summary = `Fake summary: ${words}`.trim();
+    .filter((w) => w !== "");
+  let summary = "Fake summary:";
+  for (const word of words) {
+    if (summary.length + word.length + 1 > summaryChars) break;
+    summary += ` ${word}`;
+  }
   return messageContent(body, "system").includes("salientFacts") ? JSON.stringify({ summary, salientFacts: {} }) : summary;
+}
+
+function callOf(body: Record<string, unknown>): ModelCall {
+  const system = messageContent(body, "system");
+  const user = messageContent(body, "user");
+  const slice = section(user, "slice");
+  return {
+    at: Date.now(),
+    model: typeof body["model"] === "string" ? body["model"] : "",
+    systemChars: system.length,
+    userChars: user.length,
+    totalChars: system.length + user.length,
+    previousBoundaryChars: section(user, "previous-boundary").length,
+    amendmentsChars: section(user, "amendments").length,
+    pagesChars: section(user, "existing-memory-pages").length,
+    sliceChars: slice.length,
+    sliceKey: createHash("sha256").update(slice).digest("hex").slice(0, 16),
+    status: 200,
+    replyChars: 0,
+  };
 }
 
 const tokens = (text: string): number => Math.ceil(text.length / 4);
 
-function completion(body: Record<string, unknown>, step: ScriptStep): Record<string, unknown> {
+function completion(body: Record<string, unknown>, step: ScriptStep, content: string | null): Record<string, unknown> {
   const requested = typeof body["model"] === "string" ? body["model"] : "unknown";
-  const content = step.content === undefined ? defaultContent(body) : step.content;
   const prompt = JSON.stringify(body["messages"] ?? []);
   return {
     id: step.id ?? `chatcmpl-fake-${Date.now().toString(36)}`,
@@ -136,7 +203,12 @@ function errorBody(status: number): Record<string, unknown> {
   return { error: { message: `fake provider answered ${status}`, type, code: type, param: null } };
 }
 
-export async function startFakeOpenAi(): Promise<FakeOpenAi> {
+export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> {
+  const summaryChars = options.summaryChars ?? 120;
+  const calls: ModelCall[] = [];
+  /** Slices the flaky model already failed once: the retry of the same packet succeeds. */
+  const failedOnce = new Set<string>();
+  let held = 0;
   const sessions = new Map<string, Session>();
   const sessionOf = (name: string): Session => {
     let session = sessions.get(name);
@@ -176,8 +248,9 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
     const system = systemText(body);
     const index = session.script.findIndex((candidate) => candidate.whenSystemIncludes === undefined || system.includes(candidate.whenSystemIncludes));
     const step = index === -1 ? {} : (session.script.splice(index, 1)[0] ?? {});
-    if (step.delayMs !== undefined) {
-      const delay = step.delayMs;
+    const delay = step.delayMs ?? options.delayMs;
+    if (delay !== undefined && delay > 0) {
+      held += 1;
       // A client that gave up (timeout) closes the socket; stop waiting for it.
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
@@ -186,14 +259,25 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
           resolve();
         });
       });
+      held -= 1;
     }
     // Like a real endpoint: a request without a key or without the required fields is refused.
     if (!(headers["authorization"] ?? "").startsWith("Bearer ")) return send(response, 401, errorBody(401));
     if (!isRecord(body) || typeof body["model"] !== "string" || !Array.isArray(body["messages"])) return send(response, 400, errorBody(400));
+    const call = callOf(body);
+    calls.push(call);
+    if (call.model === FLAKY_MODEL && step.status === undefined && !failedOnce.has(call.sliceKey)) {
+      failedOnce.add(call.sliceKey);
+      call.status = 500;
+      return send(response, 500, errorBody(500));
+    }
     const status = step.status ?? 200;
+    call.status = status;
     if (status !== 200) return send(response, status, errorBody(status), step.retryAfter === undefined ? {} : { "retry-after": String(step.retryAfter) });
     if (step.rawBody !== undefined) return send(response, 200, step.rawBody);
-    return send(response, 200, completion(body, step));
+    const content = step.content === undefined ? defaultContent(body, summaryChars) : step.content;
+    call.replyChars = content?.length ?? 0;
+    return send(response, 200, completion(body, step, content));
   }
 
   const server = createServer((request, response) => {
@@ -206,6 +290,8 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
   return {
     origin,
     baseUrl: `${origin}/v1`,
+    calls,
+    inFlight: () => held,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
