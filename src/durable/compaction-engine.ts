@@ -13,7 +13,7 @@ import type { Append, EngineDeps } from "./engine-deps";
 import { observe } from "./hot-chain";
 import { Planner } from "./planner";
 import { ContextServer } from "./context-server";
-import type { SettleError } from "./settlement";
+import type { SettleError } from "../core/settle-checks";
 import { Settlement } from "./settlement";
 import { Watchdogs } from "./watchdogs";
 import type { Wakeups } from "./wakeups";

@@ -11,7 +11,7 @@ import type { D1Reads } from "../storage/d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
 import type { ContextSelection } from "../core/context-manifest";
-import type { SettleError } from "./settlement";
+import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";
 import { replyJobs } from "./reply-jobs";
 import { dueWakes, wakeKey } from "../core/wakeups";

@@ -8,6 +8,8 @@ import { ok } from "../core/errors";
 import { hashCanonical } from "../core/hash";
 import type { CompactionContent, Packet } from "../core/packet";
 import { packetSchema } from "../core/packet";
+import type { SettleError, SettleRefusal } from "../core/settle-checks";
+import { checkAnchor, checkPlanCurrent, checkPlanEpoch, checkPlanExists, settleError } from "../core/settle-checks";
 import { replanWake, wakeKey } from "../core/wakeups";
 import { insertBoundaryStatement, readBoundaryByRun } from "../storage/compaction-store-boundaries";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
@@ -22,11 +24,9 @@ import { advanceHead, latestSource } from "./hot-chain";
 import type { Planner } from "./planner";
 import type { Watchdogs } from "./watchdogs";
 
-export type SettleError = "fabricated_run" | "stale_plan" | "packet_unreadable" | "chain_invalid";
 type Settled = Result<Boundary, { code: SettleError; message: string }>;
-type Refusal = { ok: false; error: { code: SettleError; message: string } };
 
-const refuse = (code: SettleError, message: string): Refusal => ({ ok: false, error: { code, message } });
+const refuse = (refusal: SettleRefusal): { ok: false; error: { code: SettleError; message: string } } => ({ ok: false, error: settleError(refusal) });
 
 /**
  * Settlement and backoff: a compactor's validated output becomes the chain's next boundary only
@@ -50,7 +50,7 @@ export class Settlement {
     if (!current.ok) return current;
     const { plan, declaration, chain } = current.value;
     const read = await readDocument(env.DOCUMENTS, plan.packetKey, plan.packetHash);
-    if (!read.ok) return refuse("packet_unreadable", `packet ${read.reason}`);
+    if (!read.ok) return refuse({ reason: "packet_unreadable", detail: read.reason });
     const packet = packetSchema.parse(JSON.parse(read.text) as unknown);
     const boundary = buildBoundary({
       id: `bnd_${runId.replace(/^cmp_/, "")}`,
@@ -71,26 +71,22 @@ export class Settlement {
     return ok(boundary);
   }
 
-  /** The plan of `runId` if it is its chain's current one and follows the head the log anchors. */
+  /** The plan of `runId` if it is its chain's current one and follows the head the log anchors (`core/settle-checks`). */
   async #currentPlan(runId: string, now: Date): Promise<Result<{ plan: PlanRecord; declaration: StoredDeclaration; chain: HotChain }, { code: SettleError; message: string }>> {
     const { env, conversationId } = this.deps;
-    const plan = await readPlan(env.DB, runId);
-    if (plan === undefined || plan.conversationId !== conversationId) return refuse("fabricated_run", `no plan ${runId} in this conversation`);
-    const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId);
-    if (declaration === undefined || declaration.epoch.id !== plan.epochId) return refuse("stale_plan", "the plan belongs to a retired epoch");
-    const chain = await this.book.chain(declaration, now);
-    if (chain === undefined || chain.openPlan?.runId !== runId || plan.previousBoundaryId !== (chain.head?.body.id ?? "")) {
-      return refuse("stale_plan", "the plan is not the chain's current plan");
+    const plan = checkPlanExists(runId, await readPlan(env.DB, runId), conversationId);
+    if (!plan.ok) return refuse(plan.error);
+    const declaration = checkPlanEpoch(plan.value, (await this.book.serving()).find((d) => d.agentId === plan.value.agentId));
+    if (!declaration.ok) return refuse(declaration.error);
+    const chain = checkPlanCurrent(plan.value, await this.book.chain(declaration.value, now));
+    if (!chain.ok) return refuse(chain.error);
+    const unanchored = checkAnchor(plan.value, await readChainAnchor(env.DB, conversationId, plan.value.epochId), chain.value.head?.hash);
+    if (unanchored !== undefined) {
+      const refusal = settleError(unanchored);
+      await recordIncident(env, { conversationId, agentId: plan.value.agentId, runId, kind: "resolver_failure", code: "missing_link", message: refusal.message, createdAt: now.toISOString() });
+      return { ok: false, error: refusal };
     }
-    // The plan must follow the head the log anchors, not merely the newest row: after a head row
-    // was deleted by hand the chain stays refused rather than settling a successor of an older one.
-    const anchor = await readChainAnchor(env.DB, conversationId, plan.epochId);
-    if (anchor !== undefined && (anchor.boundaryId !== plan.previousBoundaryId || anchor.boundaryHash !== chain.head?.hash)) {
-      const message = `the plan follows ${plan.previousBoundaryId || "(none)"}, the log's newest completed run settled ${anchor.boundaryId}`;
-      await recordIncident(env, { conversationId, agentId: plan.agentId, runId, kind: "resolver_failure", code: "missing_link", message, createdAt: now.toISOString() });
-      return refuse("chain_invalid", message);
-    }
-    return ok({ plan, declaration, chain });
+    return ok({ plan: plan.value, declaration: declaration.value, chain: chain.value });
   }
 
   /**
