@@ -3,7 +3,7 @@ import { appendBatchRequestSchema, appendEventRequestSchema, reservedForFoldline
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { composeRequestSchema } from "../core/compose";
-import type { ContextSelection } from "../durable/compaction-engine";
+import type { ContextSelection } from "../core/context-manifest";
 import { appendToConversation, contextFor } from "../durable/stub";
 import { compose } from "../http/compose";
 import type { appendedBatchSchema, appendedEventSchema, storedEventSchema, Wire } from "./responses";

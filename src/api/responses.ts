@@ -3,10 +3,10 @@ import { modelEvidenceSchema } from "../core/boundary";
 import { CHECK_NAMES } from "../core/chain-audit";
 import { conversationIdSchema } from "../core/conversation-id";
 import { registrationWarningSchema } from "../core/registration-warnings";
-import { contextPolicySchema, documentNameSchema, registrationSchema, sha256Schema } from "../core/declarations";
+import { documentNameSchema, registrationSchema, sha256Schema } from "../core/declarations";
 import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../core/events";
 import { memoryPathSchema } from "../core/memory-path";
-import { amendmentSchema } from "../core/packet";
+import { contextManifestSchema } from "../core/context-manifest";
 import { INCIDENT_KINDS } from "../storage/compaction-store";
 
 /**
@@ -88,47 +88,8 @@ export const contextMessageSchema = z.strictObject({
   content: z.string(),
 });
 
-/** Provenance of a served context, private to the caller (never inside the text the model reads). */
-export const contextManifestSchema = z.strictObject({
-  conversationId: conversationIdSchema,
-  agentId: agentIdSchema,
-  epochId: id,
-  /** The verified head boundary served; null when there is none, or it is withheld. */
-  boundary: z
-    .strictObject({
-      id,
-      hash: sha256Schema,
-      position,
-      coveredThroughSeq: seq,
-      coveredThroughTurnId: id,
-      runId: id,
-      model: modelNames,
-      envelopeChars: count,
-    })
-    .nullable(),
-  /** The covered-history amendment envelope served; null when nothing covered has changed. */
-  amendment: z
-    .strictObject({
-      hash: sha256Schema,
-      envelopeChars: count,
-      items: z.array(amendmentSchema.pick({ turnId: true, group: true, kind: true, hashBefore: true, hashAfter: true })),
-      content: z.string(),
-    })
-    .nullable(),
-  /** Why a boundary and its amendments were withheld (the agent does not admit sensitive content). */
-  withheld: z.string().nullable(),
-  tail: z.strictObject({
-    turns: count,
-    chars: count,
-    firstTurnId: id.nullable(),
-    lastTurnId: id.nullable(),
-    turnIdsHash: sha256Schema,
-  }),
-  omitted: z.strictObject({ groups: count, chars: count, throughGroup: seq.nullable() }),
-  reserved: z.strictObject({ chars: count, messages: count }),
-  totals: z.strictObject({ chars: count, messages: count }),
-  policy: contextPolicySchema,
-});
+/** Provenance of a served context (`core/context-manifest`, where its type is inferred from it). */
+export { contextManifestSchema };
 
 export const contextResponseSchema = z.strictObject({
   messages: z.array(contextMessageSchema),

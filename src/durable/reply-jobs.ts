@@ -1,6 +1,6 @@
 import type { StoredEvent } from "../core/events";
 import type { ReplyJob } from "../queue/jobs";
-import type { StoredDeclaration } from "../storage/compaction-store";
+import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 
 /**
  * The agent hand-off: one reply job per admitted new source message, per agent whose replies

@@ -1,5 +1,5 @@
 import type { Result } from "../core/errors";
-import type { ContextSelection } from "./compaction-engine";
+import type { ContextSelection } from "../core/context-manifest";
 import type { AppendRequest, AppendResponse } from "./conversation-object";
 
 /** The Durable Object of one conversation (named by its id, so every Worker reaches the same one). */

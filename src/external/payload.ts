@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ChatRequest, TrustedDocument } from "../core/compose";
 import { MAX_TEXT_CHARS } from "../core/events";
-import type { ContextManifest } from "../durable/compaction-engine";
+import type { ContextManifest } from "../core/context-manifest";
 
 /**
  * What an external bot receives and what it must answer — pure, so the Worker, the tests and a

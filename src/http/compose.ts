@@ -3,7 +3,7 @@ import type { AgentDeclaration } from "../core/declarations";
 import { buildChatRequest } from "../core/compose";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
-import type { ContextSelection } from "../durable/compaction-engine";
+import type { ContextSelection } from "../core/context-manifest";
 import { currentDeclaration } from "../storage/compaction-store";
 import { readDocument } from "../storage/document-store";
 

@@ -1,7 +1,9 @@
 import type { ChainAnchor, StoredEvent } from "../core/events";
 import { chainAnchorSchema } from "../core/events";
-import type { BoundaryRow, PlanRecord, PlanRow, StoredBoundary } from "./compaction-store";
-import { BOUNDARY_COLUMNS, toBoundary, toPlan } from "./compaction-store";
+import type { BoundaryRow, StoredBoundary } from "./compaction-store-boundaries";
+import { BOUNDARY_COLUMNS, toBoundary } from "./compaction-store-boundaries";
+import type { PlanRecord, PlanRow } from "./compaction-store-plans";
+import { toPlan } from "./compaction-store-plans";
 import { toStoredEvent } from "./event-store";
 
 /**

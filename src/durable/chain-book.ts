@@ -1,0 +1,147 @@
+import { frontierStartSeq, groupTurns } from "../core/compaction-plan";
+import { scopesAllow } from "../core/conversation-id";
+import type { StoredEvent } from "../core/events";
+import { canonicalJson, hashCanonical } from "../core/hash";
+import { reconstruct } from "../core/reconstruction";
+import { wakeKey } from "../core/wakeups";
+import type { Activation } from "../storage/compaction-store-activations";
+import { insertActivation, readActivation } from "../storage/compaction-store-activations";
+import { readHeadBoundary } from "../storage/compaction-store-boundaries";
+import type { StoredDeclaration } from "../storage/compaction-store-declarations";
+import { servingDeclarations } from "../storage/compaction-store-declarations";
+import { readOpenPlan } from "../storage/compaction-store-plans";
+import { putDocument } from "../storage/document-store";
+import { listEvents, readAllEvents } from "../storage/event-store";
+import type { EngineDeps } from "./engine-deps";
+import type { HotChain } from "./hot-chain";
+import { TURN_KINDS, foldPolicy, hotChain } from "./hot-chain";
+import type { Watchdogs } from "./watchdogs";
+
+/** Log events per read when a chain's window is loaded. */
+const WINDOW_PAGE = 1_000;
+
+/**
+ * Activation and loading: which declarations serve this conversation, and each one's chain, from
+ * this object's memory or else from D1. An epoch is activated on its first eligible source turn
+ * (its frontier document and activation row written once); reads before that get a provisional
+ * chain that stores nothing.
+ */
+export class ChainBook {
+  readonly #chains = new Map<string, HotChain>();
+
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly watchdogs: Watchdogs,
+  ) {}
+
+  /** Every chain this object holds now. */
+  held(): IterableIterator<HotChain> {
+    return this.#chains.values();
+  }
+
+  async serving(): Promise<StoredDeclaration[]> {
+    const { env, conversationId } = this.deps;
+    return (await servingDeclarations(env.DB, conversationId)).filter(
+      (d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, conversationId),
+    );
+  }
+
+  cached(declaration: StoredDeclaration): HotChain | undefined {
+    const cached = this.#chains.get(declaration.agentId);
+    return cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id ? cached : undefined;
+  }
+
+  /** The chain of an activated epoch, or undefined when it was never activated here. Never activates. */
+  async chain(declaration: StoredDeclaration, now: Date): Promise<HotChain | undefined> {
+    const cached = this.cached(declaration);
+    if (cached !== undefined) return cached.provisional ? undefined : cached;
+    const activation = await readActivation(this.deps.env.DB, this.deps.conversationId, declaration.agentId, declaration.epoch.id);
+    return activation === undefined ? undefined : this.#load(declaration, activation, now, false);
+  }
+
+  /** The chain for an eligible source turn at `sourceSeq`: the epoch is activated on its first one. */
+  async activeChain(declaration: StoredDeclaration, sourceSeq: number, now: Date): Promise<HotChain> {
+    const chain = await this.chain(declaration, now);
+    if (chain !== undefined) return chain;
+    const activation =
+      (await readActivation(this.deps.env.DB, this.deps.conversationId, declaration.agentId, declaration.epoch.id)) ?? (await this.#activate(declaration, sourceSeq, now));
+    return this.#load(declaration, activation, now, false);
+  }
+
+  /** The chain for a read: before activation, a provisional one from the frontier activation would write. */
+  async readChain(declaration: StoredDeclaration, now: Date): Promise<HotChain> {
+    const chain = this.cached(declaration) ?? (await this.chain(declaration, now));
+    if (chain !== undefined) return chain;
+    const startSeq = await this.#frontierStart(declaration);
+    return this.#load(declaration, { frontierId: "", frontierHash: "", startSeq, activatingSeq: 0 }, now, true);
+  }
+
+  async #load(declaration: StoredDeclaration, activation: Activation, now: Date, provisional: boolean): Promise<HotChain> {
+    const { env, conversationId, wakes } = this.deps;
+    const epochId = declaration.epoch.id;
+    const head = provisional ? undefined : await readHeadBoundary(env.DB, conversationId, declaration.agentId, epochId);
+    const openPlan = provisional ? undefined : await readOpenPlan(env.DB, conversationId, declaration.agentId, epochId);
+    const windowStart = Math.max(activation.startSeq - 1, head?.coveredThroughSeq ?? 0);
+    const window = await this.#window(windowStart);
+    // A backoff outlives the object: it is the re-plan deadline in the object's storage.
+    const replan = provisional ? undefined : await wakes.get(wakeKey.replan(declaration.agentId));
+    const backoffUntil = replan?.kind === "replan" && replan.epochId === epochId ? replan.at : 0;
+    const chain = hotChain({ declaration, activation, head, openPlan, windowStart, window, backoffUntil, provisional });
+    this.#chains.set(declaration.agentId, chain);
+    await this.watchdogs.ensure(chain, now);
+    return chain;
+  }
+
+  /** The turn-shaping events after `windowStart`, in order. */
+  async #window(windowStart: number): Promise<StoredEvent[]> {
+    const window: StoredEvent[] = [];
+    for (let after = windowStart; ; ) {
+      const page = await listEvents(this.deps.env.DB, this.deps.conversationId, after, WINDOW_PAGE);
+      window.push(...page.filter((event) => TURN_KINDS.has(event.kind)));
+      const last = page.at(-1);
+      if (page.length < WINDOW_PAGE || last === undefined) break;
+      after = last.seq;
+    }
+    return window;
+  }
+
+  /**
+   * Where an activation as of `throughSeq` starts: the newest whole groups that reach the trigger.
+   * Reads the whole history. An activation is as of its activating source: what a batch appended
+   * after that source is new to the epoch, not established history to leave behind the frontier.
+   */
+  async #frontierStart(declaration: StoredDeclaration, throughSeq = Number.POSITIVE_INFINITY): Promise<number> {
+    const events = (await readAllEvents(this.deps.env.DB, this.deps.conversationId)).filter((event) => event.seq <= throughSeq);
+    const turns = reconstruct(events, foldPolicy(declaration));
+    return frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), declaration.registration.compactor.policy);
+  }
+
+  /**
+   * The first eligible turn of an epoch writes its activation frontier: the newest whole groups
+   * that reach the trigger. This reads the whole history once per epoch; preflight never does.
+   */
+  async #activate(declaration: StoredDeclaration, activatingSeq: number, now: Date): Promise<Activation> {
+    const { env, conversationId } = this.deps;
+    const { agent, compactor } = declaration.registration;
+    const startSeq = await this.#frontierStart(declaration, activatingSeq);
+    const document = {
+      format: "foldline.activation-frontier@1",
+      conversationId,
+      route: conversationId,
+      agentId: agent.id,
+      compactorId: compactor.id,
+      epoch: declaration.epoch,
+      policy: compactor.policy,
+      historyAgents: [...agent.historyAgents].sort(),
+      admitSensitive: agent.admitSensitive,
+      activatingSeq,
+      startSeq,
+      createdAt: now.toISOString(),
+    };
+    const frontierId = `frn_${hashCanonical([conversationId, agent.id, declaration.epoch.id]).slice(0, 32)}`;
+    const frontierHash = await putDocument(env.DOCUMENTS, `frontiers/${frontierId}.json`, canonicalJson(document));
+    const activation = { frontierId, frontierHash, startSeq, activatingSeq };
+    await insertActivation(env.DB, conversationId, agent.id, declaration.epoch.id, activation, now.toISOString());
+    return (await readActivation(env.DB, conversationId, agent.id, declaration.epoch.id)) ?? activation;
+  }
+}

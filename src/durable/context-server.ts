@@ -1,0 +1,169 @@
+import { recordIncident } from "../incidents";
+import { amendmentEnvelope } from "../core/amendments";
+import type { Group } from "../core/compaction-plan";
+import { renderBoundaryBody } from "../core/compactor-output";
+import type { ContextSelection } from "../core/context-manifest";
+import { buildContextManifest } from "../core/context-manifest";
+import { scopesAllow } from "../core/conversation-id";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import type { StoredEvent } from "../core/events";
+import { hashCanonical } from "../core/hash";
+import type { Packet } from "../core/packet";
+import { packetSchema } from "../core/packet";
+import { renderEnvelope } from "../core/render";
+import type { ResolverFailure } from "../core/resolver";
+import { verifyAnchor, verifyHead } from "../core/resolver";
+import { groupsAsOf, selectContext } from "../core/selection";
+import { groupsAfter } from "../core/tail-ledger";
+import type { StoredDeclaration } from "../storage/compaction-store-declarations";
+import { currentDeclaration } from "../storage/compaction-store-declarations";
+import { readHeadRows } from "../storage/context-store";
+import { readDocument } from "../storage/document-store";
+import { listEventsBefore } from "../storage/event-store";
+import type { ActiveReader } from "./active-history";
+import type { ChainBook } from "./chain-book";
+import type { EngineDeps } from "./engine-deps";
+import type { HotChain } from "./hot-chain";
+import { TURN_KINDS, foldPolicy, tail } from "./hot-chain";
+
+/** Log events per page when reading covered history back for an agent that is never served a boundary. */
+const HISTORY_PAGE = 500;
+
+/**
+ * Serving: an agent's context from its chain's hot state, the head verified on every call against
+ * its row, predecessor, plan, completed run, packet and the log's anchor (`core/resolver`), the
+ * selection and its manifest pure (`core/selection`, `core/context-manifest`).
+ */
+export class ContextServer {
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly book: ChainBook,
+    private readonly reader: ActiveReader,
+  ) {}
+
+  /**
+   * Context for an agent: the latest valid boundary of the current epoch, any covered-history
+   * amendment, and the exact tail under the agent's policy; `asOfSeq` (a reply's source message)
+   * ends the tail at that message's group (`core/selection` `groupsAsOf`). Any doubt about the chain
+   * fails closed with a typed error and an incident; the agent never gets an unverified summary.
+   */
+  async select(agentId: string, now: Date, asOfSeq?: number): Promise<Result<ContextSelection>> {
+    const { conversationId } = this.deps;
+    const declaration = await currentDeclaration(this.deps.env.DB, agentId);
+    if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, conversationId)) {
+      return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
+    }
+    const chain = await this.book.readChain(declaration, now);
+    const verified = await this.#verify(declaration, chain, now);
+    if (!verified.ok) return verified;
+    const { agent } = declaration.registration;
+    // Boundaries and amendments are derived from possibly sensitive history and are always
+    // sensitive: an agent that does not admit sensitive content gets neither, only exact turns
+    // (of the whole admitted history, `#admittedHistory`).
+    const withheld = chain.head !== undefined && !agent.admitSensitive;
+    const head = withheld ? undefined : chain.head;
+    const amendments = head === undefined ? [] : await this.reader.amendments(chain);
+    const boundary = head === undefined ? undefined : { head, envelope: renderEnvelope("boundary", renderBoundaryBody(head.body.content)) };
+    const envelope = amendmentEnvelope(amendments);
+    if (envelope !== undefined && envelope.content.length > agent.context.maxAmendmentChars) {
+      return fail(
+        "amendment_too_large",
+        `the covered-history amendment needs ${envelope.content.length} characters, more than the agent's ${agent.context.maxAmendmentChars}; it is never cut`,
+        { amendmentChars: envelope.content.length, maxAmendmentChars: agent.context.maxAmendmentChars },
+      );
+    }
+    const envelopes = [boundary?.envelope, envelope].filter((m) => m !== undefined);
+    const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
+    const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
+    if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
+    const selected = selectContext({ envelopes, groups: asOf.value, policy: agent.context });
+    if (!selected.ok) return fail(selected.error.code, selected.error.message);
+    const amendment = envelope === undefined ? undefined : { items: amendments, envelope };
+    const manifest = buildContextManifest({ conversationId, agentId, epochId: declaration.epoch.id, boundary, amendment, withheld, selection: selected.value, policy: agent.context });
+    return ok({ messages: selected.value.messages, manifest });
+  }
+
+  /**
+   * The stored head checked by the resolver: the row first (a forged or stale head is named for
+   * what it is), then the log's anchor (a self-consistent row that is not the head the log
+   * settled), then this object's own memory of the head it settled.
+   */
+  async #verify(declaration: StoredDeclaration, chain: HotChain, now: Date): Promise<Result<void>> {
+    const { conversationId } = this.deps;
+    const { agentId, epoch } = declaration;
+    const { agent } = declaration.registration;
+    const rows = await readHeadRows(this.deps.env.DB, conversationId, agentId, epoch.id);
+    const anchored = verifyAnchor(
+      rows.anchor,
+      rows.head === undefined ? undefined : { id: rows.head.body.id, epochId: epoch.id, position: rows.head.position, hash: rows.head.hash, contentHash: hashCanonical(rows.head.body.content) },
+    );
+    if (rows.head === undefined) return anchored.ok ? ok(undefined) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
+    const verdict = verifyHead({
+      conversationId,
+      agentId,
+      epoch,
+      promptHash: declaration.promptHash,
+      historyAgents: agent.historyAgents,
+      admitSensitive: agent.admitSensitive,
+      frontier: { id: chain.activation.frontierId, hash: chain.activation.frontierHash },
+      head: { ...rows.head, id: rows.head.body.id },
+      previous: rows.previous === undefined ? undefined : { ...rows.previous, id: rows.previous.body.id },
+      siblings: rows.siblings,
+      plan: rows.plan,
+      packet: rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash),
+      completedRun: rows.completedRun,
+    });
+    const checked = verdict.ok ? anchored : verdict;
+    if (checked.ok && chain.head?.body.id === rows.head.body.id && chain.head.hash === rows.head.hash) return ok(undefined);
+    const reason = checked.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : checked.error;
+    return this.#refuse(agentId, rows.head.body.id, rows.head.runId, reason, now);
+  }
+
+  /**
+   * Boundaries are always sensitive, so an agent that does not admit sensitive content is served
+   * the exact admitted turns instead — of the whole history, not only those after the withheld
+   * boundary's coverage, or the covered part would silently vanish from its context. The log is
+   * read back from the window in pages until the older admitted turns alone fill one of the
+   * agent's caps (the selector then trims newest-first, reporting the rest in `manifest.omitted`),
+   * so the read is bounded by the caps, not by the conversation.
+   */
+  async #admittedHistory(chain: HotChain): Promise<{ groups: Group[]; after: number }> {
+    const fold = foldPolicy(chain.declaration);
+    if (chain.history?.windowStart !== chain.windowStart) {
+      const caps = chain.declaration.registration.agent.context;
+      const events: StoredEvent[] = [];
+      let after = chain.windowStart;
+      while (after > 0) {
+        const page = await listEventsBefore(this.deps.env.DB, this.deps.conversationId, after + 1, HISTORY_PAGE);
+        events.unshift(...page.filter((event) => TURN_KINDS.has(event.kind)).reverse());
+        after = page.length < HISTORY_PAGE ? 0 : (page.at(-1)?.seq ?? 1) - 1;
+        const older = groupsAfter(events, after, fold);
+        if (older.reduce((n, g) => n + g.chars, 0) > caps.maxChars || older.reduce((n, g) => n + g.turns.length, 0) > caps.maxMessages) break;
+      }
+      chain.history = { windowStart: chain.windowStart, after, events };
+    }
+    return { groups: groupsAfter([...chain.history.events, ...chain.window], chain.history.after, fold), after: chain.history.after };
+  }
+
+  /** The head's packet, read from R2 and hash-checked, unless the same object (by etag) already was. */
+  async #verifiedPacket(chain: HotChain, key: string, expectedHash: string): Promise<Packet | undefined> {
+    const object = await this.deps.env.DOCUMENTS.head(key);
+    if (object === null) return undefined;
+    const cached = chain.verifiedPacket;
+    if (cached !== undefined && cached.key === key && cached.etag === object.etag) return cached.packet;
+    const read = await readDocument(this.deps.env.DOCUMENTS, key, expectedHash);
+    if (!read.ok) return undefined;
+    const packet = packetSchema.safeParse(JSON.parse(read.text) as unknown);
+    if (!packet.success) return undefined;
+    chain.verifiedPacket = { key, etag: object.etag, packet: packet.data };
+    return packet.data;
+  }
+
+  /** An unverifiable head: an incident for the operator, and `chain_invalid` instead of any summary. */
+  async #refuse(agentId: string, boundaryId: string, runId: string | null, reason: ResolverFailure, now: Date): Promise<Result<never>> {
+    const { env, conversationId } = this.deps;
+    await recordIncident(env, { conversationId, agentId, runId, kind: "resolver_failure", code: reason.code, message: reason.message, createdAt: now.toISOString() });
+    return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId });
+  }
+}

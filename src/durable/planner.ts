@@ -1,0 +1,178 @@
+import { recordIncident } from "../incidents";
+import type { PlanFailure } from "../core/compaction-plan";
+import { compactorRunEvent } from "../core/compactor-runs";
+import type { EventInput } from "../core/events";
+import { canonicalJson } from "../core/hash";
+import type { Packet } from "../core/packet";
+import { pageBudget } from "../core/packet";
+import { buildPacket, freezeSlice, sliceRecallText } from "../core/packet-builder";
+import { compactionDue, decidePreflight, mayPlan, skippedRun } from "../core/preflight-decider";
+import { wakeKey } from "../core/wakeups";
+import type { PlanRecord } from "../storage/compaction-store-plans";
+import { insertPlanStatement } from "../storage/compaction-store-plans";
+import { putDocument, readTrustedDocuments } from "../storage/document-store";
+import { recallPages } from "../storage/memory-store";
+import type { CompactionJob } from "../queue/jobs";
+import type { ActiveReader } from "./active-history";
+import type { EngineDeps } from "./engine-deps";
+import type { HotChain } from "./hot-chain";
+import { latestSource } from "./hot-chain";
+import type { Watchdogs } from "./watchdogs";
+
+const MAX_RECALLED_PAGES = 8;
+/** At most this many skipped-run events per write (the API's own batch bound). */
+const MAX_SKIPS_PER_WRITE = 100;
+
+type PlanOutcome = "planned" | "failed" | "nothing_to_freeze";
+type PlanFailureRecord = PlanFailure | { readonly code: "document_budget_exceeded" | "unknown_document"; readonly message: string };
+
+/**
+ * Preflight and planning: each admitted source is decided (`core/preflight-decider`); at the
+ * trigger the slice is frozen and its packet built (`core/packet-builder`), written to R2, recorded
+ * with its planned run, and its job queued. One compaction in flight per chain.
+ */
+export class Planner {
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly reader: ActiveReader,
+    private readonly watchdogs: Watchdogs,
+  ) {}
+
+  /**
+   * The skipped-run events of one append are written together, in order: a batch of n sources
+   * costs one write for its skips, not n. A plan flushes them first, so the log keeps each
+   * source's outcome in source order.
+   */
+  async flushSkips(skips: EventInput[]): Promise<void> {
+    while (skips.length > 0) await this.deps.append(skips.splice(0, MAX_SKIPS_PER_WRITE));
+  }
+
+  /** One admitted source: its skip is queued in `skips`, or the chain plans now. */
+  async preflight(chain: HotChain, sourceSeq: number, now: Date, skips: EventInput[]): Promise<void> {
+    const { compactor, agent } = chain.declaration.registration;
+    const active = await this.reader.size(chain, sourceSeq);
+    const input = { compactorId: compactor.id, sourceSeq, active, policy: compactor.policy, caps: agent.context };
+    const decision = decidePreflight({ ...input, planOpen: chain.openPlan !== undefined, backoffUntil: chain.backoffUntil, now: now.getTime() });
+    if (decision.action === "skip") {
+      skips.push(decision.event);
+      return;
+    }
+    await this.flushSkips(skips);
+    if ((await this.plan(chain, sourceSeq, now)) === "nothing_to_freeze") skips.push(skippedRun(input, "nothing_to_freeze"));
+  }
+
+  async planIfDue(chain: HotChain, sourceSeq: number, now: Date): Promise<void> {
+    if (!mayPlan(chain.openPlan !== undefined, chain.backoffUntil, now.getTime())) return;
+    const { compactor, agent } = chain.declaration.registration;
+    // Nothing to freeze is not recorded here: no source arrived, and the next one's preflight says so.
+    if (compactionDue(await this.reader.size(chain, sourceSeq), compactor.policy, agent.context)) await this.plan(chain, sourceSeq, now);
+  }
+
+  /** What the chain was waiting for, resumed: plan from the newest source if the trigger is reached. */
+  async resume(chain: HotChain, now: Date): Promise<void> {
+    const latest = latestSource(chain);
+    if (latest !== undefined) await this.planIfDue(chain, latest.seq, now);
+  }
+
+  /**
+   * Plans a compaction of the window as of `triggerSeq`, or records why it failed closed. When
+   * every uncovered group already fits the tail — the chain is at the trigger only because of its
+   * envelopes (a summary as large as the trigger minus the tail target) — there is nothing to
+   * freeze: that is not a failure, and the caller records it as a skip (or nothing); the next run
+   * is planned once the exact tail outgrows its target.
+   */
+  async plan(chain: HotChain, triggerSeq: number, now: Date): Promise<PlanOutcome> {
+    const { declaration } = chain;
+    const { agent, compactor } = declaration.registration;
+    const { groups, amendments, envelopeChars, activeChars } = await this.reader.active(chain, triggerSeq);
+    const slice = freezeSlice(groups, compactor.policy, agent.context);
+    const runId = `cmp_${crypto.randomUUID()}`;
+    if (!slice.ok) return slice.error.code === "nothing_to_freeze" ? "nothing_to_freeze" : this.#failed(chain, runId, triggerSeq, slice.error, now);
+    // The subscribed documents go to the compactor whole, charged to the budget exactly as sent;
+    // recalled pages share what is left.
+    const documents = await readTrustedDocuments(this.deps.env.DOCUMENTS, agent.id, agent.documents);
+    if (!documents.ok) return this.#failed(chain, runId, triggerSeq, documents.error, now);
+    const budget = pageBudget(documents.value, agent.documentBudgetChars);
+    if (!budget.ok) return this.#failed(chain, runId, triggerSeq, budget.error, now);
+    const memoryPages = await recallPages(this.deps.env.DB, agent.id, sliceRecallText(slice.value), budget.value, MAX_RECALLED_PAGES);
+    const { activation, head } = chain;
+    const packet = buildPacket({
+      conversationId: this.deps.conversationId,
+      declaration,
+      runId,
+      triggerSeq,
+      frontier: { id: activation.frontierId, hash: activation.frontierHash, startSeq: activation.startSeq },
+      head,
+      amendments,
+      slice: slice.value,
+      window: chain.window,
+      memoryPages,
+      documents: documents.value,
+      activeChars,
+      envelopeChars,
+      now,
+    });
+    await this.#commit(chain, packet, now);
+    return "planned";
+  }
+
+  /** The packet is durable before anything can run from it; retries read the same bytes. */
+  async #commit(chain: HotChain, packet: Packet, now: Date): Promise<void> {
+    const { env, conversationId, wakes, append } = this.deps;
+    const { runId, agentId, triggerSeq, frozen, sizes } = packet;
+    const packetKey = `packets/${encodeURIComponent(conversationId)}/${agentId}/${runId}.json`;
+    const packetHash = await putDocument(env.DOCUMENTS, packetKey, canonicalJson(packet));
+    const plan: PlanRecord = {
+      runId,
+      conversationId,
+      agentId,
+      epochId: packet.epoch.id,
+      previousBoundaryId: packet.previousBoundary?.id ?? "",
+      packetKey,
+      packetHash,
+      triggerSeq,
+      throughSeq: frozen.throughSeq,
+      createdAt: now.toISOString(),
+    };
+    // The watchdog is durable before the plan is (`Watchdogs.arm`).
+    await this.watchdogs.arm(plan, now);
+    await wakes.delete(wakeKey.replan(agentId));
+    const detail = { triggerSeq, activeChars: sizes.preCompactionChars, frozenChars: frozen.chars, frozenTurns: frozen.turns.length, retainedTailChars: sizes.retainedTailChars, throughSeq: frozen.throughSeq };
+    await append([compactorRunEvent(packet.compactorId, runId, "planned", { detail })], [insertPlanStatement(env.DB, plan)]);
+    chain.openPlan = plan;
+    chain.backoffUntil = 0;
+    await this.send(chain, plan);
+  }
+
+  /** Queues the job naming the plan's packet (every dispatch of a plan names the same packet). */
+  async send(chain: HotChain, plan: PlanRecord): Promise<void> {
+    const { compactor } = chain.declaration.registration;
+    const job: CompactionJob = {
+      type: "compaction",
+      conversationId: this.deps.conversationId,
+      agentId: plan.agentId,
+      runId: plan.runId,
+      packetKey: plan.packetKey,
+      packetHash: plan.packetHash,
+      model: compactor.provider.model,
+      profile: compactor.provider.profile,
+    };
+    await this.deps.env.COMPACTION_QUEUE.send(job);
+  }
+
+  /** A plan that failed closed: a failed run event and an incident, never a split or a silent cut. */
+  async #failed(chain: HotChain, runId: string, triggerSeq: number, failure: PlanFailureRecord, now: Date): Promise<"failed"> {
+    const { declaration } = chain;
+    await this.deps.append([compactorRunEvent(declaration.registration.compactor.id, runId, "failed", { error: { code: failure.code, message: failure.message }, detail: { triggerSeq } })]);
+    await recordIncident(this.deps.env, {
+      conversationId: this.deps.conversationId,
+      agentId: declaration.agentId,
+      runId,
+      kind: "plan_failure",
+      code: failure.code,
+      message: failure.message,
+      createdAt: now.toISOString(),
+    });
+    return "failed";
+  }
+}

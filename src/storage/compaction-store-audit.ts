@@ -1,0 +1,119 @@
+import type { AuditBoundary } from "../core/chain-audit";
+
+/**
+ * The chain audit's reads of boundary rows: every column as stored, bodies parsed but not
+ * validated, so the audit reports a malformed or forged row instead of failing to read it.
+ */
+
+/**
+ * A boundary row for the chain audit and listing (`AuditBoundary`): every column the audit
+ * compares, with the body parsed as JSON but not validated, so a malformed or hand-forced row is
+ * reported, never thrown.
+ */
+export type BoundaryAuditRow = AuditBoundary;
+
+function parseJsonColumn(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+const BOUNDARY_AUDIT_COLUMNS = "id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, hash, created_at, body";
+
+interface BoundaryAuditSqlRow {
+  id: string;
+  epoch_id: string;
+  position: number;
+  previous_id: string;
+  previous_hash: string | null;
+  covered_through_seq: number;
+  run_id: string;
+  hash: string;
+  created_at: string;
+  body: string;
+}
+
+function boundaryAuditRow(r: BoundaryAuditSqlRow): BoundaryAuditRow {
+  return {
+    id: r.id,
+    epochId: r.epoch_id,
+    position: r.position,
+    previousId: r.previous_id,
+    previousHash: r.previous_hash,
+    coveredThroughSeq: r.covered_through_seq,
+    runId: r.run_id,
+    hash: r.hash,
+    createdAt: r.created_at,
+    body: parseJsonColumn(r.body),
+  };
+}
+
+/** Every boundary of one agent in one conversation, every epoch, oldest first. */
+export async function readBoundaryAuditRows(db: D1Database, conversationId: string, agentId: string): Promise<BoundaryAuditRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries
+       WHERE conversation_id = ? AND agent_id = ?
+       ORDER BY created_at, position, id`,
+    )
+    .bind(conversationId, agentId)
+    .all<BoundaryAuditSqlRow>();
+  return results.map(boundaryAuditRow);
+}
+
+/**
+ * A page of one epoch's links for the audit: the rows at the first `limit` positions after
+ * `after`, with every row of the epoch that can bear on their checks: their predecessors (by id),
+ * and any row naming the same predecessor or holding the same position (the UNIQUE constraints
+ * say there are none; the audit does not take the constraints on trust); and the epoch's newest
+ * row, which the log's anchor is checked against on every page.
+ */
+export async function readBoundaryAuditPage(
+  db: D1Database,
+  conversationId: string,
+  agentId: string,
+  epochId: string,
+  after: number,
+  limit: number,
+): Promise<{ rows: BoundaryAuditRow[]; through: number; nextAfter: number | null }> {
+  const { results: positions } = await db
+    .prepare("SELECT DISTINCT position FROM boundaries WHERE conversation_id = ? AND agent_id = ? AND epoch_id = ? AND position > ? ORDER BY position LIMIT ?")
+    .bind(conversationId, agentId, epochId, after, limit + 1)
+    .all<{ position: number }>();
+  // An empty page (past the last link, or an epoch with none) still reads the newest row.
+  const first = positions[0]?.position ?? after + 1;
+  const through = positions[Math.min(limit, positions.length) - 1]?.position ?? after;
+  const { results } = await db
+    .prepare(
+      `SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries
+       WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND (
+         position BETWEEN ?4 AND ?5
+         OR previous_id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5)
+         OR id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5)
+         OR position = (SELECT MAX(position) FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3))
+       ORDER BY position, created_at, id`,
+    )
+    .bind(conversationId, agentId, epochId, first, through)
+    .all<BoundaryAuditSqlRow>();
+  return { rows: results.map(boundaryAuditRow), through, nextAfter: positions.length > limit ? through : null };
+}
+
+/** A boundary row as stored, with its agent, and its body both as text and parsed. */
+export interface InspectedBoundary extends BoundaryAuditRow {
+  readonly conversationId: string;
+  readonly agentId: string;
+  /** The stored canonical JSON text, whose SHA-256 is the row's `hash`. */
+  readonly bodyText: string;
+}
+
+/** The boundary `boundaryId` if it belongs to `conversationId`; undefined for any other conversation's. */
+export async function readBoundaryInConversation(db: D1Database, conversationId: string, boundaryId: string): Promise<InspectedBoundary | undefined> {
+  const row = await db
+    .prepare(`SELECT ${BOUNDARY_AUDIT_COLUMNS}, agent_id FROM boundaries WHERE id = ? AND conversation_id = ?`)
+    .bind(boundaryId, conversationId)
+    .first<BoundaryAuditSqlRow & { agent_id: string }>();
+  if (row === null) return undefined;
+  return { ...boundaryAuditRow(row), conversationId, agentId: row.agent_id, bodyText: row.body };
+}

@@ -1,0 +1,79 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { StoredEvent } from "../../src/core/events";
+import { groupsAfter } from "../../src/core/tail-ledger";
+import type { HotChain } from "../../src/durable/hot-chain";
+import { TURN_KINDS, foldPolicy, hotChain, latestSource, observe, tail, trimWindow } from "../../src/durable/hot-chain";
+import { storedDeclaration } from "./declaration-fixture";
+import { source, storeAll } from "./event-builders";
+import { AGENTS, logArb } from "./log-arbitraries";
+
+/**
+ * The hot state is a cache of D1: whatever the object observed and trimmed must be what it would
+ * load fresh after waking. These tests hold the operations to that, without I/O.
+ */
+
+const declaration = storedDeclaration({ historyAgents: [...AGENTS] });
+const activation = { frontierId: "frn_x", frontierHash: "f".repeat(64), startSeq: 1, activatingSeq: 1 };
+
+/** The chain as `chain-book` loads it from D1 with its window starting after `windowStart`. */
+function loaded(log: readonly StoredEvent[], windowStart: number): HotChain {
+  const window = log.filter((e) => e.seq > windowStart && TURN_KINDS.has(e.kind));
+  return hotChain({ declaration, activation, head: undefined, openPlan: undefined, windowStart, window, backoffUntil: 0, provisional: false });
+}
+
+const totals = (chain: HotChain) => ({ chars: chain.ledger.tailChars, messages: chain.ledger.tailMessages, lastSeen: chain.lastSeenSeq });
+
+describe("hot chain", () => {
+  it("observed event by event, then trimmed, is the chain loaded fresh after the trim", () => {
+    fc.assert(
+      fc.property(logArb, fc.nat(30), (log, cut) => {
+        const windowStart = Math.min(cut, log.length);
+        const live = loaded([], 0);
+        for (const event of log) observe(live, [event]);
+        trimWindow(live, windowStart);
+        const fresh = loaded(log, windowStart);
+        expect(live.window).toEqual(fresh.window);
+        expect(tail(live)).toEqual(tail(fresh));
+        expect({ ...totals(live), lastSeen: 0 }).toEqual({ ...totals(fresh), lastSeen: 0 });
+      }),
+    );
+  });
+
+  it("serves the exact tail the whole-window fold gives, and the ledger's totals agree with it", () => {
+    fc.assert(
+      fc.property(logArb, fc.nat(30), (log, cut) => {
+        const windowStart = Math.min(cut, log.length);
+        const chain = loaded(log, windowStart);
+        const groups = tail(chain);
+        expect(groups).toEqual(groupsAfter(chain.window, windowStart, foldPolicy(declaration)));
+        expect(chain.ledger.tailChars).toBe(groups.reduce((n, g) => n + g.chars, 0));
+        expect(chain.ledger.tailMessages).toBe(groups.reduce((n, g) => n + g.turns.length, 0));
+      }),
+    );
+  });
+
+  it("takes in each committed event once, however often it is observed", () => {
+    fc.assert(
+      fc.property(logArb, (log) => {
+        const once = loaded([], 0);
+        const twice = loaded([], 0);
+        observe(once, log);
+        observe(twice, log);
+        observe(twice, log.slice(0, Math.floor(log.length / 2)));
+        expect(twice.window).toEqual(once.window);
+        expect(totals(twice)).toEqual(totals(once));
+      }),
+    );
+  });
+
+  it("cuts the tail as of a source, and knows the newest source it holds", () => {
+    const log = storeAll([source("m1", "one"), source("m2", "two"), source("m3", "three")]);
+    const chain = loaded(log, 0);
+    expect(tail(chain, 2).map((g) => g.seq)).toEqual([1, 2]);
+    expect(latestSource(chain)?.seq).toBe(3);
+    trimWindow(chain, 3);
+    expect(tail(chain)).toEqual([]);
+    expect(latestSource(chain)).toBeUndefined();
+  });
+});
