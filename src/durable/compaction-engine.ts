@@ -18,7 +18,7 @@ import { reconstruct } from "../core/reconstruction";
 import type { NativeMessage } from "../core/render";
 import { renderEnvelope, renderSliceLine } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
-import { verifyAnchor, verifyHead } from "../core/resolver";
+import { verifyAnchor, verifyHead, verifySettledHead } from "../core/resolver";
 import { capPressure, groupsAsOf, selectContext, tailBounds } from "../core/selection";
 import { groupsAfter, TailLedger, tailEvents } from "../core/tail-ledger";
 import type { LivenessPolicy, Wake } from "../core/wakeups";
@@ -445,12 +445,10 @@ export class CompactionEngine {
     const epochId = declaration.epoch.id;
 
     const rows = await readHeadRows(this.env.DB, this.conversationId, agentId, epochId);
-    const anchored = verifyAnchor(
-      rows.anchor,
-      rows.head === undefined ? undefined : { id: rows.head.body.id, epochId, position: rows.head.position, hash: rows.head.hash, contentHash: hashCanonical(rows.head.body.content) },
-    );
-    if (rows.head === undefined && !anchored.ok) return this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
-    if (rows.head !== undefined) {
+    if (rows.head === undefined) {
+      const anchored = verifyAnchor(rows.anchor, undefined);
+      if (!anchored.ok) return this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
+    } else {
       const verdict = verifyHead({
         conversationId: this.conversationId,
         agentId,
@@ -459,20 +457,19 @@ export class CompactionEngine {
         historyAgents: agent.historyAgents,
         admitSensitive: agent.admitSensitive,
         frontier: { id: chain.activation.frontierId, hash: chain.activation.frontierHash },
-        head: { ...rows.head, id: rows.head.body.id },
-        previous: rows.previous === undefined ? undefined : { ...rows.previous, id: rows.previous.body.id },
-        siblings: rows.siblings,
+        head: rows.head,
+        previous: rows.previous,
+        rivals: rows.rivals,
         plan: rows.plan,
         packet: rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash),
-        completedRun: rows.completedRun,
+        receipts: rows.receipts,
+        anchor: rows.anchor,
       });
-      // The row first (a forged or stale head is named for what it is), then the log's anchor
-      // (a self-consistent row that is not the head the log settled), then this object's own memory.
-      const checked = verdict.ok ? anchored : verdict;
-      if (!checked.ok || chain.head?.body.id !== rows.head.body.id || chain.head.hash !== rows.head.hash) {
-        const reason = checked.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : checked.error;
-        return this.#refuse(agentId, rows.head.body.id, rows.head.runId, reason, now);
-      }
+      // The row and the log's anchor first (a forged, stale or rewritten head is named for what it
+      // is), then this object's own memory of the head it settled.
+      const settled = chain.head === undefined ? undefined : { id: chain.head.body.id, hash: chain.head.hash };
+      const checked = verdict.ok ? verifySettledHead(rows.head, settled) : verdict;
+      if (!checked.ok) return this.#refuse(agentId, rows.head.id, rows.head.runId, checked.error, now);
     }
 
     // Boundaries and amendments are derived from possibly sensitive history and are always
@@ -1028,8 +1025,10 @@ export class CompactionEngine {
 
   /** An unverifiable head: an incident for the operator, and `chain_invalid` instead of any summary. */
   async #refuse(agentId: string, boundaryId: string, runId: string | null, reason: ResolverFailure, now: Date): Promise<Result<never>> {
-    await recordIncident(this.env, { conversationId: this.conversationId, agentId, runId, kind: "resolver_failure", code: reason.code, message: reason.message, createdAt: now.toISOString() });
-    return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId });
+    const { code, cause, check, field, expected, found, message } = reason;
+    await recordIncident(this.env, { conversationId: this.conversationId, agentId, runId, kind: "resolver_failure", code, message: `${cause}: ${message}`, createdAt: now.toISOString() });
+    // `reason` is the code the API has always answered with; `cause` and the tagged data say which condition it was.
+    return fail("chain_invalid", `no valid summary can be served: ${message}`, { reason: code, cause, check, field, expected, found, boundaryId });
   }
 
   #runEvent(

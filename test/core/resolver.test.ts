@@ -4,8 +4,8 @@ import { buildBoundary } from "../../src/core/boundary";
 import { hashCanonical, sha256Hex } from "../../src/core/hash";
 import type { CompactionContent, Packet } from "../../src/core/packet";
 import { OUTPUT_CONTRACT } from "../../src/core/packet";
-import type { AnchoredRow, HeadEvidence, ResolverFailureCode, StoredLink } from "../../src/core/resolver";
-import { verifyAnchor, verifyHead } from "../../src/core/resolver";
+import type { AnchoredRow, HeadEvidence, ResolverFailureCode } from "../../src/core/resolver";
+import { verifyAnchor, verifyHead, verifySettledHead } from "../../src/core/resolver";
 import type { TurnSpec } from "../support/packet-fixture";
 import { BOB, packetFixture } from "../support/packet-fixture";
 
@@ -39,12 +39,16 @@ function boundaryOf(id: string, position: number, packet: Packet, summary: strin
   return buildBoundary({ id, position, packet, packetKey: packetKey(packet), packetHash: hashCanonical(packet), content: content(summary), model: MODEL, createdAt: "2026-11-20T12:05:00.000Z" });
 }
 
+type StoredLink = HeadEvidence["head"];
+
 /** The boundary's row as D1 stores it. */
 function linkOf(boundary: Boundary, previousId: string): StoredLink {
   return {
     id: boundary.body.id,
+    epochId: boundary.body.compactor.epochId,
     position: boundary.body.position,
     previousId,
+    previousHash: boundary.body.previous?.hash ?? null,
     coveredThroughSeq: boundary.body.coveredThrough.seq,
     runId: boundary.body.run.id,
     hash: boundary.hash,
@@ -55,12 +59,15 @@ function linkOf(boundary: Boundary, previousId: string): StoredLink {
 /** The plan the parent froze for the run, written from the packet (not from the boundary). */
 function planOf(packet: Packet): NonNullable<HeadEvidence["plan"]> {
   return {
+    runId: packet.runId,
     conversationId: packet.conversationId,
     agentId: packet.agentId,
     epochId: packet.epoch.id,
     previousBoundaryId: packet.previousBoundary?.id ?? "",
     packetKey: packetKey(packet),
     packetHash: hashCanonical(packet),
+    triggerSeq: packet.triggerSeq,
+    throughSeq: packet.frozen.throughSeq,
   };
 }
 
@@ -89,6 +96,24 @@ const SECOND = boundaryOf("boundary-2", 2, SECOND_PACKET, "Vendor B contract is 
 const STALLED_PACKET = secondPacket([{ text: "already covered", group: FIRST.body.coveredThrough.seq }]);
 const STALLED = boundaryOf("boundary-2", 2, STALLED_PACKET, "repeats the first");
 
+/** What the log says the boundary's run settled. */
+const anchorOf = (boundary: Boundary): NonNullable<HeadEvidence["anchor"]> => ({
+  epochId: boundary.body.compactor.epochId,
+  position: boundary.body.position,
+  boundaryId: boundary.body.id,
+  boundaryHash: boundary.hash,
+  contentHash: hashCanonical(boundary.body.content),
+});
+
+/** The completed run event that settled the boundary, as the log holds it. */
+const receiptOf = (boundary: Boundary): HeadEvidence["receipts"][number] => ({
+  runId: boundary.body.run.id,
+  status: "completed",
+  agentId: boundary.body.compactorId,
+  boundaryId: boundary.body.id,
+  anchor: anchorOf(boundary),
+});
+
 /** What the resolver is handed when the current declaration is the fixture's. */
 function evidence(head: Boundary, packet: Packet, previous: Boundary | undefined): HeadEvidence {
   return {
@@ -101,10 +126,11 @@ function evidence(head: Boundary, packet: Packet, previous: Boundary | undefined
     frontier: { id: FIRST_PACKET.frontier.id, hash: FIRST_PACKET.frontier.hash },
     head: linkOf(head, head.body.previous?.id ?? ""),
     previous: previous === undefined ? undefined : linkOf(previous, previous.body.previous?.id ?? ""),
-    siblings: 1,
+    rivals: [],
     plan: planOf(packet),
     packet,
-    completedRun: true,
+    receipts: [receiptOf(head)],
+    anchor: anchorOf(head),
   };
 }
 
@@ -178,7 +204,10 @@ describe("verifyHead: each failure, one corruption at a time", () => {
     { code: "divergent_hash", name: "the head's row disagrees with its body on coverage", corrupted: () => withHead(SECOND_EVIDENCE, { coveredThroughSeq: SECOND.body.coveredThrough.seq + 1 }) },
     { code: "divergent_hash", name: "the head's row disagrees with its body on the run", corrupted: () => withHead(SECOND_EVIDENCE, { runId: "run-9" }) },
     { code: "divergent_hash", name: "the head's row disagrees with its body on the id", corrupted: () => withHead(SECOND_EVIDENCE, { id: "boundary-9" }) },
-    { code: "divergent_hash", name: "the predecessor's hash is not the one the head names", corrupted: () => withPrevious(SECOND_EVIDENCE, { hash: OTHER }) },
+    { code: "divergent_hash", name: "the head's row disagrees with its body on the predecessor", corrupted: () => withHead(SECOND_EVIDENCE, { previousId: "boundary-x" }) },
+    { code: "divergent_hash", name: "a first boundary's row names a predecessor its body does not", corrupted: () => withHead(FIRST_EVIDENCE, { previousId: "boundary-0" }) },
+    { code: "divergent_hash", name: "the head's row disagrees with its body on the predecessor's hash", corrupted: () => withHead(SECOND_EVIDENCE, { previousHash: OTHER }) },
+    { code: "divergent_hash", name: "the head's row is filed under another epoch than its body", corrupted: () => withHead(SECOND_EVIDENCE, { epochId: "foldline-compactor/0:old" }) },
     {
       code: "divergent_hash",
       name: "the predecessor's body was edited but its stored hash kept",
@@ -202,6 +231,8 @@ describe("verifyHead: each failure, one corruption at a time", () => {
     { code: "divergent_hash", name: "the packet belongs to another epoch", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, epoch: { ...p.epoch, id: "foldline-compactor/0:old" } })) },
     { code: "divergent_hash", name: "the packet names no previous boundary", corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, previousBoundary: null })) },
     { code: "divergent_hash", name: "the packet is undefined (missing or failed its hash)", corrupted: () => ({ ...SECOND_EVIDENCE, packet: undefined }) },
+    { code: "divergent_hash", name: "the log's anchor settled another hash", corrupted: () => ({ ...SECOND_EVIDENCE, anchor: { ...anchorOf(SECOND), boundaryHash: OTHER } }) },
+    { code: "divergent_hash", name: "the log's anchor settled other content", corrupted: () => ({ ...SECOND_EVIDENCE, anchor: { ...anchorOf(SECOND), contentHash: OTHER } }) },
     { code: "divergent_hash", name: "the first boundary's packet is undefined", corrupted: () => ({ ...FIRST_EVIDENCE, packet: undefined }) },
 
     // stale_declaration
@@ -220,16 +251,22 @@ describe("verifyHead: each failure, one corruption at a time", () => {
     { code: "wrong_route", name: "the history agents are empty", corrupted: () => ({ ...SECOND_EVIDENCE, historyAgents: [] }) },
 
     // fork
-    { code: "fork", name: "the head has one sibling", corrupted: () => ({ ...SECOND_EVIDENCE, siblings: 2 }) },
-    { code: "fork", name: "the first boundary has a sibling", corrupted: () => ({ ...FIRST_EVIDENCE, siblings: 2 }) },
-    { code: "fork", name: "the head has two siblings", corrupted: () => ({ ...SECOND_EVIDENCE, siblings: 3 }) },
+    { code: "fork", name: "the head has one sibling", corrupted: () => ({ ...SECOND_EVIDENCE, rivals: [{ id: "boundary-x", previousId: "boundary-1", position: 2 }] }) },
+    { code: "fork", name: "the first boundary has a sibling", corrupted: () => ({ ...FIRST_EVIDENCE, rivals: [{ id: "boundary-x", previousId: "", position: 1 }] }) },
+    {
+      code: "fork",
+      name: "the head has two siblings",
+      corrupted: () => ({ ...SECOND_EVIDENCE, rivals: [{ id: "boundary-x", previousId: "boundary-1", position: 2 }, { id: "boundary-y", previousId: "boundary-1", position: 2 }] }),
+    },
+    { code: "fork", name: "another boundary holds the head's position after another predecessor", corrupted: () => ({ ...SECOND_EVIDENCE, rivals: [{ id: "boundary-x", previousId: "boundary-z", position: 2 }] }) },
 
     // missing_link
     { code: "missing_link", name: "position 2 with no predecessor found", corrupted: () => ({ ...SECOND_EVIDENCE, previous: undefined }) },
-    { code: "missing_link", name: "a first boundary's row names a predecessor", corrupted: () => withHead(FIRST_EVIDENCE, { previousId: "boundary-0" }) },
     { code: "missing_link", name: "the predecessor found is another boundary", corrupted: () => withPrevious(SECOND_EVIDENCE, { id: "boundary-x" }) },
     { code: "missing_link", name: "the predecessor sits at the wrong position", corrupted: () => withPrevious(SECOND_EVIDENCE, { position: 2 }) },
-    { code: "missing_link", name: "the head's row names another predecessor than its body", corrupted: () => withHead(SECOND_EVIDENCE, { previousId: "boundary-x" }) },
+    { code: "missing_link", name: "the predecessor stored is not the one the head names by hash", corrupted: () => withPrevious(SECOND_EVIDENCE, { hash: OTHER }) },
+    { code: "missing_link", name: "the predecessor stored covers another range than the head names", corrupted: () => withPrevious(SECOND_EVIDENCE, { coveredThroughSeq: FIRST.body.coveredThrough.seq - 1 }) },
+    { code: "missing_link", name: "the log anchors a newer boundary than the head", corrupted: () => ({ ...SECOND_EVIDENCE, anchor: { ...anchorOf(SECOND), position: 3, boundaryId: "boundary-3" } }) },
 
     // non_advancing
     {
@@ -247,8 +284,12 @@ describe("verifyHead: each failure, one corruption at a time", () => {
     { code: "fabricated_run", name: "the plan chains to another predecessor", corrupted: () => withPlan(SECOND_EVIDENCE, { previousBoundaryId: "" }) },
     { code: "fabricated_run", name: "the plan froze another packet key", corrupted: () => withPlan(SECOND_EVIDENCE, { packetKey: "packets/run-9.json" }) },
     { code: "fabricated_run", name: "the plan froze another packet hash", corrupted: () => withPlan(SECOND_EVIDENCE, { packetHash: OTHER }) },
-    { code: "fabricated_run", name: "the run did not complete", corrupted: () => ({ ...SECOND_EVIDENCE, completedRun: false }) },
-    { code: "fabricated_run", name: "the first boundary's run did not complete", corrupted: () => ({ ...FIRST_EVIDENCE, completedRun: false }) },
+    { code: "fabricated_run", name: "the plan was triggered at another sequence", corrupted: () => withPlan(SECOND_EVIDENCE, { triggerSeq: SECOND_PACKET.triggerSeq + 1 }) },
+    { code: "fabricated_run", name: "the plan froze through another sequence", corrupted: () => withPlan(SECOND_EVIDENCE, { throughSeq: SECOND.body.coveredThrough.seq - 1 }) },
+    { code: "fabricated_run", name: "the run did not complete", corrupted: () => ({ ...SECOND_EVIDENCE, receipts: [] }) },
+    { code: "fabricated_run", name: "the first boundary's run did not complete", corrupted: () => ({ ...FIRST_EVIDENCE, receipts: [] }) },
+    { code: "fabricated_run", name: "the run was completed by another agent", corrupted: () => ({ ...SECOND_EVIDENCE, receipts: [{ ...receiptOf(SECOND), agentId: "helper" }] }) },
+    { code: "fabricated_run", name: "the log anchors another boundary at the head's position", corrupted: () => ({ ...SECOND_EVIDENCE, anchor: { ...anchorOf(SECOND), boundaryId: "boundary-x" } }) },
   ];
 
   it.each(rows)("$code: $name", ({ code, corrupted }) => {
@@ -273,8 +314,8 @@ describe("verifyHead: chains built wrongly from the start", () => {
     expect(boundary.body.previous).not.toBeNull();
     // Its row faithfully records the predecessor the body names.
     expect(failureCode(evidence(boundary, SECOND_PACKET, undefined))).toBe("missing_link");
-    // Even a row that hides the predecessor does not rescue it.
-    expect(failureCode(withHead(evidence(boundary, SECOND_PACKET, undefined), { previousId: "" }))).toBe("missing_link");
+    // Nor does a row that hides the predecessor: that row disagrees with its hashed body.
+    expect(failureCode(withHead(evidence(boundary, SECOND_PACKET, undefined), { previousId: "", previousHash: null }))).toBe("divergent_hash");
   });
 
   it("missing_link: a boundary at position 2 whose body names no predecessor", () => {
@@ -307,15 +348,14 @@ describe("verifyHead: chains built wrongly from the start", () => {
 });
 
 describe("verifyHead: trusts only what is hashed", () => {
-  // The head's row is checked against its hashed body; the predecessor's row is not. A predecessor
-  // row that understates its own coverage lets a head that does not advance past the predecessor's
-  // real (hashed) coverage through. Found while writing these tests: see the report.
-  it("BUG: judges advancement on the predecessor's hashed body, not on its row's coveredThroughSeq", () => {
+  // A predecessor row that understates its own coverage must not let through a head that does not
+  // advance past the predecessor's real (hashed) coverage.
+  it("judges advancement on what the head's hash binds, not on the predecessor row's coveredThroughSeq", () => {
     const honest = evidence(STALLED, STALLED_PACKET, FIRST);
     expect(failureCode(honest)).toBe("non_advancing");
     // One change: the predecessor's row claims one sequence less than its hashed body covers.
     const lying = withPrevious(honest, { coveredThroughSeq: FIRST.body.coveredThrough.seq - 1 });
-    expect(["non_advancing", "divergent_hash"]).toContain(failureCode(lying));
+    expect(failureCode(lying)).toBe("missing_link");
   });
 });
 
@@ -347,5 +387,75 @@ describe("verifyAnchor: the newest row against the log's newest anchor", () => {
     if (verdict.ok) return;
     expect(verdict.error.code).toBe(code);
     expect(verdict.error.message).toMatch(message);
+  });
+});
+
+describe("verifyHead: each condition is named apart, with the field, what was expected and what was found", () => {
+  const editedFirst = { ...FIRST.body, content: content("Vendor A was chosen.") };
+  const rows = [
+    { cause: "body_mismatch", check: "body_hash", corrupted: () => withHead(SECOND_EVIDENCE, { hash: OTHER }), field: "hash", expected: SECOND.hash, found: OTHER },
+    {
+      cause: "previous_mismatch",
+      check: "previous_body",
+      corrupted: () => withPrevious(SECOND_EVIDENCE, { body: editedFirst }),
+      field: "previous.hash",
+      expected: hashCanonical(editedFirst),
+      found: FIRST.hash,
+    },
+    {
+      cause: "frontier_mismatch",
+      check: "frontier",
+      corrupted: () => ({ ...FIRST_EVIDENCE, frontier: { ...FIRST_EVIDENCE.frontier, hash: OTHER } }),
+      field: "frontier.hash",
+      expected: OTHER,
+      found: FIRST_PACKET.frontier.hash,
+    },
+    {
+      cause: "packet_unreadable",
+      check: "packet_hash",
+      corrupted: () => ({ ...SECOND_EVIDENCE, packet: undefined }),
+      field: "packet",
+      expected: hashCanonical(SECOND_PACKET),
+      found: "missing, altered or not a packet",
+    },
+    {
+      cause: "packet_mismatch",
+      check: "packet_binding",
+      corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, frozen: { ...p.frozen, throughSeq: p.frozen.throughSeq + 1 } })),
+      field: "coveredThrough.seq",
+      expected: SECOND.body.coveredThrough.seq + 1,
+      found: SECOND.body.coveredThrough.seq,
+    },
+    {
+      cause: "anchor_mismatch",
+      check: "anchor_hash",
+      corrupted: () => ({ ...SECOND_EVIDENCE, anchor: { ...anchorOf(SECOND), boundaryHash: OTHER } }),
+      field: "hash",
+      expected: OTHER,
+      found: SECOND.hash,
+    },
+  ] as const;
+
+  it.each(rows)("$cause ($check): $field", ({ cause, check, corrupted, field, expected, found }) => {
+    const e = corrupted();
+    expect(verifyHead(e)).toEqual({ ok: false, error: { code: "divergent_hash", cause, check, field, expected, found, message: expect.stringContaining(e.head.id) as unknown } });
+  });
+
+  it("once one code, now five causes", () => {
+    expect(new Set(rows.map((r) => r.cause)).size).toBe(rows.length);
+  });
+
+  it("plan_mismatch: the plan's trigger and frozen range are checked against the boundary", () => {
+    const verdict = verifyHead(withPlan(SECOND_EVIDENCE, { triggerSeq: 7 }));
+    expect(verdict).toMatchObject({ ok: false, error: { code: "fabricated_run", cause: "plan_mismatch", check: "plan", field: "plan.triggerSeq", expected: SECOND_PACKET.triggerSeq, found: 7 } });
+  });
+});
+
+describe("verifySettledHead: the stored head against the one this chain settled", () => {
+  it("passes the settled head, and names any other as a fork", () => {
+    expect(verifySettledHead({ id: "boundary-2", hash: SECOND.hash }, { id: "boundary-2", hash: SECOND.hash })).toEqual({ ok: true });
+    for (const settled of [undefined, { id: "boundary-1", hash: FIRST.hash }, { id: "boundary-2", hash: OTHER }]) {
+      expect(verifySettledHead({ id: "boundary-2", hash: SECOND.hash }, settled)).toMatchObject({ ok: false, error: { code: "fork", cause: "unsettled_head", check: "settled_head" } });
+    }
   });
 });
