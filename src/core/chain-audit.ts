@@ -135,7 +135,7 @@ function auditLink(input: ChainAuditInput, logIndex: LogIndex, row: AuditBoundar
 }
 
 /** The log's newest anchor of an epoch among the receipts given (the position is unique per epoch: migration 0011). */
-function newestAnchor(runs: readonly AuditRun[], epochId: string): ChainAnchor | undefined {
+export function newestAnchor(runs: readonly AuditRun[], epochId: string): ChainAnchor | undefined {
   let newest: ChainAnchor | undefined;
   for (const run of runs) {
     if (run.status !== "completed" || run.anchor === null || run.anchor.epochId !== epochId) continue;
