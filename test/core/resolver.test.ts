@@ -1,163 +1,30 @@
 import { describe, expect, it } from "vitest";
-import type { Boundary, ModelEvidence } from "../../src/core/boundary";
-import { buildBoundary } from "../../src/core/boundary";
-import { hashCanonical, sha256Hex } from "../../src/core/hash";
-import type { CompactionContent, Packet } from "../../src/core/packet";
-import { OUTPUT_CONTRACT } from "../../src/core/packet";
-import type { AnchoredRow, HeadEvidence, ResolverFailureCode } from "../../src/core/resolver";
-import { verifyAnchor, verifyHead, verifySettledHead } from "../../src/core/resolver";
-import type { TurnSpec } from "../support/packet-fixture";
-import { BOB, packetFixture } from "../support/packet-fixture";
-
-// ---------------------------------------------------------------------------------------------
-// A real two-link chain: each boundary built by `buildBoundary` from a fixture packet, the second
-// naming the first, and the rows, plan and packet the resolver would read for each.
-
-const MODEL: ModelEvidence = {
-  provider: "openai-compatible",
-  model: "gpt-test-2026-01-01",
-  responseId: "resp_1",
-  finishReason: "stop",
-  usage: { inputTokens: 900, outputTokens: 80 },
-  latencyMs: 412,
-};
-
-function content(summary: string): CompactionContent {
-  return {
-    contract: OUTPUT_CONTRACT,
-    mode: "plain",
-    summary,
-    preview: summary,
-    salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] },
-    degraded: false,
-  };
-}
-
-const packetKey = (packet: Packet): string => `packets/${packet.runId}.json`;
-
-function boundaryOf(id: string, position: number, packet: Packet, summary: string): Boundary {
-  return buildBoundary({ id, position, packet, packetKey: packetKey(packet), packetHash: hashCanonical(packet), content: content(summary), model: MODEL, createdAt: "2026-11-20T12:05:00.000Z" });
-}
-
-type StoredLink = HeadEvidence["head"];
-
-/** The boundary's row as D1 stores it. */
-function linkOf(boundary: Boundary, previousId: string): StoredLink {
-  return {
-    id: boundary.body.id,
-    epochId: boundary.body.compactor.epochId,
-    position: boundary.body.position,
-    previousId,
-    previousHash: boundary.body.previous?.hash ?? null,
-    coveredThroughSeq: boundary.body.coveredThrough.seq,
-    runId: boundary.body.run.id,
-    hash: boundary.hash,
-    body: boundary.body,
-  };
-}
-
-/** The plan the parent froze for the run, written from the packet (not from the boundary). */
-function planOf(packet: Packet): NonNullable<HeadEvidence["plan"]> {
-  return {
-    runId: packet.runId,
-    conversationId: packet.conversationId,
-    agentId: packet.agentId,
-    epochId: packet.epoch.id,
-    previousBoundaryId: packet.previousBoundary?.id ?? "",
-    packetKey: packetKey(packet),
-    packetHash: hashCanonical(packet),
-    triggerSeq: packet.triggerSeq,
-    throughSeq: packet.frozen.throughSeq,
-  };
-}
-
-const FIRST_PACKET = packetFixture({ runId: "run-1" });
-const FIRST = boundaryOf("boundary-1", 1, FIRST_PACKET, "Ada chose vendor B; Bob preferred vendor A on price.");
-
-/** A second run whose frozen slice is `turns`, chained to the first boundary. */
-function secondPacket(turns: readonly TurnSpec[]): Packet {
-  return packetFixture({
-    runId: "run-2",
-    triggerSeq: 60,
-    previousBoundary: { id: FIRST.body.id, hash: FIRST.hash, coveredThroughSeq: FIRST.body.coveredThrough.seq, body: FIRST.body.content.summary },
-    turns,
-  });
-}
-
-const SECOND_TURNS: readonly TurnSpec[] = [
-  { text: "Did legal sign the vendor B contract?", group: 20 },
-  { text: "Not yet: Bob sent the draft on Monday.", role: "assistant", group: 20 },
-  { text: "I'll chase them tomorrow.", author: BOB, group: 23 },
-];
-const SECOND_PACKET = secondPacket(SECOND_TURNS);
-const SECOND = boundaryOf("boundary-2", 2, SECOND_PACKET, "Vendor B contract is with legal; Bob will chase.");
-
-/** A correctly chained second boundary whose slice ends where the first boundary's coverage does. */
-const STALLED_PACKET = secondPacket([{ text: "already covered", group: FIRST.body.coveredThrough.seq }]);
-const STALLED = boundaryOf("boundary-2", 2, STALLED_PACKET, "repeats the first");
-
-/** What the log says the boundary's run settled. */
-const anchorOf = (boundary: Boundary): NonNullable<HeadEvidence["anchor"]> => ({
-  epochId: boundary.body.compactor.epochId,
-  position: boundary.body.position,
-  boundaryId: boundary.body.id,
-  boundaryHash: boundary.hash,
-  contentHash: hashCanonical(boundary.body.content),
-});
-
-/** The completed run event that settled the boundary, as the log holds it. */
-const receiptOf = (boundary: Boundary): HeadEvidence["receipts"][number] => ({
-  runId: boundary.body.run.id,
-  status: "completed",
-  agentId: boundary.body.compactorId,
-  boundaryId: boundary.body.id,
-  anchor: anchorOf(boundary),
-});
-
-/** What the resolver is handed when the current declaration is the fixture's. */
-function evidence(head: Boundary, packet: Packet, previous: Boundary | undefined): HeadEvidence {
-  return {
-    conversationId: "api:fixture",
-    agentId: "helper",
-    epoch: FIRST_PACKET.epoch,
-    promptHash: sha256Hex(FIRST_PACKET.prompt),
-    historyAgents: ["helper"],
-    admitSensitive: false,
-    frontier: { id: FIRST_PACKET.frontier.id, hash: FIRST_PACKET.frontier.hash },
-    head: linkOf(head, head.body.previous?.id ?? ""),
-    previous: previous === undefined ? undefined : linkOf(previous, previous.body.previous?.id ?? ""),
-    rivals: [],
-    plan: planOf(packet),
-    packet,
-    receipts: [receiptOf(head)],
-    anchor: anchorOf(head),
-  };
-}
-
-const FIRST_EVIDENCE = evidence(FIRST, FIRST_PACKET, undefined);
-const SECOND_EVIDENCE = evidence(SECOND, SECOND_PACKET, FIRST);
-
-function failureCode(e: HeadEvidence): ResolverFailureCode | "ok" {
-  const verdict = verifyHead(e);
-  return verdict.ok ? "ok" : verdict.error.code;
-}
-
-/** Evidence with one field of the head's (or the predecessor's) stored link replaced. */
-const withHead = (e: HeadEvidence, change: Partial<StoredLink>): HeadEvidence => ({ ...e, head: { ...e.head, ...change } });
-function withPrevious(e: HeadEvidence, change: Partial<StoredLink>): HeadEvidence {
-  if (e.previous === undefined) throw new Error("this evidence has no predecessor");
-  return { ...e, previous: { ...e.previous, ...change } };
-}
-function withPacket(e: HeadEvidence, change: (p: Packet) => Packet): HeadEvidence {
-  if (e.packet === undefined) throw new Error("this evidence has no packet");
-  return { ...e, packet: change(e.packet) };
-}
-function withPlan(e: HeadEvidence, change: Partial<NonNullable<HeadEvidence["plan"]>>): HeadEvidence {
-  if (e.plan === undefined) throw new Error("this evidence has no plan");
-  return { ...e, plan: { ...e.plan, ...change } };
-}
-
-const OTHER = sha256Hex("something else");
+import { sha256Hex } from "../../src/core/hash";
+import type { HeadEvidence, ResolverFailureCode } from "../../src/core/resolver";
+import { verifyHead } from "../../src/core/resolver";
+import { packetFixture } from "../support/packet-fixture";
+import {
+  anchorOf,
+  boundaryOf,
+  content,
+  evidence,
+  failureCode,
+  FIRST,
+  FIRST_EVIDENCE,
+  FIRST_PACKET,
+  OTHER,
+  receiptOf,
+  SECOND,
+  SECOND_EVIDENCE,
+  SECOND_PACKET,
+  secondPacket,
+  STALLED,
+  STALLED_PACKET,
+  withHead,
+  withPacket,
+  withPlan,
+  withPrevious,
+} from "./resolver-fixture";
 
 // ---------------------------------------------------------------------------------------------
 
@@ -356,106 +223,5 @@ describe("verifyHead: trusts only what is hashed", () => {
     // One change: the predecessor's row claims one sequence less than its hashed body covers.
     const lying = withPrevious(honest, { coveredThroughSeq: FIRST.body.coveredThrough.seq - 1 });
     expect(failureCode(lying)).toBe("missing_link");
-  });
-});
-
-describe("verifyAnchor: the newest row against the log's newest anchor", () => {
-  const epochId = "foldline-compactor/1:epoch";
-  const anchor = { epochId, position: 3, boundaryId: "bnd_3", boundaryHash: sha256Hex("boundary 3"), contentHash: sha256Hex("content 3") };
-  const head = { id: "bnd_3", epochId, position: 3, hash: anchor.boundaryHash, contentHash: anchor.contentHash };
-
-  it("passes the head the log anchors, and anything while nothing is anchored", () => {
-    expect(verifyAnchor(anchor, head)).toEqual({ ok: true });
-    expect(verifyAnchor(undefined, head)).toEqual({ ok: true });
-    expect(verifyAnchor(undefined, undefined)).toEqual({ ok: true });
-  });
-
-  const cases: { name: string; newest: AnchoredRow | undefined; code: ResolverFailureCode; message: RegExp }[] = [
-    { name: "no row at all", newest: undefined, code: "missing_link", message: /bnd_3 at position 3, .* is missing: no boundary of its epoch is stored/ },
-    { name: "an older row as the newest", newest: { ...head, id: "bnd_2", position: 2 }, code: "missing_link", message: /the newest stored is bnd_2 at position 2/ },
-    { name: "a row of another epoch", newest: { ...head, epochId: "foldline-compactor/1:other" }, code: "missing_link", message: /is missing/ },
-    { name: "a newer row no run settled", newest: { ...head, id: "bnd_4", position: 4 }, code: "fabricated_run", message: /bnd_4 at position 4 was settled by no completed run/ },
-    { name: "another row at the anchored position", newest: { ...head, id: "bnd_x" }, code: "fabricated_run", message: /bnd_x at position 3 was settled by no completed run/ },
-    { name: "a rewritten row with its hash recomputed", newest: { ...head, hash: sha256Hex("rewritten"), contentHash: sha256Hex("rewritten content") }, code: "divergent_hash", message: /another content hash/ },
-    { name: "a row rewritten outside its content", newest: { ...head, hash: sha256Hex("rewritten") }, code: "divergent_hash", message: /another hash/ },
-    { name: "a body that is not a boundary", newest: { ...head, contentHash: undefined }, code: "divergent_hash", message: /another content hash/ },
-  ];
-
-  it.each(cases)("fails closed on $name", ({ newest, code, message }) => {
-    const verdict = verifyAnchor(anchor, newest);
-    expect(verdict.ok).toBe(false);
-    if (verdict.ok) return;
-    expect(verdict.error.code).toBe(code);
-    expect(verdict.error.message).toMatch(message);
-  });
-});
-
-describe("verifyHead: each condition is named apart, with the field, what was expected and what was found", () => {
-  const editedFirst = { ...FIRST.body, content: content("Vendor A was chosen.") };
-  const rows = [
-    { cause: "body_mismatch", check: "body_hash", corrupted: () => withHead(SECOND_EVIDENCE, { hash: OTHER }), field: "hash", expected: SECOND.hash, found: OTHER },
-    {
-      cause: "previous_mismatch",
-      check: "previous_body",
-      corrupted: () => withPrevious(SECOND_EVIDENCE, { body: editedFirst }),
-      field: "previous.hash",
-      expected: hashCanonical(editedFirst),
-      found: FIRST.hash,
-    },
-    {
-      cause: "frontier_mismatch",
-      check: "frontier",
-      corrupted: () => ({ ...FIRST_EVIDENCE, frontier: { ...FIRST_EVIDENCE.frontier, hash: OTHER } }),
-      field: "frontier.hash",
-      expected: OTHER,
-      found: FIRST_PACKET.frontier.hash,
-    },
-    {
-      cause: "packet_unreadable",
-      check: "packet_hash",
-      corrupted: () => ({ ...SECOND_EVIDENCE, packet: undefined }),
-      field: "packet",
-      expected: hashCanonical(SECOND_PACKET),
-      found: "missing, altered or not a packet",
-    },
-    {
-      cause: "packet_mismatch",
-      check: "packet_binding",
-      corrupted: () => withPacket(SECOND_EVIDENCE, (p) => ({ ...p, frozen: { ...p.frozen, throughSeq: p.frozen.throughSeq + 1 } })),
-      field: "coveredThrough.seq",
-      expected: SECOND.body.coveredThrough.seq + 1,
-      found: SECOND.body.coveredThrough.seq,
-    },
-    {
-      cause: "anchor_mismatch",
-      check: "anchor_hash",
-      corrupted: () => ({ ...SECOND_EVIDENCE, anchor: { ...anchorOf(SECOND), boundaryHash: OTHER } }),
-      field: "hash",
-      expected: OTHER,
-      found: SECOND.hash,
-    },
-  ] as const;
-
-  it.each(rows)("$cause ($check): $field", ({ cause, check, corrupted, field, expected, found }) => {
-    const e = corrupted();
-    expect(verifyHead(e)).toEqual({ ok: false, error: { code: "divergent_hash", cause, check, field, expected, found, message: expect.stringContaining(e.head.id) as unknown } });
-  });
-
-  it("once one code, now five causes", () => {
-    expect(new Set(rows.map((r) => r.cause)).size).toBe(rows.length);
-  });
-
-  it("plan_mismatch: the plan's trigger and frozen range are checked against the boundary", () => {
-    const verdict = verifyHead(withPlan(SECOND_EVIDENCE, { triggerSeq: 7 }));
-    expect(verdict).toMatchObject({ ok: false, error: { code: "fabricated_run", cause: "plan_mismatch", check: "plan", field: "plan.triggerSeq", expected: SECOND_PACKET.triggerSeq, found: 7 } });
-  });
-});
-
-describe("verifySettledHead: the stored head against the one this chain settled", () => {
-  it("passes the settled head, and names any other as a fork", () => {
-    expect(verifySettledHead({ id: "boundary-2", hash: SECOND.hash }, { id: "boundary-2", hash: SECOND.hash })).toEqual({ ok: true });
-    for (const settled of [undefined, { id: "boundary-1", hash: FIRST.hash }, { id: "boundary-2", hash: OTHER }]) {
-      expect(verifySettledHead({ id: "boundary-2", hash: SECOND.hash }, settled)).toMatchObject({ ok: false, error: { code: "fork", cause: "unsettled_head", check: "settled_head" } });
-    }
   });
 });
