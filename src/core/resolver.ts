@@ -1,5 +1,6 @@
-import type { BoundaryBody } from "./boundary";
-import { boundaryHash } from "./boundary";
+import { LINK_CHECKS } from "./chain-audit-checks";
+import type { AuditPlan, AuditRun, Finding, LinkCheckName, LinkFacts, LinkRow, RivalRow } from "./chain-audit-link";
+import { differs, finding, parseBoundaryBody, predecessorOf } from "./chain-audit-link";
 import type { Epoch } from "./declarations";
 import type { ChainAnchor } from "./events";
 import { hashCanonical } from "./hash";
@@ -7,55 +8,84 @@ import type { Packet } from "./packet";
 
 /**
  * The resolver's verdict on a head boundary: is this the latest valid boundary of the current
- * epoch? Pure: the caller gathers the rows, the packet and the run evidence; this decides. Any
- * doubt fails closed with a code naming what is wrong — the agent is then served no summary
- * rather than an unverified one.
+ * epoch? Pure: the caller gathers the rows, the packet, the receipts and the log's anchor; this
+ * decides. It runs the head through every check of the chain audit that needs no re-read of the
+ * log (the same functions, `chain-audit-checks.ts`), and through its own: the head against the
+ * current declaration, the epoch's activation frontier, the log's newest anchor, and the
+ * predecessor's own row. Any doubt fails closed, naming the check, the field, what was expected and
+ * what was found; the agent is then served no summary rather than an unverified one.
  */
 
-export type ResolverFailureCode =
-  | "missing_link"
-  | "fork"
-  | "stale_declaration"
-  | "divergent_hash"
-  | "wrong_route"
-  | "fabricated_run"
-  | "non_advancing";
+/**
+ * The codes `chain_invalid` has always answered with (its `reason`) and incidents are recorded
+ * under: stable, documented in the README and the OpenAPI document. A failure's `cause` says which
+ * of the conditions behind a code it was.
+ */
+export type ResolverFailureCode = "missing_link" | "fork" | "stale_declaration" | "divergent_hash" | "wrong_route" | "fabricated_run" | "non_advancing";
+
+/** The resolver's own checks, beside the audit's. */
+type ResolverCheckName = "previous_body" | "declaration" | "route" | "frontier" | "anchor_head_stored" | "anchor_names_head" | "anchor_hash" | "settled_head";
+
+export type HeadCheckName = LinkCheckName | ResolverCheckName;
+
+/**
+ * What the failure of each check is called: its own `cause`, and the stable `code` it is reported
+ * under. One entry per check, so a check added to the audit does not compile until it says what
+ * the resolver answers for it.
+ */
+export const HEAD_CHECKS = {
+  body_hash: { cause: "body_mismatch", code: "divergent_hash" },
+  declaration: { cause: "stale_declaration", code: "stale_declaration" },
+  route: { cause: "wrong_route", code: "wrong_route" },
+  no_fork: { cause: "fork", code: "fork" },
+  link: { cause: "missing_link", code: "missing_link" },
+  previous_body: { cause: "previous_mismatch", code: "divergent_hash" },
+  frontier: { cause: "frontier_mismatch", code: "divergent_hash" },
+  coverage_advances: { cause: "non_advancing", code: "non_advancing" },
+  plan: { cause: "plan_mismatch", code: "fabricated_run" },
+  anchor_head_stored: { cause: "anchored_head_missing", code: "missing_link" },
+  anchor_names_head: { cause: "unanchored_head", code: "fabricated_run" },
+  anchor_hash: { cause: "anchor_mismatch", code: "divergent_hash" },
+  completed_run: { cause: "run_not_completed", code: "fabricated_run" },
+  packet_hash: { cause: "packet_unreadable", code: "divergent_hash" },
+  packet_binding: { cause: "packet_mismatch", code: "divergent_hash" },
+  model_evidence: { cause: "model_evidence_missing", code: "fabricated_run" },
+  settled_head: { cause: "unsettled_head", code: "fork" },
+} as const satisfies Record<HeadCheckName, { readonly cause: string; readonly code: ResolverFailureCode }>;
+
+export type ResolverCause = (typeof HEAD_CHECKS)[HeadCheckName]["cause"];
 
 export interface ResolverFailure {
   readonly code: ResolverFailureCode;
+  readonly cause: ResolverCause;
+  readonly check: HeadCheckName;
+  /** The field the check read, what it should have held and what it held (ids, hashes, sequences: never text). */
+  readonly field: string;
+  readonly expected: Finding["expected"];
+  readonly found: Finding["found"];
   readonly message: string;
 }
 
-export interface StoredLink {
-  readonly id: string;
-  readonly position: number;
-  readonly previousId: string;
-  readonly coveredThroughSeq: number;
-  readonly runId: string;
-  readonly hash: string;
-  readonly body: BoundaryBody;
+export type Verdict = { readonly ok: true } | { readonly ok: false; readonly error: ResolverFailure };
+
+const PASS: Verdict = { ok: true };
+
+function failed(check: HeadCheckName, { field, expected, found, detail }: Finding, subject?: string): Verdict {
+  const message = subject === undefined ? detail : `boundary ${subject} fails ${check}: ${detail}`;
+  return { ok: false, error: { ...HEAD_CHECKS[check], check, field, expected, found, message } };
 }
 
-export interface HeadEvidence {
-  readonly conversationId: string;
-  readonly agentId: string;
-  readonly epoch: Epoch;
-  readonly promptHash: string;
-  readonly historyAgents: readonly string[];
-  readonly admitSensitive: boolean;
-  readonly frontier: { readonly id: string; readonly hash: string };
-  readonly head: StoredLink;
-  /** The boundary named as the head's predecessor, when the head has one. */
-  readonly previous: StoredLink | undefined;
-  /** Boundaries of this epoch that share the head's predecessor, or its position (the head included). */
-  readonly siblings: number;
-  readonly plan: { readonly conversationId: string; readonly agentId: string; readonly epochId: string; readonly previousBoundaryId: string; readonly packetKey: string; readonly packetHash: string } | undefined;
-  /** The packet as read from R2 and verified against the plan's hash; undefined when it was not. */
-  readonly packet: Packet | undefined;
-  readonly completedRun: boolean;
+/** The first finding of the first check that has one, in the order given. */
+function firstFailure<T>(steps: readonly (readonly [HeadCheckName, (input: T) => readonly Finding[]])[], input: T, subject?: string): Verdict {
+  for (const [check, run] of steps) {
+    const [first] = run(input);
+    if (first !== undefined) return failed(check, first, subject);
+  }
+  return PASS;
 }
 
-const failure = (code: ResolverFailureCode, message: string): { ok: false; error: ResolverFailure } => ({ ok: false, error: { code, message } });
+// ---------------------------------------------------------------------------------------------
+// The log's anchor
 
 /** The newest boundary row of an epoch as stored, reduced to what its anchor binds. */
 export interface AnchoredRow {
@@ -67,6 +97,35 @@ export interface AnchoredRow {
   readonly contentHash: string | undefined;
 }
 
+type AnchorInput = readonly [ChainAnchor, AnchoredRow | undefined];
+
+const ANCHOR_STEPS: readonly (readonly [HeadCheckName, (input: AnchorInput) => Finding[]])[] = [
+  [
+    "anchor_head_stored",
+    ([anchor, newest]) => {
+      if (newest !== undefined && newest.epochId === anchor.epochId && newest.position >= anchor.position) return [];
+      const stored = newest === undefined ? "no boundary of its epoch is stored" : `the newest stored is ${newest.id} at position ${newest.position}`;
+      const detail = `boundary ${anchor.boundaryId} at position ${anchor.position}, settled by the log's newest completed run, is missing: ${stored}`;
+      return [finding("position", anchor.position, newest?.position ?? null, detail)];
+    },
+  ],
+  [
+    "anchor_names_head",
+    ([anchor, newest]) =>
+      newest === undefined || (newest.position === anchor.position && newest.id === anchor.boundaryId)
+        ? []
+        : [finding("id", anchor.boundaryId, newest.id, `boundary ${newest.id} at position ${newest.position} was settled by no completed run; the log's newest settled ${anchor.boundaryId} at position ${anchor.position}`)],
+  ],
+  [
+    "anchor_hash",
+    ([anchor, newest]) => {
+      if (newest === undefined) return [];
+      const detail = (what: string): string => `boundary ${newest.id} is stored with another ${what} than its completed run settled`;
+      return [...differs("contentHash", anchor.contentHash, newest.contentHash ?? null, detail("content hash")), ...differs("hash", anchor.boundaryHash, newest.hash, detail("hash"))];
+    },
+  ],
+];
+
 /**
  * Does the newest stored boundary of an epoch match what the log says the chain's head is? The
  * log's newest anchor (the completed run of the highest position in the epoch) names the head; the
@@ -75,89 +134,135 @@ export interface AnchoredRow {
  * with a recomputed hash, `divergent_hash`. No anchor (no boundary settled yet, or only boundaries
  * settled before runs carried anchors) leaves the rows to the other checks.
  */
-export function verifyAnchor(anchor: ChainAnchor | undefined, newest: AnchoredRow | undefined): { ok: true } | { ok: false; error: ResolverFailure } {
-  if (anchor === undefined) return { ok: true };
-  if (newest === undefined || newest.epochId !== anchor.epochId || newest.position < anchor.position) {
-    const stored = newest === undefined ? "no boundary of its epoch is stored" : `the newest stored is ${newest.id} at position ${newest.position}`;
-    return failure("missing_link", `boundary ${anchor.boundaryId} at position ${anchor.position}, settled by the log's newest completed run, is missing: ${stored}`);
-  }
-  if (newest.position > anchor.position || newest.id !== anchor.boundaryId) {
-    return failure("fabricated_run", `boundary ${newest.id} at position ${newest.position} was settled by no completed run; the log's newest settled ${anchor.boundaryId} at position ${anchor.position}`);
-  }
-  if (newest.hash !== anchor.boundaryHash || newest.contentHash !== anchor.contentHash) {
-    const what = newest.contentHash !== anchor.contentHash ? "content hash" : "hash";
-    return failure("divergent_hash", `boundary ${newest.id} is stored with another ${what} than its completed run settled`);
-  }
-  return { ok: true };
+export function verifyAnchor(anchor: ChainAnchor | undefined, newest: AnchoredRow | undefined): Verdict {
+  return anchor === undefined ? PASS : firstFailure(ANCHOR_STEPS, [anchor, newest]);
 }
 
-export function verifyHead(e: HeadEvidence): { ok: true } | { ok: false; error: ResolverFailure } {
-  const { head, previous, plan, packet } = e;
-  const body = head.body;
-  if (boundaryHash(body) !== head.hash || body.id !== head.id || body.position !== head.position || body.run.id !== head.runId || body.coveredThrough.seq !== head.coveredThroughSeq) {
-    return failure("divergent_hash", `boundary ${head.id}: its body does not hash to its stored hash or disagrees with its row`);
-  }
-  if (body.compactor.epochId !== e.epoch.id || body.compactor.fingerprint !== e.epoch.fingerprint || body.compactor.version !== e.epoch.compactorVersion || body.compactor.promptHash !== e.promptHash) {
-    return failure("stale_declaration", `boundary ${head.id} was produced under another declaration or prompt`);
-  }
-  const agents = [...e.historyAgents].sort();
-  if (
-    body.conversation.id !== e.conversationId ||
-    body.targetAgentId !== e.agentId ||
-    body.admitSensitive !== e.admitSensitive ||
-    body.historyAgents.length !== agents.length ||
-    body.historyAgents.some((a, i) => a !== agents[i])
-  ) {
-    return failure("wrong_route", `boundary ${head.id} belongs to another route, agent or privacy admission`);
-  }
-  if (e.siblings > 1) return failure("fork", `boundary ${head.id} has ${e.siblings - 1} competing sibling(s) in its epoch`);
-  if (head.position === 1) {
-    if (body.previous !== null || head.previousId !== "") return failure("missing_link", `boundary ${head.id} is first but names a predecessor`);
-    if (body.frontier.id !== e.frontier.id || body.frontier.hash !== e.frontier.hash) {
-      return failure("divergent_hash", `boundary ${head.id} does not start at this epoch's activation frontier`);
-    }
-  } else {
-    if (body.previous === null || previous === undefined || previous.id !== body.previous.id || previous.id !== head.previousId || previous.position !== head.position - 1) {
-      return failure("missing_link", `boundary ${head.id}'s predecessor is missing`);
-    }
-    if (
-      previous.hash !== body.previous.hash ||
-      boundaryHash(previous.body) !== previous.hash ||
-      previous.body.id !== previous.id ||
-      previous.body.position !== previous.position ||
-      previous.body.coveredThrough.seq !== previous.coveredThroughSeq ||
-      body.previous.coveredThroughSeq !== previous.coveredThroughSeq
-    ) {
-      return failure("divergent_hash", `boundary ${head.id} names a predecessor whose hash, row or coverage does not match`);
-    }
-    if (head.coveredThroughSeq <= previous.coveredThroughSeq) {
-      return failure("non_advancing", `boundary ${head.id} does not advance coverage past ${previous.coveredThroughSeq}`);
-    }
-  }
-  if (
-    plan === undefined ||
-    plan.conversationId !== e.conversationId ||
-    plan.agentId !== e.agentId ||
-    plan.epochId !== e.epoch.id ||
-    plan.previousBoundaryId !== head.previousId ||
-    plan.packetKey !== body.packet.key ||
-    plan.packetHash !== body.packet.hash ||
-    !e.completedRun
-  ) {
-    return failure("fabricated_run", `boundary ${head.id} has no matching plan and completed run ${head.runId}`);
-  }
-  if (
-    packet === undefined ||
-    packet.runId !== head.runId ||
-    packet.frozen.throughSeq !== body.coveredThrough.seq ||
-    packet.frozen.throughTurnId !== body.coveredThrough.turnId ||
-    packet.frozen.turnIdsHash !== body.input.turnIdsHash ||
-    packet.frozen.renderedHash !== body.input.renderedHash ||
-    packet.epoch.id !== e.epoch.id ||
-    hashCanonical(packet.amendments) !== body.input.amendmentsHash ||
-    (packet.previousBoundary?.id ?? "") !== head.previousId
-  ) {
-    return failure("divergent_hash", `boundary ${head.id}'s packet is missing, altered, or does not match the boundary`);
-  }
-  return { ok: true };
+// ---------------------------------------------------------------------------------------------
+// The head
+
+export interface HeadEvidence {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly epoch: Epoch;
+  readonly promptHash: string;
+  readonly historyAgents: readonly string[];
+  readonly admitSensitive: boolean;
+  readonly frontier: { readonly id: string; readonly hash: string };
+  /** The newest boundary row of the epoch. */
+  readonly head: LinkRow;
+  /** The row the head names as its predecessor, when it names one and it is stored. */
+  readonly previous: LinkRow | undefined;
+  /** The epoch's other rows that share the head's predecessor or position. */
+  readonly rivals: readonly RivalRow[];
+  readonly plan: AuditPlan | undefined;
+  /** The plan's packet as read from R2 and verified against the plan's hash; undefined when it could not be. */
+  readonly packet: Packet | undefined;
+  /** The head run's completed receipts in the log. */
+  readonly receipts: readonly AuditRun[];
+  /** The log's newest anchor of the epoch (undefined: nothing anchored yet). */
+  readonly anchor: ChainAnchor | undefined;
+}
+
+interface HeadInput {
+  readonly evidence: HeadEvidence;
+  readonly facts: LinkFacts;
+}
+
+function headFacts(e: HeadEvidence): LinkFacts {
+  const { plan, packet } = e;
+  return {
+    conversationId: e.conversationId,
+    agentId: e.agentId,
+    row: e.head,
+    body: parseBoundaryBody(e.head.body),
+    previous: e.previous,
+    rivals: e.rivals,
+    plan,
+    // The caller read the plan's packet and re-hashed it: undefined is a read that failed.
+    packetSource: plan === undefined ? undefined : { key: plan.packetKey, hash: plan.packetHash, outcome: packet === undefined ? { ok: false, reason: "missing, altered or not a packet" } : { ok: true } },
+    packet: packet === undefined ? { ok: false, detail: "not checked: the packet could not be read" } : { ok: true, packet },
+    receipts: e.receipts,
+  };
+}
+
+const linkStep = (name: LinkCheckName): readonly [HeadCheckName, (input: HeadInput) => readonly Finding[]] => [name, ({ facts }) => LINK_CHECKS[name](facts)];
+
+function checkDeclaration({ evidence: e, facts: { body } }: HeadInput): Finding[] {
+  if (body === undefined) return [];
+  const { compactor } = body;
+  const detail = "produced under another declaration or prompt";
+  return [
+    ...differs("compactor.epochId", e.epoch.id, compactor.epochId, detail),
+    ...differs("compactor.fingerprint", e.epoch.fingerprint, compactor.fingerprint, detail),
+    ...differs("compactor.version", e.epoch.compactorVersion, compactor.version, detail),
+    ...differs("compactor.promptHash", e.promptHash, compactor.promptHash, detail),
+  ];
+}
+
+function checkRoute({ evidence: e, facts: { body } }: HeadInput): Finding[] {
+  if (body === undefined) return [];
+  const detail = "belongs to another route, agent or privacy admission";
+  return [
+    ...differs("conversation.id", e.conversationId, body.conversation.id, detail),
+    ...differs("targetAgentId", e.agentId, body.targetAgentId, detail),
+    ...differs("admitSensitive", e.admitSensitive, body.admitSensitive, detail),
+    ...differs("historyAgents", JSON.stringify([...e.historyAgents].sort()), JSON.stringify(body.historyAgents), detail),
+  ];
+}
+
+/** The predecessor's own row against its hashed body: the audit's `body_hash`, run on the link before the head. */
+function checkPreviousBody({ facts }: HeadInput): Finding[] {
+  const previous = predecessorOf(facts);
+  if (previous === undefined) return [];
+  const findings = LINK_CHECKS.body_hash({ ...facts, row: previous, body: parseBoundaryBody(previous.body) });
+  return findings.map((f) => ({ ...f, field: `previous.${f.field}`, detail: `previous boundary ${previous.id}: ${f.detail}` }));
+}
+
+function checkFrontier({ evidence: e, facts: { row, body } }: HeadInput): Finding[] {
+  if (body === undefined || row.position !== 1) return [];
+  const detail = "does not start at this epoch's activation frontier";
+  return [...differs("frontier.id", e.frontier.id, body.frontier.id, detail), ...differs("frontier.hash", e.frontier.hash, body.frontier.hash, detail)];
+}
+
+function checkHeadAnchor({ evidence: e, facts: { row, body } }: HeadInput, step: (typeof ANCHOR_STEPS)[number]): Finding[] {
+  if (e.anchor === undefined) return [];
+  const content = body === undefined ? undefined : hashCanonical(body.content);
+  return step[1]([e.anchor, { id: row.id, epochId: row.epochId, position: row.position, hash: row.hash, contentHash: content }]);
+}
+
+/**
+ * The order the resolver reports in: the row against its hashed body first (a forged or rewritten
+ * row is named for what it is), then what the head claims to be, how it links, what planned and
+ * settled it, and last the packet it was compacted from.
+ */
+const HEAD_STEPS: readonly (readonly [HeadCheckName, (input: HeadInput) => readonly Finding[]])[] = [
+  linkStep("body_hash"),
+  ["declaration", checkDeclaration],
+  ["route", checkRoute],
+  linkStep("no_fork"),
+  linkStep("link"),
+  ["previous_body", checkPreviousBody],
+  ["frontier", checkFrontier],
+  linkStep("coverage_advances"),
+  linkStep("plan"),
+  ...ANCHOR_STEPS.map((step): readonly [HeadCheckName, (input: HeadInput) => readonly Finding[]] => [step[0], (input) => checkHeadAnchor(input, step)]),
+  linkStep("completed_run"),
+  linkStep("packet_hash"),
+  linkStep("packet_binding"),
+  linkStep("model_evidence"),
+];
+
+/** The checks in the order `verifyHead` runs them (its failure is the first of these that fails). */
+export const HEAD_CHECK_ORDER: readonly HeadCheckName[] = HEAD_STEPS.map(([name]) => name);
+
+export function verifyHead(evidence: HeadEvidence): Verdict {
+  return firstFailure(HEAD_STEPS, { evidence, facts: headFacts(evidence) }, evidence.head.id);
+}
+
+/** The stored head against the head this chain settled, which the caller holds: a verified row that is not it is a fork the rows alone cannot show. */
+export function verifySettledHead(stored: { readonly id: string; readonly hash: string }, settled: { readonly id: string; readonly hash: string } | undefined): Verdict {
+  if (settled !== undefined && settled.id === stored.id && settled.hash === stored.hash) return PASS;
+  const detail = `the stored head ${stored.id} is not the head this chain settled`;
+  return failed("settled_head", settled?.id === stored.id ? finding("hash", settled.hash, stored.hash, detail) : finding("id", settled?.id ?? null, stored.id, detail));
 }

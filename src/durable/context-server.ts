@@ -8,12 +8,11 @@ import { scopesAllow } from "../core/conversation-id";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { StoredEvent } from "../core/events";
-import { hashCanonical } from "../core/hash";
 import type { Packet } from "../core/packet";
 import { packetSchema } from "../core/packet";
 import { renderEnvelope } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
-import { verifyAnchor, verifyHead } from "../core/resolver";
+import { verifyAnchor, verifyHead, verifySettledHead } from "../core/resolver";
 import { groupsAsOf, selectContext } from "../core/selection";
 import { groupsAfter } from "../core/tail-ledger";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
@@ -94,11 +93,10 @@ export class ContextServer {
     const { agentId, epoch } = declaration;
     const { agent } = declaration.registration;
     const rows = await readHeadRows(this.deps.env.DB, conversationId, agentId, epoch.id);
-    const anchored = verifyAnchor(
-      rows.anchor,
-      rows.head === undefined ? undefined : { id: rows.head.body.id, epochId: epoch.id, position: rows.head.position, hash: rows.head.hash, contentHash: hashCanonical(rows.head.body.content) },
-    );
-    if (rows.head === undefined) return anchored.ok ? ok(undefined) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
+    if (rows.head === undefined) {
+      const anchored = verifyAnchor(rows.anchor, undefined);
+      return anchored.ok ? ok(undefined) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
+    }
     const verdict = verifyHead({
       conversationId,
       agentId,
@@ -107,17 +105,20 @@ export class ContextServer {
       historyAgents: agent.historyAgents,
       admitSensitive: agent.admitSensitive,
       frontier: { id: chain.activation.frontierId, hash: chain.activation.frontierHash },
-      head: { ...rows.head, id: rows.head.body.id },
-      previous: rows.previous === undefined ? undefined : { ...rows.previous, id: rows.previous.body.id },
-      siblings: rows.siblings,
+      head: rows.head,
+      previous: rows.previous,
+      rivals: rows.rivals,
       plan: rows.plan,
       packet: rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash),
-      completedRun: rows.completedRun,
+      receipts: rows.receipts,
+      anchor: rows.anchor,
     });
-    const checked = verdict.ok ? anchored : verdict;
-    if (checked.ok && chain.head?.body.id === rows.head.body.id && chain.head.hash === rows.head.hash) return ok(undefined);
-    const reason = checked.ok ? { code: "fork" as const, message: `the stored head ${rows.head.body.id} is not the head this chain settled` } : checked.error;
-    return this.#refuse(agentId, rows.head.body.id, rows.head.runId, reason, now);
+    // The row and the log's anchor first (a forged, stale or rewritten head is named for what it
+    // is), then this object's own memory of the head it settled.
+    const settled = chain.head === undefined ? undefined : { id: chain.head.body.id, hash: chain.head.hash };
+    const checked = verdict.ok ? verifySettledHead(rows.head, settled) : verdict;
+    if (checked.ok) return ok(undefined);
+    return this.#refuse(agentId, rows.head.id, rows.head.runId, checked.error, now);
   }
 
   /**
@@ -163,7 +164,9 @@ export class ContextServer {
   /** An unverifiable head: an incident for the operator, and `chain_invalid` instead of any summary. */
   async #refuse(agentId: string, boundaryId: string, runId: string | null, reason: ResolverFailure, now: Date): Promise<Result<never>> {
     const { env, conversationId } = this.deps;
-    await recordIncident(env, { conversationId, agentId, runId, kind: "resolver_failure", code: reason.code, message: reason.message, createdAt: now.toISOString() });
-    return fail("chain_invalid", `no valid summary can be served: ${reason.message}`, { reason: reason.code, boundaryId });
+    const { code, cause, check, field, expected, found, message } = reason;
+    await recordIncident(env, { conversationId, agentId, runId, kind: "resolver_failure", code, message: `${cause}: ${message}`, createdAt: now.toISOString() });
+    // `reason` is the code the API has always answered with; `cause` and the tagged data say which condition it was.
+    return fail("chain_invalid", `no valid summary can be served: ${message}`, { reason: code, cause, check, field, expected, found, boundaryId });
   }
 }

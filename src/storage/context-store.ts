@@ -1,5 +1,7 @@
+import type { AuditRun } from "../core/chain-audit-link";
+import { auditRunOf } from "../core/chain-audit-link";
 import type { ChainAnchor, StoredEvent } from "../core/events";
-import { chainAnchorSchema } from "../core/events";
+import { chainAnchorSchema, runBodySchema } from "../core/events";
 import type { BoundaryRow, StoredBoundary } from "./compaction-store-boundaries";
 import { BOUNDARY_COLUMNS, toBoundary } from "./compaction-store-boundaries";
 import type { PlanRecord, PlanRow } from "./compaction-store-plans";
@@ -12,12 +14,20 @@ import { toStoredEvent } from "./event-store";
  * selecting context costs the same on a young and on a long conversation.
  */
 
+/** A boundary row with the columns the resolver checks against its hashed body. */
+export interface HeadRow extends StoredBoundary {
+  readonly id: string;
+  readonly previousHash: string | null;
+}
+
 export interface HeadRows {
-  readonly head: StoredBoundary | undefined;
-  readonly previous: StoredBoundary | undefined;
-  readonly siblings: number;
+  readonly head: HeadRow | undefined;
+  readonly previous: HeadRow | undefined;
+  /** The epoch's other rows that share the head's predecessor or its position: any one is a fork. */
+  readonly rivals: readonly { readonly id: string; readonly previousId: string; readonly position: number }[];
   readonly plan: PlanRecord | undefined;
-  readonly completedRun: boolean;
+  /** The head run's completed receipt, when the log holds it. */
+  readonly receipts: readonly AuditRun[];
   /** The epoch's newest anchor in the log: which boundary must be the head (undefined: none anchored yet). */
   readonly anchor: ChainAnchor | undefined;
 }
@@ -29,6 +39,17 @@ export interface HeadRows {
 const NEWEST_ANCHOR = `SELECT body FROM events
   WHERE conversation_id = ?1 AND kind = 'run' AND json_extract(body, '$.anchor.epochId') = ?3
   ORDER BY json_extract(body, '$.anchor.position') DESC LIMIT 1`;
+
+const HEAD_COLUMNS = `${BOUNDARY_COLUMNS}, previous_hash`;
+
+const toHeadRow = (row: BoundaryRow & { previous_hash: string | null }): HeadRow => ({ ...toBoundary(row), id: row.id, previousHash: row.previous_hash });
+
+/** A stored run body. The log is written only through the event schema, so a body that does not parse is corruption, and is thrown. */
+function runOf(body: string): AuditRun {
+  const parsed = runBodySchema.safeParse(JSON.parse(body) as unknown);
+  if (!parsed.success) throw new Error("events: a stored run body does not parse");
+  return auditRunOf(parsed.data);
+}
 
 /** A stored run body's anchor. The log is written only through the event schema, so a body that does not parse is corruption, and is thrown. */
 function anchorOf(body: string): ChainAnchor {
@@ -48,33 +69,36 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
   const head = `WITH head AS (
     SELECT * FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 ORDER BY position DESC LIMIT 1)`;
   const statements = [
-    db.prepare(`${head} SELECT ${BOUNDARY_COLUMNS} FROM head`),
-    db.prepare(`${head} SELECT ${BOUNDARY_COLUMNS.split(", ").map((c) => `b.${c}`).join(", ")} FROM boundaries b, head WHERE b.id = head.previous_id`),
+    db.prepare(`${head} SELECT ${HEAD_COLUMNS} FROM head`),
+    db.prepare(`${head} SELECT ${HEAD_COLUMNS.split(", ").map((c) => `b.${c}`).join(", ")} FROM boundaries b, head WHERE b.id = head.previous_id`),
+    // A fork is named by its first few rows; one is enough to refuse the head.
     db.prepare(
-      `${head} SELECT COUNT(*) AS n FROM boundaries b, head
-       WHERE b.conversation_id = ?1 AND b.agent_id = ?2 AND b.epoch_id = ?3 AND (b.previous_id = head.previous_id OR b.position = head.position)`,
+      `${head} SELECT b.id, b.previous_id, b.position FROM boundaries b, head
+       WHERE b.conversation_id = ?1 AND b.agent_id = ?2 AND b.epoch_id = ?3 AND b.id <> head.id AND (b.previous_id = head.previous_id OR b.position = head.position)
+       LIMIT 8`,
     ),
     db.prepare(`${head} SELECT p.* FROM compaction_plans p, head WHERE p.run_id = head.run_id`),
     // The head's own receipt, and the log's newest anchor of the epoch (which must name the head):
     // one statement, so judging the head against the log costs no extra round trip or statement.
     db.prepare(
-      `${head} SELECT 'receipt' AS source, NULL AS body FROM events e, head WHERE e.conversation_id = ?1 AND e.idempotency_key = 'run:' || head.run_id || ':completed'
+      `${head} SELECT 'receipt' AS source, e.body AS body FROM events e, head WHERE e.conversation_id = ?1 AND e.idempotency_key = 'run:' || head.run_id || ':completed'
        UNION ALL SELECT 'anchor' AS source, body FROM (${NEWEST_ANCHOR})`,
     ),
   ].map((statement) => statement.bind(conversationId, agentId, epochId));
-  const [headRows, previousRows, siblingRows, planRows, runRows] = await db.batch(statements);
+  const [headRows, previousRows, rivalRows, planRows, runRows] = await db.batch(statements);
   const first = <T>(result: D1Result | undefined): T | undefined => result?.results[0] as T | undefined;
-  const headRow = first<BoundaryRow>(headRows);
-  const previousRow = first<BoundaryRow>(previousRows);
+  const headRow = first<BoundaryRow & { previous_hash: string | null }>(headRows);
+  const previousRow = first<BoundaryRow & { previous_hash: string | null }>(previousRows);
   const planRow = first<PlanRow>(planRows);
+  const rivals = (rivalRows?.results ?? []) as { id: string; previous_id: string; position: number }[];
   const receipts = (runRows?.results ?? []) as { source: "receipt" | "anchor"; body: string | null }[];
   const anchorBody = receipts.find((r) => r.source === "anchor")?.body;
   return {
-    head: headRow === undefined ? undefined : toBoundary(headRow),
-    previous: previousRow === undefined ? undefined : toBoundary(previousRow),
-    siblings: first<{ n: number }>(siblingRows)?.n ?? 0,
+    head: headRow === undefined ? undefined : toHeadRow(headRow),
+    previous: previousRow === undefined ? undefined : toHeadRow(previousRow),
+    rivals: rivals.map((r) => ({ id: r.id, previousId: r.previous_id, position: r.position })),
     plan: planRow === undefined ? undefined : toPlan(planRow),
-    completedRun: receipts.some((r) => r.source === "receipt"),
+    receipts: receipts.flatMap((r) => (r.source === "receipt" && r.body !== null ? [runOf(r.body)] : [])),
     anchor: anchorBody === null || anchorBody === undefined ? undefined : anchorOf(anchorBody),
   };
 }

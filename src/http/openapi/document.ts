@@ -353,7 +353,8 @@ const OPERATIONS: readonly OperationSpec[] = [
       "Provider-ready `messages` (boundary envelope, amendment envelope, exact tail) and a private `manifest` (boundary id, " +
       "hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every " +
       "request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, " +
-      "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`) and nothing unverified is served.",
+      "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, " +
+      "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.",
     query: { schema: agentQuery, notes: { agent: "the agent whose view is served" } },
     success: [{ status: 200, description: "the messages and their manifest", media: json, schema: contextResponseSchema }],
     errors: ["not_found", "chain_invalid", "amendment_too_large", "context_budget_exceeded"],
