@@ -2,7 +2,7 @@ import { operatorChat } from "./config";
 import { telegramRoute } from "./core/conversation-id";
 import type { IncidentKind } from "./storage/compaction-store";
 import { insertIncidentStatement } from "./storage/compaction-store";
-import type { NoticeJob } from "./queue/jobs";
+import type { NoticeJob } from "./core/jobs";
 
 export interface Incident {
   readonly conversationId: string;

@@ -38,11 +38,12 @@ import {
   readPlan,
   servingDeclarations,
 } from "../storage/compaction-store";
+import { frontierDocumentKey, packetDocumentKey } from "../storage/document-keys";
 import { putDocument, readDocument, readTrustedDocuments } from "../storage/document-store";
 import { listEvents, listEventsBefore, readAllEvents } from "../storage/event-store";
 import { readChainAnchor, readHeadRows, readRelatedEvents } from "../storage/context-store";
 import { recallPages } from "../storage/memory-store";
-import type { CompactionJob } from "../queue/jobs";
+import type { CompactionJob } from "../core/jobs";
 import type { Wakeups } from "./wakeups";
 
 /**
@@ -721,7 +722,7 @@ export class CompactionEngine {
       createdAt: now.toISOString(),
     };
     const frontierId = `frn_${hashCanonical([this.conversationId, agent.id, declaration.epoch.id]).slice(0, 32)}`;
-    const frontierHash = await putDocument(this.env.DOCUMENTS, `frontiers/${frontierId}.json`, canonicalJson(document));
+    const frontierHash = await putDocument(this.env.DOCUMENTS, frontierDocumentKey(frontierId), canonicalJson(document));
     const activation = { frontierId, frontierHash, startSeq, activatingSeq };
     await insertActivation(this.env.DB, this.conversationId, agent.id, declaration.epoch.id, activation, now.toISOString());
     return (await readActivation(this.env.DB, this.conversationId, agent.id, declaration.epoch.id)) ?? activation;
@@ -962,7 +963,7 @@ export class CompactionEngine {
       createdAt: now.toISOString(),
     };
     // The packet is durable before anything can run from it; retries read the same bytes.
-    const packetKey = `packets/${encodeURIComponent(this.conversationId)}/${agent.id}/${runId}.json`;
+    const packetKey = packetDocumentKey(this.conversationId, agent.id, runId);
     const packetHash = await putDocument(this.env.DOCUMENTS, packetKey, canonicalJson(packet));
     const plan: PlanRecord = {
       runId,

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ChatRequest, TrustedDocument } from "../core/compose";
 import { MAX_TEXT_CHARS } from "../core/events";
-import type { ContextManifest } from "../durable/compaction-engine";
+import type { ContextManifest } from "../durable/stub";
 
 /**
  * What an external bot receives and what it must answer — pure, so the Worker, the tests and a
@@ -62,4 +62,3 @@ export const botAnswerSchema = z.object({
     .refine((s) => s.isWellFormed(), "unpaired surrogate")
     .refine((s) => s.trim() !== "", "blank"),
 });
-export type BotAnswer = z.infer<typeof botAnswerSchema>;

@@ -14,7 +14,7 @@ import type { LinkPage } from "../core/chain-audit";
 import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
-import type { ContextSelection } from "../durable/compaction-engine";
+import type { ContextSelection } from "../durable/stub";
 
 /**
  * Foldline over Workers RPC, for bots that run as Workers themselves. Bind it with a service

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { renderEnvelope, renderTurn } from "../../src/core/render";
-import type { ContextManifest, ContextSelection } from "../../src/durable/compaction-engine";
+import type { ContextManifest, ContextSelection } from "../../src/durable/stub";
 import { contextBarGeometry, contextComposition } from "../../src/http/inspector/context-bar";
 
 const RUNS = { numRuns: 300 };

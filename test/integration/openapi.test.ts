@@ -11,7 +11,7 @@ import { app } from "../../src/http/app";
 import type { JsonSchema, OpenApiDocument, OperationObject } from "../../src/http/openapi/document";
 import { openApiDocument, SCHEMA_REF_PREFIX } from "../../src/http/openapi/document";
 import type { chainAuditSchema, chainListingSchema, composeResponseSchema, contextResponseSchema, linkPageSchema, Wire } from "../../src/api/responses";
-import type { ContextSelection } from "../../src/durable/compaction-engine";
+import type { ContextSelection } from "../../src/durable/stub";
 import type { Composed } from "../../src/api/conversations";
 import { insertIncidentStatement } from "../../src/storage/compaction-store";
 import { settledChain } from "../support/chain";

@@ -1,4 +1,4 @@
-import type { ContextSelection } from "../../durable/compaction-engine";
+import type { ContextSelection } from "../../durable/stub";
 import { messageChars } from "../../core/render";
 
 /**

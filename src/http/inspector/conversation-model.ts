@@ -5,7 +5,7 @@ import { selectContext } from "../../api/conversations";
 import { scopesAllow } from "../../core/conversation-id";
 import type { Result } from "../../core/errors";
 import type { StoredEvent } from "../../core/events";
-import type { ContextSelection } from "../../durable/compaction-engine";
+import type { ContextSelection } from "../../durable/stub";
 import { servingDeclarations } from "../../storage/compaction-store";
 import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
 

@@ -1,6 +1,6 @@
 import type { FC } from "hono/jsx";
 import type { Result } from "../../../core/errors";
-import type { ContextSelection } from "../../../durable/compaction-engine";
+import type { ContextSelection } from "../../../durable/stub";
 import { contextBarGeometry, contextComposition } from "../context-bar";
 import type { SegmentKind } from "../context-bar";
 import { Failure } from "./failure";
