@@ -23,7 +23,7 @@ export interface Incident {
 export async function recordIncident(env: Env, incident: Incident): Promise<void> {
   await insertIncidentStatement(env.DB, incident).run();
   const notice = incidentNotice(env, incident);
-  if (notice !== undefined) await env.COMPACTION_QUEUE.send(notice);
+  if (notice !== undefined) await env.JOB_QUEUE.send(notice);
 }
 
 export function incidentNotice(env: Env, incident: Incident): NoticeJob | undefined {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { TELEGRAM_BOT_ID } from "./conversation-id";
 
 /**
- * The jobs of the one Worker queue (`COMPACTION_QUEUE`): compactions, replies and operator notices. The
+ * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, replies and operator notices. The
  * Durable Object produces them and the queue consumer validates each message against `jobSchema`.
  */
 

@@ -1008,7 +1008,7 @@ export class CompactionEngine {
       model: compactor.provider.model,
       profile: compactor.provider.profile,
     };
-    await this.env.COMPACTION_QUEUE.send(job);
+    await this.env.JOB_QUEUE.send(job);
   }
 
   async #planFailed(chain: Chain, runId: string, triggerSeq: number, failure: PlanFailure | { readonly code: "document_budget_exceeded" | "unknown_document"; readonly message: string }, now: Date): Promise<void> {
