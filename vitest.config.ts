@@ -99,7 +99,7 @@ export default defineConfig(async () => {
                 miniflare: {
                   ...base.miniflare,
                   bindings: { ...base.miniflare.bindings, PLAN_WATCHDOG_SECONDS: "1", PLAN_STALLED_SECONDS: "3", COMPACTION_BACKOFF_BASE_SECONDS: "1" },
-                  queueProducers: { COMPACTION_QUEUE: { queueName: "foldline-liveness-unconsumed" } },
+                  queueProducers: { JOB_QUEUE: { queueName: "foldline-liveness-unconsumed" } },
                 },
               };
             }),

@@ -1,3 +1,5 @@
+import { telegramChatRef } from "./core/conversation-id";
+
 /**
  * Configuration read from the Worker's vars and secrets. Every knob has a default here and a row
  * in the README's configuration table; nothing needs a code change to point Foldline elsewhere.
@@ -126,10 +128,7 @@ export function telegramApiBaseUrl(env: Env): string | undefined {
  * (empty: none). The bot's token is its `TELEGRAM_BOT_TOKEN_<botId>`.
  */
 export function operatorChat(env: Env): { botId: string; chatId: number } | undefined {
-  const match = /^(\d{1,20}):(-?\d{1,20})$/.exec(env.OPERATOR_CHAT.trim());
-  if (match === null) return undefined;
-  const [, botId = "", chatId = ""] = match;
-  return { botId, chatId: Number(chatId) };
+  return telegramChatRef(env.OPERATOR_CHAT.trim());
 }
 
 /**

@@ -2,7 +2,7 @@ import { operatorChat } from "./config";
 import { telegramRoute } from "./core/conversation-id";
 import type { IncidentKind } from "./storage/compaction-store";
 import { insertIncidentStatement } from "./storage/compaction-store";
-import type { NoticeJob } from "./queue/jobs";
+import type { NoticeJob } from "./core/jobs";
 
 export interface Incident {
   readonly conversationId: string;
@@ -23,7 +23,7 @@ export interface Incident {
 export async function recordIncident(env: Env, incident: Incident): Promise<void> {
   await insertIncidentStatement(env.DB, incident).run();
   const notice = incidentNotice(env, incident);
-  if (notice !== undefined) await env.COMPACTION_QUEUE.send(notice);
+  if (notice !== undefined) await env.JOB_QUEUE.send(notice);
 }
 
 export function incidentNotice(env: Env, incident: Incident): NoticeJob | undefined {

@@ -12,7 +12,7 @@ import type { chainHealthSchema, Wire } from "./responses";
 import { readChainAnchor, readRelatedEvents } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
 import { readAllEvents, readEventRange, readEventsByKeys } from "../storage/event-store";
-import { validate } from "../http/validation";
+import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery, linkPageQuery } from "./queries";
 

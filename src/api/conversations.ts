@@ -5,16 +5,18 @@ import { fail, ok } from "../core/errors";
 import { composeRequestSchema } from "../core/compose";
 import type { ContextSelection } from "../core/context-manifest";
 import { appendToConversation, contextFor } from "../durable/stub";
-import { compose } from "../http/compose";
-import type { appendedBatchSchema, appendedEventSchema, storedEventSchema, Wire } from "./responses";
-import { validate } from "../http/validation";
+import { compose } from "./compose";
+import { listEvents } from "../storage/event-store";
+import type { appendedBatchSchema, appendedEventSchema, eventPageSchema, storedEventSchema, Wire } from "./responses";
+import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
-import { agentQuery } from "./queries";
+import { agentQuery, pageQuery } from "./queries";
 
 /**
- * The conversation operations every transport offers: ingest, context and compose. Each takes the
- * already-authorized conversation and the caller's input as plain data (a parsed JSON body, a query
- * object), validates it here, and returns a `Result` — HTTP maps it to a status once, RPC returns it.
+ * The conversation operations every transport offers: ingest, the log, context and compose. Each
+ * takes the already-authorized conversation and the caller's input as plain data (a parsed JSON
+ * body, a query object), validates it here, and returns a `Result` — HTTP maps it to a status once,
+ * RPC returns it.
  * A failed operation changes nothing: validation and reserved-key checks run before the append.
  */
 
@@ -76,6 +78,16 @@ export async function ingestBatch(env: Env, conversationId: ScopedConversationId
   if (!appended.ok) return appended;
   const { results, lastSeq } = appended.value;
   return ok({ results: results.map((r) => ({ event: eventView(r.event), duplicate: r.duplicate })), lastSeq } satisfies Wire<typeof appendedBatchSchema>);
+}
+
+/** `{ after?, limit? }`: the log in sequence order, every event as stored, paged by sequence. */
+export async function listConversationEvents(db: D1Database, conversationId: ScopedConversationId, query: unknown): Promise<Result<Wire<typeof eventPageSchema>>> {
+  const parsed = validate(pageQuery, query);
+  if (!parsed.ok) return parsed;
+  const { after, limit } = parsed.value;
+  const events = await listEvents(db, conversationId, after, limit);
+  const last = events.at(-1);
+  return ok({ events: events.map(eventView), nextAfter: events.length === limit && last ? last.seq : null });
 }
 
 /** `{ agent }`: the agent's verified context (boundary envelope, amendments, exact tail, manifest). */

@@ -3,7 +3,7 @@ import { ok } from "../core/errors";
 import type { IncidentRecord } from "../storage/compaction-store";
 import { readIncidentPage } from "../storage/compaction-store";
 import type { incidentPageSchema, Wire } from "./responses";
-import { validate } from "../http/validation";
+import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { pageQuery } from "./queries";
 

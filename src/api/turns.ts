@@ -1,9 +1,37 @@
+import { z } from "zod";
+import type { Result } from "../core/errors";
+import { ok } from "../core/errors";
 import type { StoredEvent } from "../core/events";
+import { agentIdSchema } from "../core/events";
 import type { ReconstructionPolicy, Turn } from "../core/reconstruction";
 import { idsNamedBy, pageOfTurns } from "../core/turn-pages";
 import type { turnPageSchema, Wire } from "./responses";
 import { readRelatedEvents } from "../storage/context-store";
 import { listEvents } from "../storage/event-store";
+import type { ScopedConversationId } from "./access";
+import { pageQuery } from "./queries";
+import { validate } from "./validation";
+
+export const turnsQuery = pageQuery.extend({
+  /** Comma-separated agent ids whose delivered replies count as history; omitted: every agent. */
+  agents: z
+    .string()
+    .max(2_000)
+    .transform((list) => list.split(",").filter((id) => id !== ""))
+    .pipe(z.array(agentIdSchema).max(64))
+    .optional(),
+  sensitive: z.enum(["include", "exclude"]).default("exclude"),
+});
+
+/** `{ after?, limit?, agents?, sensitive? }`: a page of turns as the given agents' history shows them. */
+export async function listTurns(db: D1Database, conversationId: ScopedConversationId, query: unknown): Promise<Result<Wire<typeof turnPageSchema>>> {
+  const parsed = validate(turnsQuery, query);
+  if (!parsed.ok) return parsed;
+  const { after, limit, agents, sensitive } = parsed.value;
+  // A page holds whole groups: it may exceed `limit` to finish the group it stopped in.
+  const policy = { admittedAgents: agents === undefined ? ("all" as const) : new Set(agents), includeSensitive: sensitive === "include" };
+  return ok(await readTurnsPage(db, conversationId, policy, after, limit));
+}
 
 /** Events read per step of a page: a page of turns usually needs one. */
 const CHUNK = 1_000;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { conversationChat } from "./conversation-id";
 import { hashCanonical } from "./hash";
 import type { CompactionContent, Packet } from "./packet";
 import { BOUNDARY_EVENT_TYPE, OUTPUT_CONTRACT, compactionContentSchema } from "./packet";
@@ -69,18 +70,17 @@ export interface Boundary {
 export const boundaryHash = (body: BoundaryBody): string => hashCanonical(body);
 
 /**
- * `telegram:<bot>:<chat>[:<thread>]` → chat `<chat>[:<thread>]`; `api:<key>` → chat `<key>`. A
- * sender is bound only for a direct chat (as its platform said, `packet.conversationType`) whose
- * slice has exactly one human author; a group has no single sender, even when one person spoke.
+ * The conversation's source and chat (`conversationChat`). A sender is bound only for a direct
+ * chat (as its platform said, `packet.conversationType`) whose slice has exactly one human author;
+ * a group has no single sender, even when one person spoke.
  */
 function conversationParts(packet: Packet): BoundaryBody["conversation"] {
   const id = packet.conversationId;
   const authors = new Set(packet.frozen.turns.filter((t) => t.role === "user").map((t) => t.author.id));
   const [only] = authors;
   const sender = packet.conversationType === "direct" && authors.size === 1 && only !== undefined ? only : null;
-  const [source, ...rest] = id.split(":");
-  if (source === "telegram") return { id, source: "telegram", chat: rest.slice(1).join(":"), sender };
-  return { id, source: "api", chat: rest.join(":"), sender };
+  const { source, chat } = conversationChat(id);
+  return { id, source, chat, sender };
 }
 
 export interface BoundaryInputs {

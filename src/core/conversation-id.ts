@@ -5,9 +5,21 @@ import { safeIdString } from "./names";
  * A conversation is keyed by its source:
  * - `telegram:<botId>:<chatId>` and `telegram:<botId>:<chatId>:<threadId>` for forum topics;
  * - `api:<key>` for any key a bot chooses (letters, digits and `._:-`).
+ *
+ * This module is the one owner of that format and of the Telegram ids inside it: everything that
+ * builds, validates or takes apart a conversation id, a bot id or a `<botId>:<chatId>` pair calls
+ * the functions below.
  */
-const TELEGRAM_ID = /^telegram:\d{1,20}:-?\d{1,20}(?::\d{1,20})?$/;
+const BOT = String.raw`\d{1,20}`;
+/** Negative for groups and supergroups (`-100…`). */
+const CHAT = String.raw`-?\d{1,20}`;
+const THREAD = String.raw`\d{1,20}`;
+const TELEGRAM_ID = new RegExp(`^telegram:(${BOT}):(${CHAT})(?::(${THREAD}))?$`);
 const API_ID = /^api:[A-Za-z0-9._:-]{1,200}$/;
+const CHAT_REF = new RegExp(`^(${BOT}):(${CHAT})$`);
+
+/** A Telegram bot's numeric id, as it appears in webhook paths, secrets' names and conversation ids. */
+export const TELEGRAM_BOT_ID = new RegExp(`^${BOT}$`);
 
 export const conversationIdSchema = safeIdString()
   .max(256)
@@ -21,12 +33,36 @@ export function telegramConversationId(botId: string, chatId: number, threadId?:
   return threadId === undefined ? `telegram:${botId}:${chatId}` : `telegram:${botId}:${chatId}:${threadId}`;
 }
 
+export interface TelegramRoute {
+  readonly botId: string;
+  readonly chatId: number;
+  readonly threadId?: number;
+}
+
 /** `telegram:<bot>:<chat>[:<thread>]`, or undefined for conversations that are not Telegram chats. */
-export function telegramRoute(conversationId: string): { botId: string; chatId: number; threadId?: number } | undefined {
-  const match = /^telegram:(\d+):(-?\d+)(?::(\d+))?$/.exec(conversationId);
+export function telegramRoute(conversationId: string): TelegramRoute | undefined {
+  const match = TELEGRAM_ID.exec(conversationId);
   if (match === null) return undefined;
   const [, botId = "", chat = "", thread] = match;
   return thread === undefined ? { botId, chatId: Number(chat) } : { botId, chatId: Number(chat), threadId: Number(thread) };
+}
+
+/** A `<botId>:<chatId>` pair (the operator's chat), or undefined when the text is not one. */
+export function telegramChatRef(text: string): { botId: string; chatId: number } | undefined {
+  const match = CHAT_REF.exec(text);
+  if (match === null) return undefined;
+  const [, botId = "", chatId = ""] = match;
+  return { botId, chatId: Number(chatId) };
+}
+
+/**
+ * The source and the chat part of a conversation id, as a boundary binds them:
+ * `telegram:<bot>:<chat>[:<thread>]` → chat `<chat>[:<thread>]`; `api:<key>` → chat `<key>`.
+ */
+export function conversationChat(conversationId: string): { source: "telegram" | "api"; chat: string } {
+  const [source, ...rest] = conversationId.split(":");
+  if (source === "telegram") return { source: "telegram", chat: rest.slice(1).join(":") };
+  return { source: "api", chat: rest.join(":") };
 }
 
 /**

@@ -220,11 +220,6 @@ export const appendBatchRequestSchema = z.strictObject({
 });
 
 export type EventInput = z.infer<typeof eventInputSchema>;
-export type EventKind = EventInput["kind"];
-export type SourceBody = z.infer<typeof sourceBodySchema>;
-export type CorrectionBody = z.infer<typeof correctionBodySchema>;
-export type ProposalBody = z.infer<typeof proposalBodySchema>;
-export type DeliveryBody = z.infer<typeof deliveryBodySchema>;
 export type RunBody = z.infer<typeof runBodySchema>;
 export type Author = z.infer<typeof authorSchema>;
 

@@ -35,8 +35,6 @@ export const memoryPathSchema = z
     }
   });
 
-export type MemoryPath = z.infer<typeof memoryPathSchema>;
-
 /**
  * Page content. Lone surrogates are refused rather than stored: D1 keeps text as UTF-8, where
  * they would silently become U+FFFD and the stored page would no longer match its hash. An empty

@@ -11,6 +11,7 @@ import type { StoredDeclaration } from "../storage/compaction-store-declarations
 import { servingDeclarations } from "../storage/compaction-store-declarations";
 import { readOpenPlan } from "../storage/compaction-store-plans";
 import { putDocument } from "../storage/document-store";
+import { frontierDocumentKey } from "../storage/document-keys";
 import { listEvents, readAllEvents } from "../storage/event-store";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
@@ -139,7 +140,7 @@ export class ChainBook {
       createdAt: now.toISOString(),
     };
     const frontierId = `frn_${hashCanonical([conversationId, agent.id, declaration.epoch.id]).slice(0, 32)}`;
-    const frontierHash = await putDocument(env.DOCUMENTS, `frontiers/${frontierId}.json`, canonicalJson(document));
+    const frontierHash = await putDocument(env.DOCUMENTS, frontierDocumentKey(frontierId), canonicalJson(document));
     const activation = { frontierId, frontierHash, startSeq, activatingSeq };
     await insertActivation(env.DB, conversationId, agent.id, declaration.epoch.id, activation, now.toISOString());
     return (await readActivation(env.DB, conversationId, agent.id, declaration.epoch.id)) ?? activation;

@@ -86,7 +86,7 @@ export class ConversationObject extends DurableObject<Env> {
         try {
           const serving = await this.#compaction(request.conversationId).afterAppend(fresh, new Date());
           const jobs = replyJobs(request.conversationId, serving, fresh);
-          if (jobs.length > 0) await this.env.COMPACTION_QUEUE.sendBatch(jobs.map((body) => ({ body })));
+          if (jobs.length > 0) await this.env.JOB_QUEUE.sendBatch(jobs.map((body) => ({ body })));
         } catch (error) {
           // The events are durable and acknowledged; compaction bookkeeping catches up from an
           // alarm rather than failing an append that already succeeded (a retry would only

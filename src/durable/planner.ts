@@ -11,8 +11,9 @@ import { wakeKey } from "../core/wakeups";
 import type { PlanRecord } from "../storage/compaction-store-plans";
 import { insertPlanStatement } from "../storage/compaction-store-plans";
 import { putDocument, readTrustedDocuments } from "../storage/document-store";
+import { packetDocumentKey } from "../storage/document-keys";
 import { recallPages } from "../storage/memory-store";
-import type { CompactionJob } from "../queue/jobs";
+import type { CompactionJob } from "../core/jobs";
 import type { ActiveReader } from "./active-history";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
@@ -120,7 +121,7 @@ export class Planner {
   async #commit(chain: HotChain, packet: Packet, now: Date): Promise<void> {
     const { env, conversationId, wakes, append } = this.deps;
     const { runId, agentId, triggerSeq, frozen, sizes } = packet;
-    const packetKey = `packets/${encodeURIComponent(conversationId)}/${agentId}/${runId}.json`;
+    const packetKey = packetDocumentKey(conversationId, agentId, runId);
     const packetHash = await putDocument(env.DOCUMENTS, packetKey, canonicalJson(packet));
     const plan: PlanRecord = {
       runId,
@@ -157,7 +158,7 @@ export class Planner {
       model: compactor.provider.model,
       profile: compactor.provider.profile,
     };
-    await this.deps.env.COMPACTION_QUEUE.send(job);
+    await this.deps.env.JOB_QUEUE.send(job);
   }
 
   /** A plan that failed closed: a failed run event and an incident, never a split or a silent cut. */

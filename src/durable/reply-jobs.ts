@@ -1,5 +1,5 @@
 import type { StoredEvent } from "../core/events";
-import type { ReplyJob } from "../queue/jobs";
+import type { ReplyJob } from "../core/jobs";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 
 /**

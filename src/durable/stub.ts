@@ -2,6 +2,12 @@ import type { Result } from "../core/errors";
 import type { ContextSelection } from "../core/context-manifest";
 import type { AppendRequest, AppendResponse } from "./conversation-object";
 
+/**
+ * The conversation's Durable Object as the rest of the Worker sees it: these calls and the types
+ * they carry. Nothing outside `src/durable/` imports the object's internals (a dependency-cruiser
+ * rule), so the object and its engine can be rearranged behind this module.
+ */
+
 /** The Durable Object of one conversation (named by its id, so every Worker reaches the same one). */
 export function conversationStub(env: Env, conversationId: string) {
   return env.CONVERSATION.get(env.CONVERSATION.idFromName(conversationId));

@@ -62,4 +62,3 @@ export const botAnswerSchema = z.object({
     .refine((s) => s.isWellFormed(), "unpaired surrogate")
     .refine((s) => s.trim() !== "", "blank"),
 });
-export type BotAnswer = z.infer<typeof botAnswerSchema>;

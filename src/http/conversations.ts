@@ -1,33 +1,18 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { composeRequest, eventView, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
-import { pageQuery } from "../api/queries";
-import { readTurnsPage } from "../api/turns";
-import { agentIdSchema } from "../core/events";
-import { listEvents } from "../storage/event-store";
+import { composeRequest, ingestBatch, ingestEvent, listConversationEvents, selectContext } from "../api/conversations";
+import { listTurns } from "../api/turns";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
-import type { eventPageSchema, Wire } from "../api/responses";
 import type { AppEnv } from "./types";
-import { readJson, validate } from "./validation";
+import { readJson } from "./validation";
 
 /**
- * The conversation routes. Ingest, context and compose are thin wrappers over `api/conversations`
- * (shared with the RPC entrypoint): the route checks scope, reads the body, and maps the Result.
- * The body is read as any JSON here and validated by the operation, so both transports validate
- * with the same schema in the same order (scope, then media type and JSON, then shape).
+ * The conversation routes, thin wrappers over `api/conversations` and `api/turns` (shared with the
+ * RPC entrypoint): the route checks scope, reads the body, and maps the Result. The body is read as
+ * any JSON here and validated by the operation, so both transports validate with the same schema in
+ * the same order (scope, then media type and JSON, then shape).
  */
-
-export const turnsQuery = pageQuery.extend({
-  /** Comma-separated agent ids whose delivered replies count as history; omitted: every agent. */
-  agents: z
-    .string()
-    .max(2_000)
-    .transform((list) => list.split(",").filter((id) => id !== ""))
-    .pipe(z.array(agentIdSchema).max(64))
-    .optional(),
-  sensitive: z.enum(["include", "exclude"]).default("exclude"),
-});
 
 const anyJson = z.unknown();
 
@@ -54,12 +39,8 @@ export const conversations = new Hono<AppEnv>()
   .get("/:conversation/events", async (c) => {
     const conversation = scopedConversation(c);
     if (!conversation.ok) return problem(c, conversation.error);
-    const query = validate(pageQuery, c.req.query());
-    if (!query.ok) return problem(c, query.error);
-    const { after, limit } = query.value;
-    const events = await listEvents(c.env.DB, conversation.value, after, limit);
-    const last = events.at(-1);
-    return c.json({ events: events.map(eventView), nextAfter: events.length === limit && last ? last.seq : null } satisfies Wire<typeof eventPageSchema>);
+    const page = await listConversationEvents(c.env.DB, conversation.value, c.req.query());
+    return page.ok ? c.json(page.value) : problem(c, page.error);
   })
   .get("/:conversation/context", async (c) => {
     const conversation = scopedConversation(c);
@@ -80,10 +61,6 @@ export const conversations = new Hono<AppEnv>()
   .get("/:conversation/turns", async (c) => {
     const conversation = scopedConversation(c);
     if (!conversation.ok) return problem(c, conversation.error);
-    const query = validate(turnsQuery, c.req.query());
-    if (!query.ok) return problem(c, query.error);
-    const { after, limit, agents, sensitive } = query.value;
-    // A page holds whole groups: it may exceed `limit` to finish the group it stopped in.
-    const policy = { admittedAgents: agents === undefined ? ("all" as const) : new Set(agents), includeSensitive: sensitive === "include" };
-    return c.json(await readTurnsPage(c.env.DB, conversation.value, policy, after, limit));
+    const page = await listTurns(c.env.DB, conversation.value, c.req.query());
+    return page.ok ? c.json(page.value) : problem(c, page.error);
   });

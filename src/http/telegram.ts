@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { TELEGRAM_BOT_ID } from "../core/conversation-id";
 import { eventInputSchema } from "../core/events";
 import { secretsEqual } from "../core/secrets";
 import { mapTelegramUpdate, telegramUpdateSchema } from "../core/telegram-update";
@@ -7,9 +8,8 @@ import { appendToConversation } from "../durable/stub";
 import { problem } from "./errors";
 import type { telegramWebhookAnswerSchema, Wire } from "../api/responses";
 import type { AppEnv } from "./types";
-import { readJson, validate } from "./validation";
-
-export const BOT_ID = /^\d{1,20}$/;
+import { validate } from "../api/validation";
+import { readJson } from "./validation";
 
 /**
  * Telegram's webhook. Telegram retries any non-2xx answer for up to a day, so only requests that
@@ -19,7 +19,7 @@ export const BOT_ID = /^\d{1,20}$/;
  */
 export const telegram = new Hono<AppEnv>().post("/:bot/webhook", async (c) => {
   const bot = c.req.param("bot");
-  const expected = BOT_ID.test(bot) ? telegramWebhookSecret(c.env, bot) : undefined;
+  const expected = TELEGRAM_BOT_ID.test(bot) ? telegramWebhookSecret(c.env, bot) : undefined;
   const presented = c.req.header("x-telegram-bot-api-secret-token");
   if (expected === undefined || presented === undefined || !secretsEqual(presented, expected)) {
     return problem(c, { code: "unauthorized", message: "unknown bot or wrong X-Telegram-Bot-Api-Secret-Token" });

@@ -7,9 +7,11 @@ import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
 import { livePagePaths } from "../storage/memory-store";
 import { latestRepair, putRepair } from "../storage/repair-store";
-import type { CompactionJob, Job } from "./jobs";
-import { jobSchema } from "./jobs";
-import { abandonReply, recordReplyFailure, reply } from "./reply";
+import type { CompactionJob, Job } from "../core/jobs";
+import { jobSchema } from "../core/jobs";
+import { reply } from "./reply";
+import { abandonReply } from "./reply-notice";
+import { recordReplyFailure } from "./reply-record";
 import { retryDelaySeconds } from "./retry";
 import { deliverText } from "../telegram/dispatch";
 

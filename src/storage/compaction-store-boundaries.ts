@@ -69,19 +69,6 @@ export async function readBoundaryByRun(db: D1Database, runId: string): Promise<
   return row === null ? undefined : toBoundary(row);
 }
 
-/** Every boundary of one chain in one epoch, oldest first (forks included, if storage was forced). */
-export async function readChainBoundaries(db: D1Database, conversationId: string, agentId: string, epochId?: string): Promise<StoredBoundary[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT ${BOUNDARY_COLUMNS} FROM boundaries
-       WHERE conversation_id = ?1 AND agent_id = ?2 AND (?3 IS NULL OR epoch_id = ?3)
-       ORDER BY created_at, position`,
-    )
-    .bind(conversationId, agentId, epochId ?? null)
-    .all<BoundaryRow>();
-  return results.map(toBoundary);
-}
-
 export async function readHeadBoundary(db: D1Database, conversationId: string, agentId: string, epochId: string): Promise<StoredBoundary | undefined> {
   const row = await db
     .prepare(`SELECT ${BOUNDARY_COLUMNS} FROM boundaries WHERE conversation_id = ? AND agent_id = ? AND epoch_id = ? ORDER BY position DESC LIMIT 1`)

@@ -38,14 +38,6 @@ export function insertIncidentStatement(
     .bind(incident.conversationId, incident.agentId, incident.runId, incident.kind, incident.code, incident.message, incident.createdAt);
 }
 
-export async function readIncidents(db: D1Database, conversationId: string, limit: number): Promise<{ id: number; agentId: string; runId: string | null; kind: string; code: string; message: string; createdAt: string }[]> {
-  const { results } = await db
-    .prepare("SELECT id, agent_id, run_id, kind, code, message, created_at FROM incidents WHERE conversation_id = ? ORDER BY id DESC LIMIT ?")
-    .bind(conversationId, limit)
-    .all<{ id: number; agent_id: string; run_id: string | null; kind: string; code: string; message: string; created_at: string }>();
-  return results.map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, createdAt: r.created_at }));
-}
-
 /** A stored incident as the read API serves it. */
 export interface IncidentRecord {
   readonly id: number;

@@ -1,4 +1,5 @@
 import { sha256Hex } from "../core/hash";
+import { trustedDocumentKey } from "./document-keys";
 
 /**
  * Immutable documents in R2: activation frontiers, compaction packets, identity/memory documents.
@@ -24,8 +25,6 @@ export async function readDocument(bucket: R2Bucket, key: string, expectedHash: 
   return sha256Hex(text) === expectedHash ? { ok: true, text } : { ok: false, reason: "hash_mismatch" };
 }
 
-/** Where a trusted identity/memory document lives: by agent, name and the SHA-256 of its content. */
-export const trustedDocumentKey = (agentId: string, name: string, hash: string): string => `documents/${agentId}/${name}/${hash}`;
 
 /** An agent's subscribed documents, each re-hashed on read; a missing or altered one is refused. */
 export async function readTrustedDocuments(

@@ -1,10 +1,11 @@
 import { z } from "zod";
 import type { RepairTurn } from "../core/compactor-input";
+import { repairDocumentKey, repairDocumentPrefix } from "./document-keys";
 
 /**
  * Repair turns in R2, beside the packet they belong to. When a compactor reply cannot be used,
  * the consumer records the reply and the reason under the run, one immutable object per failed
- * attempt (`<packet>/repairs/<attempt>.json`); the run's next attempt reads the newest and tells the
+ * attempt (`document-keys`); the run's next attempt reads the newest and tells the
  * model what went wrong. The packet itself never changes, so every attempt still reads the same
  * packet bytes; the repair is the only thing a retry adds.
  */
@@ -21,9 +22,6 @@ const repairSchema = z.strictObject({
   reply: z.string(),
 });
 
-const prefixOf = (packetKey: string): string => `${packetKey.replace(/\.json$/, "")}/repairs/`;
-/** Zero-padded, so the keys list in attempt order. */
-const keyOf = (packetKey: string, attempt: number): string => `${prefixOf(packetKey)}${String(attempt).padStart(6, "0")}.json`;
 
 export interface RepairRecord {
   readonly runId: string;
@@ -35,15 +33,15 @@ export interface RepairRecord {
 }
 
 export async function putRepair(bucket: R2Bucket, packetKey: string, record: RepairRecord): Promise<void> {
-  await bucket.put(keyOf(packetKey, record.attempt), JSON.stringify({ format: REPAIR_FORMAT, ...record }), {
+  await bucket.put(repairDocumentKey(packetKey, record.attempt), JSON.stringify({ format: REPAIR_FORMAT, ...record }), {
     httpMetadata: { contentType: "application/json; charset=utf-8" },
   });
 }
 
 /** The newest repair recorded for this run and packet before `attempt`, if any. */
 export async function latestRepair(bucket: R2Bucket, packetKey: string, runId: string, packetHash: string, attempt: number): Promise<RepairTurn | undefined> {
-  const listed = await bucket.list({ prefix: prefixOf(packetKey) });
-  const keys = listed.objects.map((o) => o.key).filter((key) => key < keyOf(packetKey, attempt)).sort();
+  const listed = await bucket.list({ prefix: repairDocumentPrefix(packetKey) });
+  const keys = listed.objects.map((o) => o.key).filter((key) => key < repairDocumentKey(packetKey, attempt)).sort();
   for (const key of keys.reverse()) {
     const object = await bucket.get(key);
     if (object === null) continue;

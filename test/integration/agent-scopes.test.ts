@@ -2,7 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import worker from "../../src/index";
-import type { ReplyJob } from "../../src/queue/jobs";
+import type { ReplyJob } from "../../src/core/jobs";
 import type { ReceivedRequest } from "../fake-bot/server";
 import { pair } from "../support/declarations";
 import { waitFor } from "../support/chain";

@@ -6,7 +6,7 @@ import { boundaryHash } from "../../src/core/boundary";
 import type { ChainAuditReport, LinkPage } from "../../src/core/chain-audit";
 import { canonicalJson } from "../../src/core/hash";
 import type { StoredBoundary } from "../../src/storage/compaction-store";
-import { readChainBoundaries, readIncidents } from "../../src/storage/compaction-store";
+import { readChainBoundaries, readIncidents } from "../support/reads";
 import { register } from "../support/declarations";
 import { settledChain } from "../support/chain";
 import { conversationStub } from "../../src/durable/stub";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
-import { readChainBoundaries, readIncidents } from "../../src/storage/compaction-store";
+import { readChainBoundaries, readIncidents } from "../support/reads";
 import type { ScriptStep } from "../fake-openai/server";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";

@@ -5,7 +5,7 @@ import { packetSchema } from "../../src/core/packet";
 import { reconstruct } from "../../src/core/reconstruction";
 import { renderTurn } from "../../src/core/render";
 import { conversationStub } from "../../src/durable/stub";
-import { readChainBoundaries } from "../../src/storage/compaction-store";
+import { readChainBoundaries } from "../support/reads";
 import { readAllEvents } from "../../src/storage/event-store";
 import { pair } from "../support/declarations";
 import { call, eventsPath, freshConversation, tokenFor } from "./helpers";

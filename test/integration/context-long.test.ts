@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
-import { readChainBoundaries } from "../../src/storage/compaction-store";
+import { readChainBoundaries } from "../support/reads";
 import { pair } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, tokenFor } from "./helpers";
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { boundaryHash } from "../../src/core/boundary";
 import { canonicalJson, sha256Hex } from "../../src/core/hash";
-import { readChainBoundaries, readIncidents } from "../../src/storage/compaction-store";
+import { readChainBoundaries, readIncidents } from "../support/reads";
 import type { PairOptions } from "../support/declarations";
 import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { signBody, verifySignature } from "../../src/external/signature";
-import { readIncidents } from "../../src/storage/compaction-store";
+import { readIncidents } from "../support/reads";
 import type { ReceivedRequest } from "../fake-bot/server";
 import { pair } from "../support/declarations";
 import { waitFor } from "../support/chain";

@@ -2,8 +2,8 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import worker from "../../src/index";
-import type { CompactionJob, Job, ReplyJob } from "../../src/queue/jobs";
-import { readIncidents } from "../../src/storage/compaction-store";
+import type { CompactionJob, Job, ReplyJob } from "../../src/core/jobs";
+import { readIncidents } from "../support/reads";
 import type { ScriptStep } from "../fake-openai/server";
 import { pair, register } from "../support/declarations";
 import { settledChain } from "../support/chain";

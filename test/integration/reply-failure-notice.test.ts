@@ -3,7 +3,7 @@ import { createMessageBatch } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { appendToConversation } from "../../src/durable/stub";
 import { consumeBatch } from "../../src/queue/consumer";
-import { FAILURE_NOTICE } from "../../src/queue/reply";
+import { FAILURE_NOTICE } from "../../src/queue/reply-notice";
 import { pair } from "../support/declarations";
 import { BOT_ID, call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
 

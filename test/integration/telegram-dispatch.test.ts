@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import worker from "../../src/index";
-import { readIncidents } from "../../src/storage/compaction-store";
+import { readIncidents } from "../support/reads";
 import { sendMessage } from "../../src/telegram/bot-api";
 import { pair } from "../support/declarations";
 import { settledChain, waitFor } from "../support/chain";

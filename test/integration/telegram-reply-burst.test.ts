@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import { FAILURE_NOTICE } from "../../src/queue/reply";
+import { FAILURE_NOTICE } from "../../src/queue/reply-notice";
 import { pair } from "../support/declarations";
 import { waitFor } from "../support/chain";
 import { BOT_ID, call, eventsPath, json, textUpdate, tokenFor, webhook } from "./helpers";

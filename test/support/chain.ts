@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { conversationStub } from "../../src/durable/stub";
-import { readChainBoundaries } from "../../src/storage/compaction-store";
+import { readChainBoundaries } from "./reads";
 
 /** Polls `probe` until it returns a value; compactions run on the queue, off the request path. */
 export async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {

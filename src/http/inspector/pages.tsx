@@ -3,7 +3,7 @@ import { z } from "zod";
 import { conversationInScope } from "../../api/access";
 import { agentIdSchema } from "../../core/events";
 import { listConversations } from "../../storage/inspector-store";
-import { validate } from "../validation";
+import { validate } from "../../api/validation";
 import { loadConversation } from "./conversation-model";
 import { errorPage } from "./respond";
 import type { InspectorEnv } from "./types";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { agentQuery, linkPageQuery, pageQuery } from "../../api/queries";
 import { composeRequestSchema } from "../../core/compose";
-import { conversationIdSchema } from "../../core/conversation-id";
+import { conversationIdSchema, TELEGRAM_BOT_ID } from "../../core/conversation-id";
 import {
   agentDeclarationSchema,
   compactionPolicySchema,
@@ -31,10 +31,9 @@ import {
 } from "../../core/events";
 import { memoryPathSchema, putMemoryPageSchema } from "../../core/memory-path";
 import { telegramUpdateSchema } from "../../core/telegram-update";
-import { documentBodySchema } from "../agents";
-import { turnsQuery } from "../conversations";
-import { listQuery as memoryListQuery, versionQuery as memoryVersionQuery } from "../memory";
-import { BOT_ID } from "../telegram";
+import { documentBodySchema } from "../../api/agents";
+import { turnsQuery } from "../../api/turns";
+import { memoryListQuery, memoryVersionQuery } from "../../api/memory";
 import { problemSchema } from "./problem";
 import {
   appendedBatchSchema,
@@ -624,7 +623,7 @@ function pathParameters(): Readonly<Record<string, { readonly schema: JsonSchema
       schema: inputSchemaOf(agentIdSchema),
       description: "the agent's id; the token needs the scope `agent:<id>` (or a pattern matching it) and conversation scopes that contain every source the agent serves",
     },
-    bot: { schema: { type: "string", pattern: BOT_ID.source }, description: "the bot's numeric id; its secret is the Worker secret `TELEGRAM_WEBHOOK_SECRET_<botId>`" },
+    bot: { schema: { type: "string", pattern: TELEGRAM_BOT_ID.source }, description: "the bot's numeric id; its secret is the Worker secret `TELEGRAM_WEBHOOK_SECRET_<botId>`" },
     name: { schema: inputSchemaOf(documentNameSchema), description: "the document's name" },
     hash: { schema: inputSchemaOf(sha256Schema), description: "the SHA-256 of the document's content" },
     path: {

@@ -1,4 +1,10 @@
 import { z } from "zod";
+import { TELEGRAM_BOT_ID } from "./conversation-id";
+
+/**
+ * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, replies and operator notices. The
+ * Durable Object produces them and the queue consumer validates each message against `jobSchema`.
+ */
 
 /** A compaction job names its packet; the packet, not the message, carries the input. */
 export const compactionJobSchema = z.strictObject({
@@ -27,7 +33,7 @@ export type ReplyJob = z.infer<typeof replyJobSchema>;
 /** A one-line incident summary for the operator's chat. */
 export const noticeJobSchema = z.strictObject({
   type: z.literal("notice"),
-  botId: z.string().regex(/^\d{1,20}$/),
+  botId: z.string().regex(TELEGRAM_BOT_ID),
   chatId: z.number().int(),
   text: z.string().min(1).max(1_000),
 });

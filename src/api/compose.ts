@@ -5,16 +5,13 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { ContextSelection } from "../core/context-manifest";
 import { currentDeclaration } from "../storage/compaction-store";
-import { readDocument } from "../storage/document-store";
+import { readTrustedDocuments as readDocuments } from "../storage/document-store";
 
 /** The agent's subscribed trusted documents, each hash-verified, within the document budget. */
 export async function readTrustedDocuments(env: Env, agent: AgentDeclaration): Promise<Result<TrustedDocument[]>> {
-  const documents: TrustedDocument[] = [];
-  for (const ref of agent.documents) {
-    const read = await readDocument(env.DOCUMENTS, `documents/${agent.id}/${ref.name}/${ref.hash}`, ref.hash);
-    if (!read.ok) return fail("unknown_document", `document ${ref.name}@${ref.hash} is ${read.reason === "missing" ? "missing" : "altered"}`);
-    documents.push({ name: ref.name, hash: ref.hash, content: read.text });
-  }
+  const read = await readDocuments(env.DOCUMENTS, agent.id, agent.documents);
+  if (!read.ok) return read;
+  const documents = read.value;
   const documentChars = documents.reduce((n, d) => n + d.content.length, 0);
   if (documentChars > agent.documentBudgetChars) {
     return fail("document_budget_exceeded", `the subscribed documents need ${documentChars} characters; the budget is ${agent.documentBudgetChars}`);

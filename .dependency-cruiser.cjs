@@ -1,0 +1,81 @@
+/**
+ * The layers of src/ as rules (`npm run lint:deps`, run by .ci/run). The README's "How it holds
+ * together" describes them; this file is what keeps the description true. Type-only imports count:
+ * a type import is still a dependency on the module's shape.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "A cycle makes two modules one module in disguise: neither can change or be read alone.",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "core-is-pure",
+      severity: "error",
+      comment:
+        "src/core is the contract as pure functions and schemas: it imports only itself and npm packages (zod, canonicalize), never a binding or another layer. " +
+        "The one platform module it may use is node:crypto, for synchronous SHA-256 and constant-time comparison: pure functions, the same under workerd's nodejs_compat and in Node.",
+      from: { path: "^src/core/" },
+      to: { pathNot: ["^src/core/", "^node_modules/", "^(node:)?crypto$"] },
+    },
+    {
+      name: "storage-only-core",
+      severity: "error",
+      comment: "src/storage holds every D1 and R2 statement and maps rows to the core's shapes; it knows nothing above it.",
+      from: { path: "^src/storage/" },
+      to: { pathNot: ["^src/(core|storage)/", "^node_modules/"] },
+    },
+    {
+      name: "api-not-http",
+      severity: "error",
+      comment: "src/api holds the operations HTTP and RPC share; a transport may call it, never the other way round.",
+      from: { path: "^src/api/" },
+      to: { path: "^src/http/" },
+    },
+    {
+      name: "queue-not-http",
+      severity: "error",
+      comment: "The queue consumers run outside any request: what they share with a route belongs in src/api or below.",
+      from: { path: "^src/queue/" },
+      to: { path: "^src/http/" },
+    },
+    {
+      name: "queue-is-an-entry",
+      severity: "error",
+      comment: "The queue consumers are an entry point like the routes: only the Worker's entry imports them. What a producer needs (the job shapes) lives in src/core.",
+      from: { pathNot: ["^src/queue/", "^src/index\\.ts$"] },
+      to: { path: "^src/queue/" },
+    },
+    {
+      name: "durable-object-internals",
+      severity: "error",
+      comment: "The conversation's Durable Object is reached through src/durable/stub.ts (its calls and the types they carry); only the Worker's entry exports the class itself.",
+      from: { pathNot: ["^src/durable/", "^src/index\\.ts$"] },
+      to: { path: "^src/durable/", pathNot: "^src/durable/stub\\.ts$" },
+    },
+    {
+      name: "entry-exports-only-the-object",
+      severity: "error",
+      comment: "The Worker's entry binds the Durable Object class and nothing else of its internals.",
+      from: { path: "^src/index\\.ts$" },
+      to: { path: "^src/durable/", pathNot: "^src/durable/(stub|conversation-object)\\.ts$" },
+    },
+    {
+      name: "no-unresolvable",
+      severity: "error",
+      comment: "An import that does not resolve would hide its layer from every rule above.",
+      from: {},
+      to: { couldNotResolve: true, pathNot: "^cloudflare:" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "^node_modules/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};

@@ -1,0 +1,123 @@
+import { z } from "zod";
+import { canonicalRegistration, documentNameSchema, epochOf, pairMismatches, registrationSchema, replySecretRefusal, sha256Schema } from "../core/declarations";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import { sha256Hex } from "../core/hash";
+import { compactorPrompt } from "../core/prompts";
+import { registrationWarnings } from "../core/registration-warnings";
+import { currentDeclaration, documentExists, idHolders, insertDeclaration, insertDocument } from "../storage/compaction-store";
+import { trustedDocumentKey } from "../storage/document-keys";
+import { putDocument, readDocument } from "../storage/document-store";
+import type { ApiPrincipal } from "../storage/token-store";
+import { agentInScope } from "./access";
+import type { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema, Wire } from "./responses";
+import { validate } from "./validation";
+
+/**
+ * The agent operations: registering the declaration pair, reading it back, and the agent's
+ * trusted identity/memory documents. Each takes an agent the caller is already scoped to
+ * (`agentInScope`) and the caller's input as plain data, validates it here, and returns a `Result`.
+ */
+
+export const documentBodySchema = z.strictObject({ content: z.string().min(1).max(200_000).refine((s) => s.isWellFormed(), "unpaired surrogate") });
+
+/** A stored registration and whether this call created it (201) or found it already stored (200). */
+export interface Registered {
+  readonly created: boolean;
+  readonly agent: Wire<typeof registeredAgentSchema>;
+}
+
+/**
+ * `PUT /v1/agents/{agent}`: the declaration pair, refused unless the caller's conversation scopes
+ * also contain every source the new pair would serve, the two halves agree, their ids are free and
+ * every subscribed document was uploaded. A concurrent registration of the same agent that was
+ * stored first is a `declaration_conflict`, never a silent overwrite.
+ */
+export async function registerAgent(db: D1Database, principal: ApiPrincipal, agentId: string, input: unknown): Promise<Result<Registered>> {
+  const request = validate(registrationSchema, input);
+  if (!request.ok) return request;
+  const registration = canonicalRegistration(request.value);
+  if (registration.agent.id !== agentId) return fail("validation_failed", "agent.id must be the agent named in the path");
+  // The pair check below makes the compactor's sources equal to these.
+  const scoped = await agentInScope(db, principal, agentId, registration.agent.sources);
+  if (!scoped.ok) return scoped;
+  const secretRefused = replySecretRefusal(registration.agent.reply);
+  if (secretRefused !== undefined) return { ok: false, error: secretRefused };
+  const mismatches = pairMismatches(registration.agent, registration.compactor);
+  if (mismatches.length > 0) {
+    return fail("declaration_mismatch", `the agent and compactor declarations disagree on: ${mismatches.map((m) => m.field).join(", ")}`, {
+      mismatches: mismatches.map((m) => ({ field: m.field, agent: JSON.stringify(m.agent), compactor: JSON.stringify(m.compactor) })),
+    });
+  }
+  const ids = [registration.agent.id, registration.compactor.id];
+  const clash = (await idHolders(db, ids)).find((holder) => holder.agentId !== registration.agent.id);
+  // Which agent holds it is not this caller's to know.
+  if (clash !== undefined) return fail("id_in_use", `another declaration already uses one of ${ids.join(", ")}; choose other ids`);
+  for (const doc of registration.agent.documents) {
+    if (!(await documentExists(db, scoped.value, doc.name, doc.hash))) {
+      return fail("unknown_document", `document ${doc.name}@${doc.hash} was never uploaded for this agent`);
+    }
+  }
+  const prompt = compactorPrompt(registration.compactor.outputMode, registration.compactor.prompt);
+  const epoch = epochOf(registration, prompt);
+  const written = await insertDeclaration(db, registration, epoch, prompt, sha256Hex(prompt), new Date().toISOString());
+  if (written.kind === "conflict") {
+    return fail("declaration_conflict", "another registration of this agent was stored while this one was decided; read the current declaration and retry", {
+      currentRevision: written.current?.revision ?? null,
+    });
+  }
+  const { declaration } = written;
+  return ok({
+    created: written.kind === "created",
+    agent: {
+      agentId: declaration.agentId,
+      revision: declaration.revision,
+      epoch: declaration.epoch,
+      promptHash: declaration.promptHash,
+      registration: declaration.registration,
+      warnings: registrationWarnings(declaration.registration),
+    },
+  });
+}
+
+/** `GET /v1/agents/{agent}`: the current declaration pair. */
+export async function readAgent(db: D1Database, agentId: string): Promise<Result<Wire<typeof currentAgentSchema>>> {
+  const declaration = await currentDeclaration(db, agentId);
+  if (declaration === undefined) return fail("not_found", "no declaration for this agent");
+  return ok({
+    agentId: declaration.agentId,
+    revision: declaration.revision,
+    epoch: declaration.epoch,
+    promptHash: declaration.promptHash,
+    registration: declaration.registration,
+    createdAt: declaration.createdAt,
+  });
+}
+
+/** A document name from a path, checked before the body is read. */
+export function documentName(name: unknown): Result<string> {
+  const parsed = documentNameSchema.safeParse(name);
+  return parsed.success ? ok(parsed.data) : fail("validation_failed", "name: 1–128 letters, digits, . _ -");
+}
+
+/** `PUT /v1/agents/{agent}/documents/{name}`: an immutable document, stored under its content's SHA-256. */
+export async function uploadDocument(env: Env, agentId: string, name: string, input: unknown): Promise<Result<Wire<typeof documentSummarySchema>>> {
+  const request = validate(documentBodySchema, input);
+  if (!request.ok) return request;
+  const { content } = request.value;
+  const hash = sha256Hex(content);
+  const key = trustedDocumentKey(agentId, name, hash);
+  await putDocument(env.DOCUMENTS, key, content);
+  await insertDocument(env.DB, agentId, name, hash, key, content.length, new Date().toISOString());
+  return ok({ name, hash, chars: content.length });
+}
+
+/** `GET /v1/agents/{agent}/documents/{name}/{hash}`: one version of a document, re-hashed on read. */
+export async function readAgentDocument(env: Env, agentId: string, name: unknown, hash: unknown): Promise<Result<Wire<typeof trustedDocumentSchema>>> {
+  const validName = documentNameSchema.safeParse(name);
+  const validHash = sha256Schema.safeParse(hash);
+  if (!validName.success || !validHash.success) return fail("validation_failed", "expected /documents/<name>/<sha256>");
+  const read = await readDocument(env.DOCUMENTS, trustedDocumentKey(agentId, validName.data, validHash.data), validHash.data);
+  if (!read.ok) return fail("not_found", `document ${validName.data}@${validHash.data} not found (${read.reason})`);
+  return ok({ name: validName.data, hash: validHash.data, content: read.text });
+}

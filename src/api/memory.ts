@@ -1,0 +1,97 @@
+import { z } from "zod";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import { memoryPathSchema, putMemoryPageSchema } from "../core/memory-path";
+import type { MemoryPage, MemoryPageSummary } from "../storage/memory-store";
+import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/memory-store";
+import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "./responses";
+import { validate } from "./validation";
+
+/**
+ * An agent's memory pages: list, write, read (a version) and delete. Each operation takes an
+ * agent the caller is already scoped to (`agentInScope`: pages are extracted from the agent's
+ * conversations and recalled into their compactions) and plain input, and returns a `Result`.
+ */
+
+export const memoryListQuery = z.object({
+  after: z.string().max(200).default(""),
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_PAGES).default(100),
+});
+
+export const memoryVersionQuery = z.object({
+  version: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+const pathField = z.object({ path: memoryPathSchema });
+
+/**
+ * The page path from the raw (still percent-encoded) segments of a request path. Each segment is
+ * decoded once, on its own, so an encoded slash (%2F) stays inside its segment and is refused,
+ * instead of quietly turning `a%2Fb` into the page `a/b`.
+ */
+export function memoryPagePath(rawSegments: readonly string[]): Result<string> {
+  const segments: string[] = [];
+  for (const raw of rawSegments) {
+    let segment: string;
+    try {
+      segment = decodeURIComponent(raw);
+    } catch {
+      return fail("validation_failed", "path: malformed percent-encoding");
+    }
+    if (segment.includes("/")) return fail("validation_failed", "path: a segment cannot contain an encoded /");
+    segments.push(segment);
+  }
+  const parsed = validate(pathField, { path: segments.join("/") });
+  return parsed.ok ? ok(parsed.value.path) : parsed;
+}
+
+function pageView(page: MemoryPage) {
+  return {
+    path: page.path,
+    version: page.version,
+    contentHash: page.contentHash,
+    chars: page.chars,
+    content: page.content,
+    createdAt: page.createdAt,
+  } satisfies Wire<typeof memoryPageSchema>;
+}
+
+function summaryView(page: MemoryPageSummary) {
+  return { path: page.path, version: page.version, contentHash: page.contentHash, chars: page.chars } satisfies Wire<typeof memoryPageSummarySchema>;
+}
+
+/** `{ after?, limit? }`: live pages in path order, paged by path. */
+export async function listMemoryPages(db: D1Database, agentId: string, query: unknown): Promise<Result<Wire<typeof memoryPageListSchema>>> {
+  const parsed = validate(memoryListQuery, query);
+  if (!parsed.ok) return parsed;
+  const { after, limit } = parsed.value;
+  const pages = await listPages(db, agentId, { after, limit });
+  const last = pages.at(-1);
+  return ok({ pages: pages.map(summaryView), nextAfter: pages.length === limit && last ? last.path : null });
+}
+
+/** `{ content }`: a new version of the page, unless it equals the live one (`created: false`). */
+export async function writeMemoryPage(db: D1Database, agentId: string, path: string, input: unknown): Promise<Result<Wire<typeof memoryPageWriteSchema>>> {
+  const body = validate(putMemoryPageSchema, input);
+  if (!body.ok) return body;
+  const put = await putPage(db, agentId, path, body.value.content, new Date());
+  return ok({ path, version: put.version, contentHash: put.contentHash, created: put.created });
+}
+
+/** `{ version? }`: the live page, or one of its past versions. */
+export async function readMemoryPage(db: D1Database, agentId: string, path: string, query: unknown): Promise<Result<Wire<typeof memoryPageSchema>>> {
+  const parsed = validate(memoryVersionQuery, query);
+  if (!parsed.ok) return parsed;
+  const page = await getPage(db, agentId, path, parsed.value.version);
+  if (page === undefined) {
+    const which = parsed.value.version === undefined ? "" : ` at version ${parsed.value.version}`;
+    return fail("not_found", `no memory page ${path}${which} (missing or deleted)`);
+  }
+  return ok(pageView(page));
+}
+
+/** Deletes the page (a tombstone version: its history stays readable). */
+export async function deleteMemoryPage(db: D1Database, agentId: string, path: string): Promise<Result<null>> {
+  const deleted = await deletePage(db, agentId, path, new Date());
+  return deleted === undefined ? fail("not_found", `no memory page ${path} to delete`) : ok(null);
+}
