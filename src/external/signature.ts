@@ -54,6 +54,7 @@ const HEADER = /^t=(\d{1,15}),v1=([0-9a-f]{64})$/;
  * Checks a signature header against the raw body. `nowSeconds` is passed in (rather than read) so
  * a bot can test its handler deterministically. The MAC is compared by `crypto.subtle.verify`,
  * which is constant-time, so response timing reveals nothing about how much of a forgery matched.
+ * @public The helper a bot's own code imports; Foldline itself only signs.
  */
 export async function verifySignature(
   secret: string,

@@ -26,6 +26,7 @@ export function generateToken(): string {
   return randomOpaqueId(TOKEN_PREFIX);
 }
 
+/** @internal Makes a token through this module, the one owner of the token format, for the tests. */
 export async function createApiToken(db: D1Database, name: string, scopes: readonly string[], now: Date): Promise<string> {
   const token = generateToken();
   await db
