@@ -1,3 +1,5 @@
+import { telegramIdNumber } from "./core/conversation-id";
+
 /**
  * Configuration read from the Worker's vars and secrets. Every knob has a default here and a row
  * in the README's configuration table; nothing needs a code change to point Foldline elsewhere.
@@ -128,8 +130,9 @@ export function telegramApiBaseUrl(env: Env): string | undefined {
 export function operatorChat(env: Env): { botId: string; chatId: number } | undefined {
   const match = /^(\d{1,20}):(-?\d{1,20})$/.exec(env.OPERATOR_CHAT.trim());
   if (match === null) return undefined;
-  const [, botId = "", chatId = ""] = match;
-  return { botId, chatId: Number(chatId) };
+  const [, botId = "", chat = ""] = match;
+  const chatId = telegramIdNumber(chat);
+  return chatId === undefined ? undefined : { botId, chatId };
 }
 
 /**

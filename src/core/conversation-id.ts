@@ -21,12 +21,32 @@ export function telegramConversationId(botId: string, chatId: number, threadId?:
   return threadId === undefined ? `telegram:${botId}:${chatId}` : `telegram:${botId}:${chatId}:${threadId}`;
 }
 
-/** `telegram:<bot>:<chat>[:<thread>]`, or undefined for conversations that are not Telegram chats. */
+/**
+ * A Telegram chat or topic id in the one spelling `telegramConversationId` writes: a safe integer
+ * (Telegram's ids have at most 52 significant bits) without leading zeros, `+` or `-0`. Any other
+ * spelling would name a chat that is not the one it spells (`042` is chat 42, and a 17-digit id
+ * rounds to its neighbour), so it names none.
+ */
+export function telegramIdNumber(text: string): number | undefined {
+  if (!/^-?\d{1,20}$/.test(text)) return undefined;
+  const id = Number(text);
+  return Number.isSafeInteger(id) && String(id) === text ? id : undefined;
+}
+
+/**
+ * `telegram:<bot>:<chat>[:<thread>]` as the webhook writes it, or undefined for conversations that
+ * are not Telegram chats — including ids the schema accepts that no update produces (see
+ * `telegramIdNumber`; topics are positive): their replies are recorded and sent nowhere.
+ */
 export function telegramRoute(conversationId: string): { botId: string; chatId: number; threadId?: number } | undefined {
-  const match = /^telegram:(\d+):(-?\d+)(?::(\d+))?$/.exec(conversationId);
+  const match = /^telegram:([1-9]\d{0,19}):(-?\d{1,20})(?::(\d{1,20}))?$/.exec(conversationId);
   if (match === null) return undefined;
   const [, botId = "", chat = "", thread] = match;
-  return thread === undefined ? { botId, chatId: Number(chat) } : { botId, chatId: Number(chat), threadId: Number(thread) };
+  const chatId = telegramIdNumber(chat);
+  if (chatId === undefined) return undefined;
+  if (thread === undefined) return { botId, chatId };
+  const threadId = telegramIdNumber(thread);
+  return threadId === undefined || threadId < 1 ? undefined : { botId, chatId, threadId };
 }
 
 /**
