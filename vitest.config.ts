@@ -76,6 +76,7 @@ function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, injec
  */
 const LIVENESS_TESTS = "test/liveness/**/*.test.ts";
 const LIVENESS_QUEUE = "foldline-liveness-jobs";
+const LIVENESS_OPERATOR_CHAT = `${TEST_BOT_ID}:-1009990001`;
 const QUEUE_RECORDER_SCRIPT = `
 const sent = [];
 export default {
@@ -110,7 +111,14 @@ export default defineConfig(async () => {
                 ...base,
                 miniflare: {
                   ...base.miniflare,
-                  bindings: { ...base.miniflare.bindings, PLAN_WATCHDOG_SECONDS: "1", PLAN_STALLED_SECONDS: "3", COMPACTION_BACKOFF_BASE_SECONDS: "1" },
+                  bindings: {
+                    ...base.miniflare.bindings,
+                    PLAN_WATCHDOG_SECONDS: "1",
+                    PLAN_STALLED_SECONDS: "3",
+                    COMPACTION_BACKOFF_BASE_SECONDS: "1",
+                    // Incident summaries are queued too, so the recorder shows what the operator is told.
+                    OPERATOR_CHAT: LIVENESS_OPERATOR_CHAT,
+                  },
                   queueProducers: { COMPACTION_QUEUE: { queueName: LIVENESS_QUEUE } },
                   serviceBindings: { ...base.miniflare.serviceBindings, QUEUE_RECORDER: "queue-recorder" },
                   workers: [

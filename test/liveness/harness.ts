@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
-import type { CompactionJob } from "../../src/queue/jobs";
+import type { CompactionJob, NoticeJob } from "../../src/queue/jobs";
+import { compactionJobSchema, noticeJobSchema } from "../../src/queue/jobs";
 import { waitFor } from "../support/chain";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "../integration/helpers";
@@ -42,11 +43,26 @@ export async function sayUntilPlanned(token: string, conversation: string, agent
   throw new Error("no plan after 40 messages");
 }
 
+/** What the queue received, oldest first, once at least `atLeast` of it is `wanted`. */
+async function received<T>(wanted: (job: unknown) => job is T, atLeast: number, what: string): Promise<T[]> {
+  return waitFor(async () => {
+    const sent = await (await env.QUEUE_RECORDER.fetch("http://queue-recorder/")).json<unknown[]>();
+    const jobs = sent.filter(wanted);
+    return jobs.length >= atLeast ? jobs : undefined;
+  }, `${atLeast} ${what}`, 20_000);
+}
+
 /** The jobs the object sent for one plan, oldest first, once the queue has received at least `atLeast`. */
 export async function sentJobs(runId: string, atLeast: number): Promise<CompactionJob[]> {
-  return waitFor(async () => {
-    const sent = await (await env.QUEUE_RECORDER.fetch("http://queue-recorder/")).json<CompactionJob[]>();
-    const jobs = sent.filter((job) => job.runId === runId);
-    return jobs.length >= atLeast ? jobs : undefined;
-  }, `${atLeast} job(s) sent for ${runId}`, 20_000);
+  const isPlanJob = (job: unknown): job is CompactionJob => compactionJobSchema.safeParse(job).data?.runId === runId;
+  return received(isPlanJob, atLeast, `job(s) sent for ${runId}`);
+}
+
+/** The operator's notices of one kind of incident in one conversation, once at least `atLeast` were queued. */
+export async function sentNotices(conversation: string, kind: string, atLeast: number): Promise<NoticeJob[]> {
+  const isNotice = (job: unknown): job is NoticeJob => {
+    const text = noticeJobSchema.safeParse(job).data?.text ?? "";
+    return text.startsWith(`Foldline incident: ${kind} `) && text.includes(` in ${conversation}`);
+  };
+  return received(isNotice, atLeast, `${kind} notice(s) for ${conversation}`);
 }

@@ -9,7 +9,7 @@ import { compactionJobFor, deliver } from "../support/queue";
 import type { ChainHealth } from "../../src/api/chain";
 import { conversationPath } from "../../src/http/inspector/paths";
 import { call, json, tokenFor } from "../integration/helpers";
-import { say, sayUntilPlanned, sentJobs, setup } from "./harness";
+import { say, sayUntilPlanned, sentJobs, sentNotices, setup } from "./harness";
 
 /**
  * Compaction stays live with nothing arriving (the project's settings: ./harness.ts). The tests
@@ -104,6 +104,10 @@ describe("compaction stays live without new messages", () => {
     // A second copy of the job (one the watchdog re-sent) dead-lettered too: the plan is closed once.
     expect((await deliver("foldline-compaction-dlq", [await compactionJobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
     expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compactor_abandoned").map((i) => i.runId)).toEqual([abandoned]);
+    // The operator's chat (this project's OPERATOR_CHAT) is told: codes and ids only.
+    const [botId = "", chatId = ""] = env.OPERATOR_CHAT.split(":");
+    const text = `Foldline incident: compactor_abandoned retries_exhausted — agent ${agentId} in ${conversation} (run ${abandoned})`;
+    expect(await sentNotices(conversation, "compactor_abandoned", 1)).toEqual([{ type: "notice", botId, chatId: Number(chatId), text }]);
 
     // No message arrives: the backoff deadline (1 s here) alone must bring the next plan.
     const replanned = await waitFor(async () => {
