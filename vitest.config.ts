@@ -69,11 +69,24 @@ function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, injec
 
 /**
  * The liveness tests (test/liveness/): the same Worker with the watchdog and stall thresholds in
- * seconds, and a compaction queue nothing consumes, so every job "vanishes" the way a job lost in a
- * crash does and each test drives the consumer itself (`createMessageBatch`). They run as their own
- * project because these settings would re-send the in-flight jobs of every other test.
+ * seconds, and a compaction queue whose only consumer is a recorder that runs nothing, so every job
+ * "vanishes" the way a job lost in a crash does, each test delivers jobs itself
+ * (`createMessageBatch`), and a test can still read which jobs the object sent. They run as their
+ * own project because these settings would re-send the in-flight jobs of every other test.
  */
 const LIVENESS_TESTS = "test/liveness/**/*.test.ts";
+const LIVENESS_QUEUE = "foldline-liveness-jobs";
+const LIVENESS_OPERATOR_CHAT = `${TEST_BOT_ID}:-1009990001`;
+const QUEUE_RECORDER_SCRIPT = `
+const sent = [];
+export default {
+  queue(batch) {
+    for (const message of batch.messages) sent.push(message.body);
+    batch.ackAll();
+  },
+  fetch() { return Response.json(sent); },
+};
+`;
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
@@ -98,8 +111,20 @@ export default defineConfig(async () => {
                 ...base,
                 miniflare: {
                   ...base.miniflare,
-                  bindings: { ...base.miniflare.bindings, PLAN_WATCHDOG_SECONDS: "1", PLAN_STALLED_SECONDS: "3", COMPACTION_BACKOFF_BASE_SECONDS: "1" },
-                  queueProducers: { JOB_QUEUE: { queueName: "foldline-liveness-unconsumed" } },
+                  bindings: {
+                    ...base.miniflare.bindings,
+                    PLAN_WATCHDOG_SECONDS: "1",
+                    PLAN_STALLED_SECONDS: "3",
+                    COMPACTION_BACKOFF_BASE_SECONDS: "1",
+                    // Incident summaries are queued too, so the recorder shows what the operator is told.
+                    OPERATOR_CHAT: LIVENESS_OPERATOR_CHAT,
+                  },
+                  queueProducers: { JOB_QUEUE: { queueName: LIVENESS_QUEUE } },
+                  serviceBindings: { ...base.miniflare.serviceBindings, QUEUE_RECORDER: "queue-recorder" },
+                  workers: [
+                    ...base.miniflare.workers,
+                    { name: "queue-recorder", modules: true, script: QUEUE_RECORDER_SCRIPT, compatibilityDate: "2026-11-01", queueConsumers: { [LIVENESS_QUEUE]: { maxBatchTimeout: 0 } } },
+                  ],
                 },
               };
             }),

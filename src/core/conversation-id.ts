@@ -39,20 +39,42 @@ export interface TelegramRoute {
   readonly threadId?: number;
 }
 
-/** `telegram:<bot>:<chat>[:<thread>]`, or undefined for conversations that are not Telegram chats. */
+/**
+ * A Telegram chat or topic id in the one spelling `telegramConversationId` writes: a safe integer
+ * (Telegram's ids have at most 52 significant bits) without leading zeros, `+` or `-0`. Any other
+ * spelling would name a chat that is not the one it spells (`042` is chat 42, and a 17-digit id
+ * rounds to its neighbour), so it names none.
+ */
+export function telegramIdNumber(text: string): number | undefined {
+  if (!/^-?\d{1,20}$/.test(text)) return undefined;
+  const id = Number(text);
+  return Number.isSafeInteger(id) && String(id) === text ? id : undefined;
+}
+
+/**
+ * `telegram:<bot>:<chat>[:<thread>]` as the webhook writes it, or undefined for conversations that
+ * are not Telegram chats — including ids the schema accepts that no update produces (see
+ * `telegramIdNumber`; bot ids have no leading zero, topics are positive): their replies are
+ * recorded and sent nowhere.
+ */
 export function telegramRoute(conversationId: string): TelegramRoute | undefined {
   const match = TELEGRAM_ID.exec(conversationId);
   if (match === null) return undefined;
   const [, botId = "", chat = "", thread] = match;
-  return thread === undefined ? { botId, chatId: Number(chat) } : { botId, chatId: Number(chat), threadId: Number(thread) };
+  const chatId = telegramIdNumber(chat);
+  if (chatId === undefined || botId.startsWith("0")) return undefined;
+  if (thread === undefined) return { botId, chatId };
+  const threadId = telegramIdNumber(thread);
+  return threadId === undefined || threadId < 1 ? undefined : { botId, chatId, threadId };
 }
 
 /** A `<botId>:<chatId>` pair (the operator's chat), or undefined when the text is not one. */
 export function telegramChatRef(text: string): { botId: string; chatId: number } | undefined {
   const match = CHAT_REF.exec(text);
   if (match === null) return undefined;
-  const [, botId = "", chatId = ""] = match;
-  return { botId, chatId: Number(chatId) };
+  const [, botId = "", chat = ""] = match;
+  const chatId = telegramIdNumber(chat);
+  return chatId === undefined ? undefined : { botId, chatId };
 }
 
 /**

@@ -11,6 +11,7 @@ import { SIGNATURE_HEADER, verifySignature } from "../../src/external/signature"
  *
  * - `POST /reply`: verifies `X-Foldline-Signature` against the run's shared key (401 with the reason
  *   when it fails) and answers `{ text: "echo: <the request's last user message>" }`;
+ * - `POST /down`: 503, as a bot that is restarting answers (its requests are not recorded);
  * - `GET /__requests`: every request received, oldest first, with the check's outcome;
  * - `POST /__reset`: forgets them.
  */
@@ -63,6 +64,7 @@ export async function startFakeBot(): Promise<FakeBot> {
         received.length = 0;
         return send(response, 200, { ok: true });
       }
+      if (request.method === "POST" && url.pathname === "/down") return send(response, 503, { error: "restarting" });
       if (request.method !== "POST" || url.pathname !== "/reply") return send(response, 404, { error: "not found" });
       const header = request.headers[SIGNATURE_HEADER.toLowerCase()];
       const signature = typeof header === "string" ? header : null;

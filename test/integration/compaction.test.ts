@@ -222,7 +222,7 @@ describe("compaction end to end (offline compactor)", () => {
     const staleRun = "cmp_11111111-1111-4111-8111-111111111111";
     await insertPlan(conversation, agentId, oldChain[0]?.epochId ?? "", staleRun, oldChain[0]?.body.id ?? "");
     const stale = await stub.settle(conversation, staleRun, content, model);
-    expect(stale.ok ? "ok" : stale.error.code).toBe("stale_plan");
+    expect(stale.ok ? "ok" : [stale.error.code, stale.error.message]).toEqual(["stale_plan", "the plan belongs to a retired epoch"]);
     await say(token, conversation, 20, 40);
     const state = await waitFor(async () => {
       const s = await stub.describeChain(conversation, agentId);

@@ -5,6 +5,7 @@ import { readIncidents } from "../support/reads";
 import type { ReceivedRequest } from "../fake-bot/server";
 import { pair } from "../support/declarations";
 import { waitFor } from "../support/chain";
+import { deliver, replyJobFor } from "../support/queue";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -40,13 +41,21 @@ beforeEach(async () => {
   await fetch(`${botOrigin}/__reset`, { method: "POST" });
 });
 
-async function registerAgent(agentId: string, reply: Record<string, unknown>) {
-  const conversation = freshConversation("api:ext");
+async function registerAgent(agentId: string, reply: Record<string, unknown>, conversation = freshConversation("api:ext")) {
   const token = await tokenFor(conversation, `agent:${agentId}`);
   const base = pair({ agentId, sources: [conversation], trigger: 50_000, retain: 20_000 });
   const response = await call("PUT", `/v1/agents/${agentId}`, { token, body: { agent: { ...base.agent, reply }, compactor: base.compactor } });
   expect(response.status, await response.clone().text()).toBeLessThan(300);
   return { conversation, token };
+}
+
+/** A message posted first, then the agent registered to serve it: the reply job is the test's to deliver. */
+async function postedBeforeRegistration(agentId: string, reply: Record<string, unknown>) {
+  const conversation = freshConversation("api:ext");
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  const posted = await json<{ event: { seq: number } }>(await call("POST", eventsPath(conversation), { token, body: sourceEvent("m-1", "7", "Hello?") }));
+  await registerAgent(agentId, reply, conversation);
+  return { conversation, token, job: replyJobFor(conversation, agentId, { seq: posted.event.seq, messageId: "7" }) };
 }
 
 async function log(token: string, conversation: string): Promise<LogEvent[]> {
@@ -95,27 +104,28 @@ describe("an external bot over signed HTTP", () => {
     expect(payload?.manifest).toMatchObject({ conversationId: conversation, agentId });
   });
 
-  it("a bot that refuses the signature leaves a failed run and an incident, no proposal, and is not retried", async () => {
-    const agentId = "ext-http-wrong";
-    const { conversation, token } = await registerAgent(agentId, { mode: "http", url: `${botOrigin}/reply`, secret: "BOT_HMAC_WRONG", timeoutMs: 5_000 });
-    await say(token, conversation, "m-1", "7", "Hello?");
+  it("a bot that refuses the signature leaves a failed run and an incident, no proposal, and is not retried; one that is down is", async () => {
+    // The messages arrive before their agents serve the conversations, so no reply job is queued
+    // for them: the attempts below are the only ones, and what each decided is read from its result.
+    const refusing = await postedBeforeRegistration("ext-http-wrong", { mode: "http", url: `${botOrigin}/reply`, secret: "BOT_HMAC_WRONG", timeoutMs: 5_000 });
+    const refused = await deliver("foldline-compaction", [refusing.job]);
+    expect(refused.explicitAcks).toEqual(["msg-0"]);
+    expect(refused.retryMessages).toEqual([]);
 
-    const incidents = await waitFor(async () => {
-      const rows = await readIncidents(env.DB, conversation, 10);
-      return rows.length > 0 ? rows : undefined;
-    }, "an agent failure incident");
-    expect(incidents[0]).toMatchObject({ agentId, kind: "agent_failure", code: "bot_rejected" });
+    const incidents = await readIncidents(env.DB, refusing.conversation, 10);
+    expect(incidents.map((i) => [i.agentId, i.kind, i.code])).toEqual([["ext-http-wrong", "agent_failure", "bot_rejected"]]);
     expect(incidents[0]?.message).toContain("401");
-
-    // A refusal is final: give a retry time to happen, then check that none did.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const events = await log(token, conversation);
+    const events = await log(refusing.token, refusing.conversation);
     expect(events.filter((e) => e.kind === "proposal")).toHaveLength(0);
     const runs = events.filter((e) => e.kind === "run" && e.body.role === "agent");
-    expect(runs.map((r) => r.body.status)).toEqual(["failed"]);
-    expect(runs[0]?.body.error?.code).toBe("bot_rejected");
-    const requests = await received(conversation);
-    expect(requests.map((r) => r.verdict)).toEqual(["mismatch"]);
+    expect(runs.map((r) => [r.body.status, r.body.error?.code])).toEqual([["failed", "bot_rejected"]]);
+    expect((await received(refusing.conversation)).map((r) => r.verdict)).toEqual(["mismatch"]);
+
+    // A bot that answers 503 is down, not refusing: it may answer next time.
+    const down = await postedBeforeRegistration("ext-http-down", { mode: "http", url: `${botOrigin}/down`, secret: "BOT_HMAC_SECRET", timeoutMs: 5_000 });
+    const retried = await deliver("foldline-compaction", [down.job]);
+    expect(retried.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
+    expect((await readIncidents(env.DB, down.conversation, 10)).map((i) => i.code)).toEqual(["bot_unreachable"]);
   });
 
   it("the fake bot itself refuses a forged signature (the helper rejects on the bot's side)", async () => {
@@ -162,13 +172,12 @@ describe("an external bot behind a service binding", () => {
 
   it("a binding that is not configured is a failed run and an incident, not a retry loop", async () => {
     const agentId = "ext-service-missing";
-    const { conversation, token } = await registerAgent(agentId, { mode: "service", binding: "NO_SUCH_BOT" });
-    await say(token, conversation, "m-1", "13", "Anyone there?");
-    const incidents = await waitFor(async () => {
-      const rows = await readIncidents(env.DB, conversation, 10);
-      return rows.length > 0 ? rows : undefined;
-    }, "an agent failure incident");
-    expect(incidents[0]).toMatchObject({ agentId, kind: "agent_failure", code: "bot_rejected" });
+    const { conversation, token, job } = await postedBeforeRegistration(agentId, { mode: "service", binding: "NO_SUCH_BOT" });
+    const result = await deliver("foldline-compaction", [job]);
+    expect(result.explicitAcks).toEqual(["msg-0"]);
+    expect(result.retryMessages).toEqual([]);
+    const incidents = await readIncidents(env.DB, conversation, 10);
+    expect(incidents.map((i) => [i.agentId, i.kind, i.code])).toEqual([[agentId, "agent_failure", "bot_rejected"]]);
     expect(incidents[0]?.message).toContain("NO_SUCH_BOT");
     expect((await log(token, conversation)).filter((e) => e.kind === "proposal")).toHaveLength(0);
   });

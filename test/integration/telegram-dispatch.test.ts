@@ -1,12 +1,11 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
-import worker from "../../src/index";
 import { readIncidents } from "../support/reads";
 import { sendMessage } from "../../src/telegram/bot-api";
 import { pair } from "../support/declarations";
 import { settledChain, waitFor } from "../support/chain";
 import { BOT_ID, call, eventsPath, json, textUpdate, tokenFor, webhook } from "./helpers";
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { deliver, replyJobFor } from "../support/queue";
 
 /**
  * The agent's side through Telegram: updates arrive at the webhook, the built-in agent answers off
@@ -58,6 +57,11 @@ interface LogEvent {
 }
 async function log(token: string, conversation: string): Promise<LogEvent[]> {
   return (await json<{ events: LogEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }))).events;
+}
+
+/** The reply jobs of the chat's messages for an agent registered after them: the test's to deliver. */
+async function replyJobs(token: string, conversation: string, agentId: string) {
+  return (await log(token, conversation)).filter((e) => e.kind === "source").map((e) => replyJobFor(conversation, agentId, { seq: e.seq, messageId: e.body.messageId ?? "" }));
 }
 
 const say = (chat: number, updateId: number, i: number) =>
@@ -112,14 +116,18 @@ describe("the Telegram dispatcher", () => {
 
   it("records but never posts the replies of an agent that is not on the allowlist", async () => {
     const chat = nextChat++;
+    // The messages arrive before the agent serves this chat and the test delivers their reply jobs:
+    // once those return, nothing is left that could still send.
+    for (let i = 0; i < 3; i++) expect((await say(chat, 60_000 + chat * 10 + i, i)).status).toBe(200);
     const { conversation, token } = await registerAgent("tg-quiet", chat, 50_000);
-    for (let i = 0; i < 3; i++) await say(chat, 60_000 + chat * 10 + i, i);
-    await waitFor(async () => ((await log(token, conversation)).filter((e) => e.kind === "proposal").length >= 3 ? true : undefined), "three proposals");
+    expect((await deliver("foldline-compaction", await replyJobs(token, conversation, "tg-quiet"))).explicitAcks).toEqual(["msg-0", "msg-1", "msg-2"]);
+    const events = await log(token, conversation);
+    expect(events.filter((e) => e.kind === "proposal")).toHaveLength(3);
+    expect(events.filter((e) => e.kind === "delivery")).toHaveLength(0);
     expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(0);
-    expect((await log(token, conversation)).filter((e) => e.kind === "delivery")).toHaveLength(0);
   });
 
-  it("retries after Telegram's retry_after, records a blocked chat without retrying, and never sends a delivered reply twice", async () => {
+  it("retries after Telegram's retry_after and never sends a delivered reply twice", async () => {
     const chat = nextChat++;
     const { conversation, token } = await registerAgent("tg-concierge", chat, 50_000);
     await scriptTelegram([{ status: 429, retryAfter: 1 }]);
@@ -134,28 +142,37 @@ describe("the Telegram dispatcher", () => {
     expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(2);
 
     // The same job delivered again (at-least-once queues do that) sends nothing new.
-    const source = first.find((e) => e.kind === "source");
-    const job = { type: "reply", conversationId: conversation, agentId: "tg-concierge", sourceSeq: source?.seq, sourceMessageId: source?.body.messageId };
-    const batch = createMessageBatch("foldline-compaction", [{ id: "again", timestamp: new Date(), attempts: 1, body: job }]);
-    const ctx = createExecutionContext();
-    await worker.queue(batch, env);
-    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["again"]);
+    const again = await deliver("foldline-compaction", await replyJobs(token, conversation, "tg-concierge"));
+    expect(again.explicitAcks).toEqual(["msg-0"]);
     expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(2);
+  });
 
-    // A user who blocked the bot: recorded once, not retried, an incident for the operator.
-    await scriptTelegram([{ status: 403, description: "Forbidden: bot was blocked by the user" }]);
-    await say(chat, 70_001 + chat, 1);
-    const blocked = await waitFor(async () => {
-      const all = await log(token, conversation);
-      return all.filter((e) => e.kind === "delivery").length >= 3 ? all : undefined;
-    }, "a failed delivery");
-    expect(blocked.filter((e) => e.kind === "delivery").at(-1)?.body).toMatchObject({ status: "failed" });
-    // The incident is recorded after the failed delivery is appended: waited for, not slept for.
-    await waitFor(async () => ((await readIncidents(env.DB, conversation, 10)).some((i) => i.kind === "delivery_failure") ? true : undefined), "the delivery_failure incident");
-    // Not retried: given time for a retry to happen, still one attempt at the blocked chat.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(3);
-    expect((await log(token, conversation)).filter((e) => e.kind === "delivery")).toHaveLength(3);
+  it("records a chat that blocked the bot once, with an incident, and does not retry it (a rate limit before it is retried)", async () => {
+    const chat = nextChat++;
+    const agentId = "tg-concierge";
+    // The message arrives before the agent serves this chat, so no reply job is queued for it: the
+    // attempts below are the only ones, and what each decided is read from its queue result.
+    expect((await say(chat, 75_000 + chat, 0)).status).toBe(200);
+    const { conversation, token } = await registerAgent(agentId, chat, 50_000);
+    const [job] = await replyJobs(token, conversation, agentId);
+    await scriptTelegram([{ status: 429, retryAfter: 1 }, { status: 403, description: "Forbidden: bot was blocked by the user" }]);
+
+    const limited = await deliver("foldline-compaction", [job]);
+    expect(limited.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
+    expect(limited.explicitAcks).toEqual([]);
+    const blocked = await deliver("foldline-compaction", [job], { attempts: 2 });
+    expect(blocked.explicitAcks).toEqual(["msg-0"]);
+    expect(blocked.retryMessages).toEqual([]);
+
+    // Two sends, two failed deliveries, one proposal (asked for once), and the operator's incident.
+    expect((await sent()).filter((r) => r.body.chat_id === chat)).toHaveLength(2);
+    const events = await log(token, conversation);
+    expect(events.filter((e) => e.kind === "proposal")).toHaveLength(1);
+    expect(events.filter((e) => e.kind === "delivery").map((e) => [e.body.status, e.body.reason])).toEqual([
+      ["failed", "rate limited for 1s"],
+      ["failed", "forbidden: Forbidden: bot was blocked by the user"],
+    ]);
+    expect((await readIncidents(env.DB, conversation, 10)).map((i) => [i.kind, i.code])).toEqual([["delivery_failure", "forbidden"]]);
   });
 
   it("splits a long reply at sensible places, only the first part replying to the source", async () => {

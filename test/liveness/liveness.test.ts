@@ -1,40 +1,21 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
-import worker from "../../src/index";
-import type { CompactionJob } from "../../src/core/jobs";
 import { readIncidents } from "../support/reads";
 import { register } from "../support/declarations";
 import { waitFor } from "../support/chain";
+import { compactionJobFor, deliver } from "../support/queue";
 import type { ChainHealth } from "../../src/api/chain";
 import { conversationPath } from "../../src/http/inspector/paths";
-import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "../integration/helpers";
+import { call, json, tokenFor } from "../integration/helpers";
+import { say, sayUntilPlanned, sentJobs, sentNotices, setup } from "./harness";
 
 /**
- * Compaction stays live with nothing arriving: in this project (vitest.config.ts) the watchdog is
- * 1 s, the stall threshold 3 s and the backoff base 1 s, and no consumer reads the compaction
- * queue, so every job the object sends is lost exactly as one lost in a crash. The tests drive the
- * consumer themselves with `createMessageBatch`, and otherwise only wait (with deadlines) for the
- * object's own alarms: nothing else is allowed to move the chain.
+ * Compaction stays live with nothing arriving (the project's settings: ./harness.ts). The tests
+ * deliver jobs themselves, and otherwise only wait (with deadlines) for the object's own alarms:
+ * nothing else is allowed to move the chain.
  */
-
-let counter = 0;
-
-async function setup() {
-  const conversation = freshConversation("api:live");
-  const agentId = `live-${Date.now().toString(36)}-${counter++}`;
-  const token = await tokenFor(conversation, `agent:${agentId}`);
-  expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800 })).status).toBe(201);
-  return { conversation, agentId, token, stub: conversationStub(env, conversation) };
-}
-
-let said = 0;
-async function say(token: string, conversation: string): Promise<void> {
-  const i = said++;
-  const text = `Message ${i}: the team compares Lisbon and Porto for the offsite; Ada wants flights under ${200 + (i % 50)} euros and a garden.`;
-  expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, text) })).status).toBe(201);
-}
 
 /** An inspector page as a signed-in browser gets it. */
 async function inspectorPage(token: string, path: string): Promise<string> {
@@ -53,38 +34,13 @@ async function inspectorPage(token: string, path: string): Promise<string> {
   return page.text();
 }
 
-/** Messages until a plan opens; its run id. */
-async function sayUntilPlanned(token: string, conversation: string, agentId: string): Promise<string> {
-  const stub = conversationStub(env, conversation);
-  for (let i = 0; i < 40; i++) {
-    await say(token, conversation);
-    const open = (await stub.describeChain(conversation, agentId))?.openRunId;
-    if (typeof open === "string") return open;
-  }
-  throw new Error("no plan after 40 messages");
-}
-
-/** The job the object sent for a plan, rebuilt from the plan row (the packet it names is the plan's). */
-async function jobFor(conversation: string, agentId: string, runId: string): Promise<CompactionJob> {
-  const plan = await env.DB.prepare("SELECT packet_key, packet_hash FROM compaction_plans WHERE run_id = ?").bind(runId).first<{ packet_key: string; packet_hash: string }>();
-  if (plan === null) throw new Error(`no plan ${runId}`);
-  return { type: "compaction", conversationId: conversation, agentId, runId, packetKey: plan.packet_key, packetHash: plan.packet_hash, model: "test-model", profile: "default" };
-}
-
-async function consume(queue: string, jobs: readonly CompactionJob[]) {
-  const batch = createMessageBatch(queue, jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })));
-  const ctx = createExecutionContext();
-  await worker.queue(batch, env);
-  return getQueueResult(batch, ctx);
-}
-
 describe("compaction stays live without new messages", () => {
   it("re-sends the vanished job of a back-to-back plan from its own watchdog, pages once it stalls, and settles when the job runs", async () => {
     const { conversation, agentId, token, stub } = await setup();
     const first = await sayUntilPlanned(token, conversation, agentId);
     // Enough behind the first plan that its settle plans the next one at once (back to back).
     for (let i = 0; i < 15; i++) await say(token, conversation);
-    expect((await consume("foldline-compaction", [await jobFor(conversation, agentId, first)])).explicitAcks).toEqual(["msg-0"]);
+    expect((await deliver("foldline-compaction", [await compactionJobFor(conversation, agentId, first)])).explicitAcks).toEqual(["msg-0"]);
     const afterFirst = await stub.describeChain(conversation, agentId);
     const second = afterFirst?.openRunId ?? "";
     expect(afterFirst?.headId).toBe(`bnd_${first.replace(/^cmp_/, "")}`);
@@ -117,8 +73,12 @@ describe("compaction stays live without new messages", () => {
     await waitFor(async () => ((await stub.describeChain(conversation, agentId))?.openPlan?.dispatches ?? 0) >= 4 || undefined, "two more re-sends", 20_000);
     expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toHaveLength(1);
 
-    // The job (the same plan, the same packet) runs: the chain settles with no message needed.
-    await consume("foldline-compaction", [await jobFor(conversation, agentId, second)]);
+    // Every re-send reached the queue as the plan's own job (the same packet): the last one runs,
+    // and the chain settles with no message needed.
+    const resent = await sentJobs(second, 4);
+    const job = await compactionJobFor(conversation, agentId, second);
+    expect(resent).toEqual(resent.map(() => job));
+    await deliver("foldline-compaction", [resent.at(-1)]);
     const settled = await stub.describeChain(conversation, agentId);
     expect(settled?.headId).toBe(`bnd_${second.replace(/^cmp_/, "")}`);
     expect(settled?.openRunId).toBeNull();
@@ -140,10 +100,14 @@ describe("compaction stays live without new messages", () => {
     // A stub that reached the reset object stays broken; the consumer and this test take new ones.
     const fresh = conversationStub(env, conversation);
 
-    expect((await consume("foldline-compaction-dlq", [await jobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
+    expect((await deliver("foldline-compaction-dlq", [await compactionJobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
     // A second copy of the job (one the watchdog re-sent) dead-lettered too: the plan is closed once.
-    expect((await consume("foldline-compaction-dlq", [await jobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
+    expect((await deliver("foldline-compaction-dlq", [await compactionJobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
     expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compactor_abandoned").map((i) => i.runId)).toEqual([abandoned]);
+    // The operator's chat (this project's OPERATOR_CHAT) is told: codes and ids only.
+    const [botId = "", chatId = ""] = env.OPERATOR_CHAT.split(":");
+    const text = `Foldline incident: compactor_abandoned retries_exhausted — agent ${agentId} in ${conversation} (run ${abandoned})`;
+    expect(await sentNotices(conversation, "compactor_abandoned", 1)).toEqual([{ type: "notice", botId, chatId: Number(chatId), text }]);
 
     // No message arrives: the backoff deadline (1 s here) alone must bring the next plan.
     const replanned = await waitFor(async () => {
@@ -210,5 +174,33 @@ describe("compaction stays live without new messages", () => {
       return (s?.openPlan?.dispatches ?? 0) >= 2 ? s : undefined;
     }, "the adopted plan's job re-sent", 20_000);
     expect(state.openRunId).toBe(open);
+    const job = await compactionJobFor(conversation, agentId, open);
+    const resent = await sentJobs(open, 2);
+    expect(resent).toEqual(resent.map(() => job));
+  }, 60_000);
+
+  it("a settled plan leaves no watchdog, and one left behind that fires later is dropped: no re-send, no stall page", async () => {
+    const { conversation, agentId, token, stub } = await setup();
+    const runId = await sayUntilPlanned(token, conversation, agentId);
+    const [job] = await sentJobs(runId, 1);
+    expect((await deliver("foldline-compaction", [job])).explicitAcks).toEqual(["msg-0"]);
+    const settled = await stub.describeChain(conversation, agentId);
+    expect(settled).toMatchObject({ headId: `bnd_${runId.replace(/^cmp_/, "")}`, openRunId: null });
+    const key = `wake:watchdog:${agentId}`;
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.get(key))).toBeUndefined();
+
+    // A crash between the boundary and the watchdog's removal leaves it behind, due and past the
+    // stall threshold. The platform alarm is set a minute out, so only the test fires it.
+    const epochId = settled?.epochId ?? "";
+    await runInDurableObject(stub, async (_instance, state) => {
+      const now = Date.now();
+      await state.storage.put(key, { kind: "plan_watchdog", at: now - 1, agentId, epochId, runId, planCreatedAt: now - 60_000, dispatches: 1, stalledReported: false });
+      await state.storage.setAlarm(now + 60_000);
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const after = await runInDurableObject(stub, async (_instance, state) => ({ wake: await state.storage.get(key), alarm: await state.storage.getAlarm() }));
+    expect(after).toEqual({ wake: undefined, alarm: null });
+    expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toEqual([]);
+    expect(await stub.describeChain(conversation, agentId)).toMatchObject({ headId: settled?.headId, openRunId: null, openPlan: null });
   }, 60_000);
 });
