@@ -25,6 +25,13 @@ export const modelEvidenceSchema = z.strictObject({
 });
 export type ModelEvidence = z.infer<typeof modelEvidenceSchema>;
 
+/**
+ * A language model's receipt must account for its tokens (the offline compactor has none to
+ * report): the chain audit and the resolver refuse a boundary without them, so the consumer
+ * refuses such a reply before it becomes one.
+ */
+export const lacksTokenUsage = (evidence: Pick<ModelEvidence, "provider" | "usage">): boolean => evidence.provider === "openai-compatible" && evidence.usage === null;
+
 export const boundaryBodySchema = z.strictObject({
   type: z.literal(BOUNDARY_EVENT_TYPE),
   sensitive: z.literal(true),

@@ -1,4 +1,4 @@
-import { buildBoundary } from "./boundary";
+import { buildBoundary, lacksTokenUsage } from "./boundary";
 import type { Finding, LinkCheckName, LinkFacts } from "./chain-audit-link";
 import { differs, finding, listed, notABoundary, predecessorOf, sliceStartsAfter } from "./chain-audit-link";
 import { hashCanonical } from "./hash";
@@ -204,8 +204,7 @@ function checkModelEvidence({ body }: LinkFacts): Finding[] {
   return [
     ...(model.provider.trim() === "" ? [finding("model.provider", "a provider", model.provider, "no provider")] : []),
     ...(model.model.trim() === "" ? [finding("model.model", "a model", model.model, "no model")] : []),
-    // A language model's receipt must account for its tokens; the offline compactor has none to report.
-    ...(model.provider === "openai-compatible" && model.usage === null ? [finding("model.usage", "token usage", null, "an openai-compatible receipt without usage")] : []),
+    ...(lacksTokenUsage(model) ? [finding("model.usage", "token usage", null, "an openai-compatible receipt without usage")] : []),
   ];
 }
 

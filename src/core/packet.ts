@@ -78,7 +78,7 @@ export const frozenTurnSchema = z.strictObject({
   /** Characters of this turn as the agent's native message (what it stood for in the context). */
   nativeChars: z.number().int().nonnegative(),
 });
-/** @internal One frozen turn, for the tests that build packets by hand. */
+/** One frozen turn of a packet. */
 export type FrozenTurn = z.infer<typeof frozenTurnSchema>;
 
 export const packetSchema = z.strictObject({

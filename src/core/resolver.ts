@@ -253,7 +253,7 @@ const HEAD_STEPS: readonly (readonly [HeadCheckName, (input: HeadInput) => reado
   linkStep("model_evidence"),
 ];
 
-/** The checks in the order `verifyHead` runs them (its failure is the first of these that fails). */
+/** @internal The checks in the order `verifyHead` runs them (its failure is the first of these that fails); the property tests hold the resolver to it. */
 export const HEAD_CHECK_ORDER: readonly HeadCheckName[] = HEAD_STEPS.map(([name]) => name);
 
 export function verifyHead(evidence: HeadEvidence): Verdict {

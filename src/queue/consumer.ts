@@ -1,4 +1,5 @@
 import { compactionRetryBaseSeconds } from "../config";
+import { lacksTokenUsage } from "../core/boundary";
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
 import { packetSchema } from "../core/packet";
 import { describeThrown } from "../core/thrown";
@@ -116,6 +117,7 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
   const repair = await latestRepair(env.DOCUMENTS, job.packetKey, job.runId, job.packetHash, attempts);
   const receipt = await runCompactorModel(env, packet.data, job.model, job.profile, repair);
   if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
+  if (lacksTokenUsage(receipt.value)) return failed("model_evidence_missing", "the provider's reply reported no token usage, which a boundary's receipt must carry");
   const { text, finishReason } = receipt.value;
   // A pointer to a page recall did not find is kept when the page exists.
   const livePages = await livePagePaths(env.DB, packet.data.agentId, unrecalledMemoryRefs(packet.data, text));

@@ -117,6 +117,27 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     ]);
   });
 
+  it("refuses a reply whose receipt carries no token usage as a failed attempt, so no boundary is settled that the resolver would refuse to serve", async () => {
+    const { conversation, agentId, token } = await setup("plain");
+    const noUsage = {
+      id: "chatcmpl-no-usage",
+      object: "chat.completion",
+      created: 1_800_000_000,
+      model: "gpt-reported",
+      choices: [{ index: 0, message: { role: "assistant", content: "Ada compared Lisbon and Porto.", refusal: null }, finish_reason: "stop", logprobs: null }],
+    };
+    await script([{ rawBody: JSON.stringify(noUsage) }, { content: "Ada compared Lisbon and Porto for the offsite." }]);
+    await sayUntilPlanned(token, conversation);
+    const [boundary] = await idle(conversation, agentId, 1);
+
+    const failed = (await runs(token, conversation)).filter((r) => r.body.status === "failed");
+    expect(failed.map((r) => r.body.error?.code)).toEqual(["model_evidence_missing"]);
+    expect(boundary?.body.model).toMatchObject({ provider: "openai-compatible", usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } });
+    // The settled head is served: its receipt passes the same evidence check the resolver runs.
+    const context = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/context?agent=${agentId}`, { token });
+    expect(context.status).toBe(200);
+  });
+
   it("settles a fenced reply that points at a page recall did not find, dropping a pointer to no page, with no failed run", async () => {
     const { conversation, agentId, token } = await setup("projection");
     expect((await call("PUT", `/v1/agents/${agentId}/memory/people/carla.md`, { token, body: { content: "Carla approves every expense claim." } })).status).toBe(201);
