@@ -75,6 +75,9 @@ function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, injec
  */
 const LIVENESS_TESTS = "test/liveness/**/*.test.ts";
 
+/** The pure core's tests run in plain Node, as the project `vitest.core.config.ts` defines. */
+const CORE_TESTS = "test/core/**/*.test.ts";
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   const test = {
@@ -86,9 +89,10 @@ export default defineConfig(async () => {
   return {
     test: {
       projects: [
+        "./vitest.core.config.ts",
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
-          test: { ...test, name: "workers", include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS] },
+          test: { ...test, name: "workers", include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS] },
         },
         {
           plugins: [
