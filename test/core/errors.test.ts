@@ -8,7 +8,7 @@ describe("errors", () => {
 
   it("isErrorCode knows exactly the closed set, not inherited names", () => {
     for (const code of Object.keys(ERROR_STATUS)) expect(isErrorCode(code)).toBe(true);
-    for (const other of ["toString", "constructor", "__proto__", "hasOwnProperty", "", "Chain_invalid", 404, null, undefined, { code: "internal" }]) {
+    for (const other of ["toString", "constructor", "__proto__", "hasOwnProperty", "", "Chain_invalid", 404, null, undefined, { code: "internal" }, ["internal"], { toString: () => "internal" }]) {
       expect(isErrorCode(other)).toBe(false);
     }
   });

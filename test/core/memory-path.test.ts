@@ -31,6 +31,7 @@ describe("memoryPathSchema", () => {
     expect(messagesOf(memoryPathSchema.safeParse("a//b c/.."))).toEqual(["empty path segment (leading, trailing or doubled /)"]);
     expect(messagesOf(memoryPathSchema.safeParse("b c//.."))).toEqual(["path segments hold only letters, digits, . _ -"]);
     expect(messagesOf(memoryPathSchema.safeParse("../b c"))).toEqual(["path segments cannot be . or .."]);
+    for (const path of ["a//b", "b c", ".."]) expect(memoryPathSchema.safeParse(path).error?.issues.map((i) => i.code)).toEqual(["custom"]);
   });
 });
 
