@@ -88,6 +88,9 @@ export default {
 };
 `;
 
+/** The pure core's tests run in plain Node, as the project `vitest.core.config.ts` defines. */
+const CORE_TESTS = "test/core/**/*.test.ts";
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   const test = {
@@ -99,9 +102,10 @@ export default defineConfig(async () => {
   return {
     test: {
       projects: [
+        "./vitest.core.config.ts",
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
-          test: { ...test, name: "workers", include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS] },
+          test: { ...test, name: "workers", include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS] },
         },
         {
           plugins: [

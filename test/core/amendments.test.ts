@@ -451,3 +451,22 @@ describe("deriveAmendments: properties", () => {
     );
   });
 });
+
+describe("deriveAmendments: ordering and the pre-message group", () => {
+  it("lists a message's own turn before the replies in its group, also when a reply arrived before its message", () => {
+    // 1: pq answers m9 before m9 exists; 2: m9 opens group 2. Absorbed at 2 with pq undelivered.
+    // Later m9 is deleted and pq delivered: a deleted user turn and an added reply in group 2.
+    const log = storeAll([proposal("pq", "agent-a", "Noted.", { replyTo: "m9" }), source("m9", "Book it."), deletion("m9"), delivered("pq")]);
+    const amendments = deriveAmendments(log, { absorbedThroughSeq: 2, frontierStartSeq: 2, coveredThroughSeq: 2, policy: EVERYONE });
+    expect(amendments.map((a) => [a.turnId, a.kind])).toEqual([
+      ["s2", "deleted"],
+      ["p1", "added"],
+    ]);
+  });
+
+  it("never amends group 0 (replies before any message), even when the frontier starts at 0", () => {
+    const log = storeAll([proposal("early", "agent-a", "Hello."), source("m1", "Hi."), delivered("early")]);
+    expect(reconstruct(log, EVERYONE).find((t) => t.id === "p1")?.group).toBe(0);
+    expect(deriveAmendments(log, { absorbedThroughSeq: 2, frontierStartSeq: 0, coveredThroughSeq: 2, policy: EVERYONE })).toEqual([]);
+  });
+});

@@ -101,7 +101,11 @@ describe("decideAppend: examples", () => {
     const result = decideAppend([item("a")], NONE, lastSeq, expectedSeq);
     expect(result).toEqual({
       ok: false,
-      error: { code: "sequence_conflict", message: expect.any(String), details: { expectedSeq, currentSeq: lastSeq } },
+      error: {
+        code: "sequence_conflict",
+        message: `expected the conversation at sequence ${expectedSeq}, it is at ${lastSeq}`,
+        details: { expectedSeq, currentSeq: lastSeq },
+      },
     });
   });
 

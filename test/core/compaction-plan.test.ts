@@ -551,6 +551,9 @@ describe("cutTail under the agent's own caps", () => {
     const groups = groupsOf([50, 50, 50, 50, 50]);
     expect(seqsOf(expectCut(cutTail(groups, policy, oneEventEach, { chars: 120, messages: 100 })).tail)).toEqual([4, 5]);
     expect(seqsOf(expectCut(cutTail(groups, policy, oneEventEach, { chars: 10, messages: 100 })).tail)).toEqual([5]);
+    // A tail exactly at the character cap is within it.
+    expect(seqsOf(expectCut(cutTail(groups, policy, oneEventEach, { chars: 100, messages: 100 })).tail)).toEqual([4, 5]);
+    expect(seqsOf(expectCut(cutTail(groups, policy, oneEventEach, { chars: 99, messages: 100 })).tail)).toEqual([5]);
     const talkative = [turn("s1", 1, "a"), turn("p2", 1, "b"), turn("s3", 3, "c"), turn("p4", 3, "d"), turn("s5", 5, "e"), turn("p6", 5, "f")];
     expect(seqsOf(expectCut(cutTail(groupTurns(talkative), policy, oneEventEach, { chars: 1_000, messages: 3 })).tail)).toEqual([5]);
     expect(seqsOf(expectCut(cutTail(groupTurns(talkative), policy, oneEventEach, { chars: 1_000, messages: 4 })).tail)).toEqual([3, 5]);
@@ -564,5 +567,26 @@ describe("cutTail under the agent's own caps", () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe("cutTail: what a failure says", () => {
+  it("names the sizes and bounds that refused the plan", () => {
+    const bounds = { retainInputChars: 100, maxFrozenChars: 80, maxFrozenEvents: 3 };
+    expect(cutTail(groupsOf([10, 101]), bounds, oneEventEach)).toEqual({
+      ok: false,
+      error: { code: "tail_group_too_large", message: "the newest group has 101 characters, more than the 100-character tail target" },
+    });
+    expect(cutTail(groupsOf([81, 50]), bounds, eventsBySeq({ 1: 2 }))).toEqual({
+      ok: false,
+      error: {
+        code: "frozen_prefix_too_large",
+        message: "the oldest uncovered group (81 characters, 2 events) exceeds the frozen-prefix bounds (80, 3)",
+      },
+    });
+    expect(cutTail(groupsOf([50]), bounds, oneEventEach)).toEqual({
+      ok: false,
+      error: { code: "nothing_to_freeze", message: "every uncovered group fits the tail; there is nothing to compact" },
+    });
   });
 });

@@ -514,3 +514,13 @@ describe("capPressure and tailBounds: the trigger answers to the agent's caps", 
     expect(capPressure({ chars: bounds.chars, messages: bounds.messages }, caps)).toBe(false);
   });
 });
+
+describe("trimStart: a segment that exactly reaches half the budget", () => {
+  it("does not open a new anchor, so the tail starts at the next one", () => {
+    // Budget 100, so anchors open past 50: at groups 10 (0 chars before), 30 (25+25+25 > 50) and 50.
+    // The suffix from 30 (75 chars) is the first that fits; 20 is no anchor, though its suffix (100) would fit.
+    const selection = expectSelection(selectContext({ envelopes: [], groups: groupsOf([25, 25, 25, 25, 25]), policy: { maxChars: 100, maxMessages: 100 } }));
+    expect(seqsOf(selection.tail.groups)).toEqual([30, 40, 50]);
+    expect(selection.omitted).toEqual({ groups: 2, chars: 50, throughGroup: 20 });
+  });
+});

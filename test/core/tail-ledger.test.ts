@@ -4,7 +4,7 @@ import { groupTurns } from "../../src/core/compaction-plan";
 import type { StoredEvent } from "../../src/core/events";
 import type { ReconstructionPolicy } from "../../src/core/reconstruction";
 import { reconstruct } from "../../src/core/reconstruction";
-import { TailLedger, tailEvents } from "../../src/core/tail-ledger";
+import { TailLedger, groupsAfter, tailEvents } from "../../src/core/tail-ledger";
 import { delivered, edit, proposal, source, storeAll } from "./event-builders";
 import { logArb, policyArb } from "./log-arbitraries";
 
@@ -152,5 +152,34 @@ describe("TailLedger", () => {
     const ledger = new TailLedger(EVERYTHING, 5);
     const [first] = storeAll([source("m1", "hi")], 5);
     expect(() => ledger.add(first!)).toThrow(RangeError);
+  });
+});
+
+describe("groupsAfter", () => {
+  const EVERYONE: ReconstructionPolicy = { admittedAgents: "all", includeSensitive: false };
+  // 1 m1; 2 m2; 3–4 a reply to m1, delivered; 5–6 a reply to m0, which this log does not hold, delivered; 7 m3.
+  const log = storeAll([
+    source("m1", "Which vendor?"),
+    source("m2", "And the price?"),
+    proposal("pa", "agent-a", "Vendor B.", { replyTo: "m1" }),
+    delivered("pa"),
+    proposal("pz", "agent-a", "About m0.", { replyTo: "m0" }),
+    delivered("pz"),
+    source("m3", "Thanks."),
+  ]);
+  const shape = (after: number) => groupsAfter(log, after, EVERYONE).map((g) => [g.seq, g.turns.map((t) => t.id)]);
+
+  it("holds the whole groups opened after the point, with their late replies, and no reply to a message outside the log", () => {
+    expect(shape(0)).toEqual([
+      [1, ["s1", "p3"]],
+      [2, ["s2"]],
+      [7, ["s7"]],
+    ]);
+    expect(shape(1)).toEqual([
+      [2, ["s2"]],
+      [7, ["s7"]],
+    ]);
+    expect(shape(2)).toEqual([[7, ["s7"]]]);
+    expect(shape(7)).toEqual([]);
   });
 });

@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * The pure core's tests, in plain Node: they need no binding, so they need no workerd either
+ * (starting one costs seconds, running them milliseconds). A project of `vitest.config.ts`, and
+ * the config Stryker runs on its own (`stryker.config.mjs`).
+ */
+export default defineConfig({
+  test: {
+    name: "core",
+    environment: "node",
+    include: ["test/core/**/*.test.ts"],
+  },
+});
