@@ -2,7 +2,6 @@
  * Mutation testing of the pure core (`npm run mutation`): every mutant of `src/core` is run against
  * the Node `core` project only (`vitest.core.config.ts`), since integration tests inside workerd
  * would take hours. Too slow for CI; run it after changing the core and read what survived.
- * @type {import("@stryker-mutator/api/core").PartialStrykerOptions}
  */
 export default {
   testRunner: "vitest",
