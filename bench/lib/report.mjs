@@ -21,15 +21,17 @@ const repeated = (r) => `${signedPct(r.median)} (${signedPct(r.min)} … ${signe
 const signedPct = (/** @type {number} */ ratio) => `${ratio >= 1 ? "+" : "−"}${(Math.abs(ratio - 1) * 100).toFixed(1)}%`;
 
 /**
- * The verdict of a repeated ratio against [lo, hi]: the median's, unless the repetitions disagree
- * about it or spread wider than the band's margin (0.2), which is "inconclusive": the run cannot
- * tell.
+ * The verdict of three repetitions of a ratio against [lo, hi]: met when every repetition is
+ * within, not met when none is, and "inconclusive" when they disagree — the spread crosses the
+ * target's margin, so the run cannot tell (the median's side is printed beside it).
  * @param {{ median: number, min: number, max: number }} r @param {number} lo @param {number} hi
  */
 function judged(r, lo, hi) {
   const inside = (/** @type {number} */ v) => v >= lo && v <= hi;
-  if (inside(r.min) !== inside(r.max) || r.max - r.min > 0.2) return `inconclusive (median ${inside(r.median) ? "within" : "outside"})`;
-  return inside(r.median) ? "**met**" : "**not met**";
+  const sides = [r.min, r.median, r.max].map(inside);
+  if (sides.every((s) => s)) return "**met**";
+  if (sides.every((s) => !s)) return "**not met**";
+  return `inconclusive (median ${inside(r.median) ? "within" : "outside"})`;
 }
 
 /**
