@@ -53,6 +53,9 @@ function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, injec
         // The provider profile "fakeiso": the queue-isolation tests' own session on the fake model.
         OPENAI_API_KEY_FAKEISO: "test-key",
         OPENAI_BASE_URL_FAKEISO: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/queue-isolation/v1`,
+        // The provider profile "fakecm": the compaction-model tests' own session, which they script and reset.
+        OPENAI_API_KEY_FAKECM: "test-key",
+        OPENAI_BASE_URL_FAKECM: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/compaction-model/v1`,
         // The provider profile "fakereq": its own session, where the compactor-request tests read
         // exactly the requests their compactors sent.
         OPENAI_API_KEY_FAKEREQ: "test-key",
@@ -88,6 +91,13 @@ export default {
 };
 `;
 
+/**
+ * Files that own what every other file shares, so they run alone, after the rest: the dispatch
+ * tests script the fake Bot API's default session, the one the test bot's token reaches, and any
+ * other file's Telegram reply running beside them would take their scripted answers.
+ */
+const EXCLUSIVE_TESTS = ["test/integration/telegram-dispatch.test.ts"];
+
 /** The pure core's tests run in plain Node, as the project `vitest.core.config.ts` defines. */
 const CORE_TESTS = "test/core/**/*.test.ts";
 
@@ -101,11 +111,22 @@ export default defineConfig(async () => {
   };
   return {
     test: {
+      // Integration test files spend most of their time waiting (workerd starting, queues, alarms,
+      // loopback fakes), not computing: vitest's default of cores − 1 runs them one at a time on a
+      // two-core machine. Each file gets its own workerd and its own storage, so they can overlap.
+      maxWorkers: 4,
       projects: [
         "./vitest.core.config.ts",
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
-          test: { ...test, name: "workers", include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS] },
+          // One workerd per worker, reused by the files it runs (not restarted for each): every
+          // file works in conversations, agents and fake sessions of its own.
+          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, ...EXCLUSIVE_TESTS] },
+        },
+        {
+          plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
+          // After every other file, alone (see EXCLUSIVE_TESTS).
+          test: { ...test, name: "exclusive", include: EXCLUSIVE_TESTS, sequence: { groupOrder: 1 } },
         },
         {
           plugins: [

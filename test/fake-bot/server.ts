@@ -14,6 +14,10 @@ import { SIGNATURE_HEADER, verifySignature } from "../../src/external/signature"
  * - `POST /down`: 503, as a bot that is restarting answers (its requests are not recorded);
  * - `GET /__requests`: every request received, oldest first, with the check's outcome;
  * - `POST /__reset`: forgets them.
+ *
+ * Test files run in parallel against one server, so what it received lives in a *session*:
+ * `/s/<session>/reply` etc. address one session, the bare paths the default one. A test file that
+ * reads or resets what the bot received uses its own session.
  */
 
 /** The shared HMAC key, fresh each run; vitest.config.ts binds it as the Worker secret BOT_HMAC_SECRET. */
@@ -54,18 +58,23 @@ function lastUserText(payload: unknown): string {
 }
 
 export async function startFakeBot(): Promise<FakeBot> {
-  const received: ReceivedRequest[] = [];
+  const sessions = new Map<string, ReceivedRequest[]>();
   const server = createServer((request, response) => {
     void (async () => {
       const url = new URL(request.url ?? "/", "http://fake-bot");
+      const scoped = /^\/s\/([^/]+)(\/.*)$/.exec(url.pathname);
+      const name = scoped?.[1] ?? "";
+      const path = scoped?.[2] ?? url.pathname;
+      const received = sessions.get(name) ?? [];
+      sessions.set(name, received);
       const raw = await readBody(request);
-      if (url.pathname === "/__requests") return send(response, 200, received);
-      if (url.pathname === "/__reset") {
+      if (path === "/__requests") return send(response, 200, received);
+      if (path === "/__reset") {
         received.length = 0;
         return send(response, 200, { ok: true });
       }
-      if (request.method === "POST" && url.pathname === "/down") return send(response, 503, { error: "restarting" });
-      if (request.method !== "POST" || url.pathname !== "/reply") return send(response, 404, { error: "not found" });
+      if (request.method === "POST" && path === "/down") return send(response, 503, { error: "restarting" });
+      if (request.method !== "POST" || path !== "/reply") return send(response, 404, { error: "not found" });
       const header = request.headers[SIGNATURE_HEADER.toLowerCase()];
       const signature = typeof header === "string" ? header : null;
       // The raw text is what was signed: verify before parsing, like a real bot must.
@@ -76,7 +85,7 @@ export async function startFakeBot(): Promise<FakeBot> {
       } catch {
         body = raw;
       }
-      received.push({ path: url.pathname, contentType: request.headers["content-type"] ?? null, signature, verdict: checked.ok ? "ok" : checked.reason, body });
+      received.push({ path, contentType: request.headers["content-type"] ?? null, signature, verdict: checked.ok ? "ok" : checked.reason, body });
       if (!checked.ok) return send(response, 401, { error: `bad signature: ${checked.reason}` });
       return send(response, 200, { text: `echo: ${lastUserText(body)}` });
     })().catch((error: unknown) => send(response, 500, { error: String(error) }));

@@ -15,7 +15,8 @@ import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenF
  * would have; what an agent produces lands only where its sources admit it.
  */
 
-const botOrigin = inject("fakeBotOrigin");
+/** This file's own session of the fake bot (test/fake-bot): other files run beside it. */
+const botOrigin = `${inject("fakeBotOrigin")}/s/agent-scopes`;
 let counter = 0;
 const unique = (name: string): string => `${name}-${Date.now().toString(36)}-${counter++}`;
 

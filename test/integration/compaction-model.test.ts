@@ -8,12 +8,13 @@ import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from
 import { settledChain } from "../support/chain";
 
 /**
- * The compactor through a real model path: declarations on the provider profile "fake" reach the
+ * The compactor through a real model path: declarations on the provider profile "fakecm" reach the
  * loopback OpenAI-compatible server (test/fake-openai) with a key, through the `openai` SDK, from the
- * real queue consumer. This file owns the fake's default session and runs its tests in order.
+ * real queue consumer. It scripts its own session of the fake, so other files may run beside it.
  */
 
-const origin = new URL(inject("fakeOpenAiBaseUrl")).origin;
+/** This file's own session of the fake model, reached through the provider profile "fakecm". */
+const origin = `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/compaction-model`;
 
 async function script(steps: readonly ScriptStep[]): Promise<void> {
   expect((await fetch(`${origin}/__script`, { method: "POST", body: JSON.stringify(steps) })).status).toBe(204);
@@ -35,7 +36,7 @@ async function setup(outputMode: "projection" | "plain") {
   const conversation = freshConversation();
   const agentId = `model-${Date.now().toString(36)}-${counter++}`;
   const token = await tokenFor(conversation, `agent:${agentId}`);
-  expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, outputMode, model: "gpt-requested", profile: "fake" })).status).toBe(201);
+  expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, outputMode, model: "gpt-requested", profile: "fakecm" })).status).toBe(201);
   return { conversation, agentId, token };
 }
 

@@ -15,7 +15,8 @@ import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from
  * Either way the answer must land as a completed run plus a proposal, like the built-in agent's.
  */
 
-const botOrigin = inject("fakeBotOrigin");
+/** This file's own session of the fake bot (test/fake-bot): other files run beside it. */
+const botOrigin = `${inject("fakeBotOrigin")}/s/external-bot`;
 const botSecret = inject("fakeBotSecret");
 
 interface LogEvent {
