@@ -92,11 +92,13 @@ export default {
 `;
 
 /**
- * Files that own what every other file shares, so they run alone, after the rest: the dispatch
- * tests script the fake Bot API's default session, the one the test bot's token reaches, and any
- * other file's Telegram reply running beside them would take their scripted answers.
+ * Files that own what every other file shares, so they run one at a time, after the rest, each in
+ * a workerd of its own: the dispatch tests script the fake Bot API's default session, the one the
+ * test bot's token reaches, and any other file's Telegram reply running beside them would take
+ * their scripted answers; the authorization matrix compares every D1 row and R2 object before and
+ * after each refused call, which another file's compaction settling in the same workerd would move.
  */
-const EXCLUSIVE_TESTS = ["test/integration/telegram-dispatch.test.ts"];
+const EXCLUSIVE_TESTS = ["test/integration/telegram-dispatch.test.ts", "test/integration/authorization-matrix.test.ts"];
 
 /** The pure core's tests run in plain Node, as the project `vitest.core.config.ts` defines. */
 const CORE_TESTS = "test/core/**/*.test.ts";
@@ -125,8 +127,8 @@ export default defineConfig(async () => {
         },
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
-          // After every other file, alone (see EXCLUSIVE_TESTS).
-          test: { ...test, name: "exclusive", include: EXCLUSIVE_TESTS, sequence: { groupOrder: 1 } },
+          // After every other file, one at a time (see EXCLUSIVE_TESTS).
+          test: { ...test, name: "exclusive", include: EXCLUSIVE_TESTS, maxWorkers: 1, sequence: { groupOrder: 1 } },
         },
         {
           plugins: [
