@@ -644,6 +644,8 @@ async function runMetrics(api, fake, current, restart) {
       ratio: round(input / ledger.chars, 3),
       ratioPerCoveredChar: round(input / ledger.charsThrough(coveredThrough), 3),
       ifSummariesAtMaxChars: worstCase,
+      maxSummaryChars: DEFAULT_POLICY.maxSummaryChars,
+      fakeSummaryChars: FAKE_SUMMARY_CHARS,
       ratioIfSummariesAtMax: round(worstCase / ledger.chars, 3),
       breakdown: {
         systemPromptChars: sum(ok.map((c) => c.systemChars)),

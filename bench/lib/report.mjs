@@ -10,6 +10,18 @@ const yes = (/** @type {boolean | undefined} */ ok) => (ok === undefined ? "not 
 /** 1 → "1st", 2 → "2nd", 3 → "3rd". @param {number} k */
 const ordinal = (k) => `${k}${k % 10 === 1 && k % 100 !== 11 ? "st" : k % 10 === 2 && k % 100 !== 12 ? "nd" : k % 10 === 3 && k % 100 !== 13 ? "rd" : "th"}`;
 
+/**
+ * How `big` compares with `small`, in words the data decides: "the same" within ±`margin`,
+ * otherwise which way and by how much.
+ * @param {number} big @param {number} small @param {number} margin
+ */
+const compared = (big, small, margin = 0.2) => {
+  if (!Number.isFinite(big) || !Number.isFinite(small) || small === 0) return "not comparable (missing data)";
+  const ratio = big / small;
+  if (Math.abs(ratio - 1) <= margin) return `within ${Math.round(margin * 100)}% (${signed(ratio)})`;
+  return `${ratio > 1 ? "higher" : "lower"} by ${Math.abs((ratio - 1) * 100).toFixed(0)}%`;
+};
+
 /** @param {string[]} header @param {(string | number)[][]} rows */
 function table(header, rows) {
   return [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
@@ -148,8 +160,9 @@ export function renderMarkdown(r) {
         `Between ${a.points.mid.label} and ${a.points.big.label}, where the uncovered window is of the same order, p99 ${n(a.p99RatioBigToMid, 3)} (${signed(a.p99RatioBigToMid)}) and p50 ${n(a.p50RatioBigToMid, 3)} (${signed(a.p50RatioBigToMid)}). ` +
         `With ${samples} samples per point, p99 is the ${ordinal(fromTop)}-largest sample: a few scheduling hiccups move it.`,
       "",
-      "What an append costs beside the write: every source append's preflight counts the active context (boundary and amendment envelopes plus the uncovered window's exact turns). " +
-        "It reads the chain's running totals (`src/core/tail-ledger.ts`), which the append updates by re-folding only the group it touches, so the count costs the same on an empty conversation and on one carrying 40,000–80,000 characters of uncovered window; no statement reads history.",
+      "What an append costs beside the write: every source append's preflight counts the active context (boundary and amendment envelopes plus the uncovered window's exact turns) from the chain's running totals (`src/core/tail-ledger.ts`), which the append updates by re-folding only the group it touches. " +
+        `Measured: with ${n(a.points.big.activeCharsBefore)} uncovered characters (${a.points.big.label}) against ${n(a.points.zero.activeCharsBefore)} (0), the append's p50 was ${compared(a.points.big.p50, a.points.zero.p50)}` +
+        (m.d1PerAppend ? `, and a source append read ${n(m.d1PerAppend.perKind.source.rowsRead, 1)} D1 rows (§2).` : "."),
       "",
       ...(par === undefined
         ? ["Parallel: not measured (see errors)."]
@@ -181,8 +194,10 @@ export function renderMarkdown(r) {
         ],
       ),
       "",
-      `A source append below the trigger costs ${n(s.roundTrips, 2)} D1 round trips: the token's row (the Worker), the event's write, the declarations serving the conversation, and its content-dark \`skipped\` run event (the object). ` +
-        "A proposal, delivery or correction skips preflight. A batch's sources are preflighted from the running totals as of each source, and their skipped run events are written together, so a batch's round trips do not grow with its size or with the uncovered window. None of these reads history: the counts are the same at any conversation length (§1 times that).",
+      `A source append below the trigger cost ${n(s.roundTrips, 2)} D1 round trips (at most ${s.roundTripsMax}) and ${n(s.statements, 2)} statements; ` +
+        `a proposal, delivery or correction, which skip preflight, ${n(d1.perKind.proposal.roundTrips, 2)}, ${n(d1.perKind.delivery.roundTrips, 2)} and ${n(d1.perKind.correction.roundTrips, 2)}. ` +
+        `The batch of ${d1.batch.events} events (${d1.batch.sources} sources) cost ${n(d1.batch.roundTrips, 2)} round trips in all, ${d1.batch.roundTrips < d1.batch.sources * s.roundTrips ? `fewer than its sources would one at a time (${n(d1.batch.sources * s.roundTrips)})` : `**no fewer** than its sources one at a time (${n(d1.batch.sources * s.roundTrips)})`}: a batch's sources are preflighted from the running totals as of each source, and their skipped run events are written together. ` +
+        `Rows read per source append: ${n(s.rowsRead, 1)}, rows written ${n(s.rowsWritten, 1)}, at one conversation length: whether they grow with history is what §1's latencies and §3's rows read per context call across lengths show.`,
       "",
     ];
   });
@@ -219,7 +234,8 @@ export function renderMarkdown(r) {
               Object.values(c.points).map((s) => [s.label, n(s.d1Statements, 1), n(s.d1RowsRead, 1), n(s.d1BytesRead), n(s.bytes), n(s.d1RowsReadPerKiBReturned, 2), n(s.d1BytesReadPerByteReturned, 3)]),
             ),
             "",
-            "The statements are the token's row (the Worker), the agent's declaration by key, and one batch of five that judges the head (the head boundary, its predecessor, the count of rows sharing its predecessor or position, its plan, its completed-run receipt); the exact tail comes from the object's memory, and with no boundary yet the head batch finds nothing. None of them reads more as history grows.",
+            "The statements are the token's row (the Worker), the agent's declaration by key, and one batch that judges the head (the head boundary, its predecessor, the count of rows sharing its predecessor or position, its plan, its completed-run receipt); the exact tail comes from the object's memory, and with no boundary yet the head batch finds nothing. " +
+              `Rows read per call at ${c.points.big.label} against ${c.points.small.label}: ${n(c.points.big.d1RowsRead, 1)} vs ${n(c.points.small.d1RowsRead, 1)}, ${Math.abs(c.points.big.d1RowsRead - c.points.small.d1RowsRead) <= 3 ? "the same but for the head batch's rows once a boundary exists: nothing read grows with history" : "**a difference that grows with history**"} (${n(c.points.big.historyChars / c.points.small.historyChars, 0)}× the characters).`,
           ]),
     ];
   });
@@ -237,7 +253,7 @@ export function renderMarkdown(r) {
         ["approach", "model input chars", "÷ conversation chars"],
         [
           ["**Foldline compactor** (previous boundary + new slice per run; measured)", n(ci.compactorInputChars), `**${n(ci.ratio, 3)}**`],
-          [`Foldline, if every previous boundary were maxSummaryChars (${n(8000)}) instead of the fake's ≤ 1,600 (computed from the measured requests)`, n(ci.ifSummariesAtMaxChars), n(ci.ratioIfSummariesAtMax, 3)],
+          [`Foldline, if every previous boundary were maxSummaryChars (${n(ci.maxSummaryChars)}) instead of the fake's ≤ ${n(ci.fakeSummaryChars)} (computed from the measured requests)`, n(ci.ifSummariesAtMaxChars), n(ci.ratioIfSummariesAtMax, 3)],
           ["Re-summarize the whole history at every trigger (same coverage points; native chars + system prompt, no markup)", n(b.resummarizeWholeHistoryChars), n(b.resummarizeRatio, 2)],
           ["No compaction: the whole history before every reply (the agent's model input)", n(b.noCompactionModelInputChars), n(b.noCompactionRatio, 1)],
         ],
@@ -319,8 +335,14 @@ export function renderMarkdown(r) {
       ],
     ),
     "",
-    `${p.pairsAcrossCompaction} pair(s) straddled a settled compaction (the boundary changed, so the prefix restarts); that count follows from the conversation's content (one per settled compaction), not from timing. ` +
-      "How long a run stays in flight is timing, so the pairs whose second call came while a run was planned and not yet settled are counted apart: they extend the previous response like any other, because the compactor is planned at three quarters of the agent's own caps and a cap that still bites trims a whole segment at a time, never one group per call" +
+    `${p.pairsAcrossCompaction} pair(s) straddled a settled compaction (the boundary changed, so the prefix restarts), against ${p.compactions} compaction(s) during the run${p.pairsAcrossCompaction === p.compactions ? ": one per settled compaction, a count that follows from the conversation's content, not from timing" : ""}. ` +
+      "How long a run stays in flight is timing, so the pairs whose second call came while a run was planned and not yet settled are counted apart: " +
+      (p.pairsWhileInFlight > 0
+        ? `${pct(p.shareExtendingPreviousWhileInFlight)} of them extended the previous response, against ${pct(p.shareExtendingPreviousBetweenCompactions)} of all pairs between compactions` +
+          (p.shareExtendingPreviousWhileInFlight >= p.shareExtendingPreviousBetweenCompactions
+            ? " — no worse: the compactor is planned at three quarters of the agent's own caps, and a cap that still bites trims a whole segment at a time, never one group per call"
+            : " — **worse while a run is in flight**")
+        : "none did in this run") +
       `${p.samplesWithOmittedGroups == null ? "" : ` (${p.samplesWithOmittedGroups} of ${p.responses} responses had groups omitted by the agent's caps)`}. Context latency here: p50 ${ms(p.contextLatency.p50)} ms, p99 ${ms(p.contextLatency.p99)} ms over ${p.contextLatency.n} calls.`,
   ]);
 
