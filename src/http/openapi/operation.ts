@@ -1,12 +1,12 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { RouteConfig } from "@hono/zod-openapi";
+import type { ParameterObject as OpenApiParameter } from "openapi3-ts/oas31";
 import type { z } from "zod";
 import { conversationIdSchema, TELEGRAM_BOT_ID } from "../../core/conversation-id";
 import { documentNameSchema, sha256Schema } from "../../core/declarations";
 import { agentIdSchema } from "../../core/events";
 import { memoryPathSchema } from "../../core/memory-path";
 import { requestJsonSchema } from "./schemas";
-import type { ParameterObject as OpenApiParameter } from "openapi3-ts/oas31";
 import type { RequestBodyConfig } from "./types";
 import { routeParameter } from "./types";
 
@@ -25,9 +25,20 @@ export const PUBLIC: Security = [];
 /**
  * One operation: route and documentation in one declaration, for `OpenAPIHono.openapi()`. The
  * fields a reader of the reference needs are required here, so no operation can be registered
- * without them. The request is declared for the document only (`jsonBody`, `pathParameter`,
- * `queryParameters`): no zod schema sits in `request`, so `openapi()` installs no validator and
- * the handler validates through `api/` exactly as the RPC entrypoint does (see `jsonBody`).
+ * without them.
+ *
+ * The request is declared for the document only (`jsonBody`, `pathParameter`, `queryParameters`):
+ * no zod schema sits in `request`, so `openapi()` installs no validator, and the handler checks
+ * scope and then validates through `api/`, exactly as the RPC entrypoint does. zod-openapi 1.6's
+ * own validators would change what a caller sees: they run before the handler, so the scope
+ * check would have to move into route middleware; its media-type gate throws an `HTTPException`
+ * (415 as text, which `app.onError` would turn into `internal`) and its JSON reader another (400
+ * "Malformed JSON"); a request with no media type and no body passes the gate and is validated
+ * as `{}`, a shape failure instead of `unsupported_media_type`; and its query validator passes a
+ * repeated key as an array where `c.req.query()` takes the first value. Mapping all of that back
+ * in a `defaultHook` would be a second formatter of the same refusals, next to the one `api/`
+ * must keep for RPC; declaring instead keeps one. `openapi-request-order.test.ts` checks the order
+ * and the bodies on every operation with a body.
  */
 export function operation<const R extends RouteConfig & Operation>(config: R) {
   return createRoute(config);
