@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { maxBodyBytes } from "../config";
 import { agents } from "./agents";
@@ -9,13 +9,19 @@ import { problem } from "./errors";
 import { incidentRoutes } from "./incidents";
 import { inspector } from "./inspector";
 import { memory } from "./memory";
-import type { healthSchema, serviceIndexSchema, Wire } from "../api/responses";
+import type { Wire } from "../api/responses";
+import { healthSchema, serviceIndexSchema } from "../api/responses";
+import { buildDocument } from "./openapi/document";
+import { operation, PUBLIC } from "./openapi/operation";
+import { problems } from "./openapi/problem";
 import { openApiRoutes } from "./openapi/routes";
+import { jsonResponse } from "./openapi/schemas";
+import type { OpenApiDocument } from "./openapi/types";
 import { telegram } from "./telegram";
 import { meterD1Reads, meterObjectD1Reads } from "./d1-meter";
 import type { AppEnv } from "./types";
 
-export const app = new Hono<AppEnv>();
+export const app = new OpenAPIHono<AppEnv>();
 
 app.use("*", async (c, next) =>
   bodyLimit({
@@ -24,15 +30,39 @@ app.use("*", async (c, next) =>
   })(c, next),
 );
 
-app.get("/", (c) =>
+const serviceIndex = operation({
+  method: "get",
+  path: "/",
+  operationId: "serviceIndex",
+  tags: ["service"],
+  summary: "What this service is",
+  description: "The service's name and its main endpoints.",
+  security: PUBLIC,
+  parameters: [],
+  responses: { 200: jsonResponse("the service's name and main endpoints", "ServiceIndex", serviceIndexSchema), ...problems() },
+});
+
+const health = operation({
+  method: "get",
+  path: "/healthz",
+  operationId: "health",
+  tags: ["service"],
+  summary: "Liveness",
+  description: "Answers as long as the Worker runs; touches no binding.",
+  security: PUBLIC,
+  parameters: [],
+  responses: { 200: jsonResponse("alive", "Health", healthSchema), ...problems() },
+});
+
+app.openapi(serviceIndex, (c) =>
   c.json({
     service: "foldline",
     about: "conversation compaction with provenance for persistent chat agents",
     endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/openapi.json", "/reference", "/inspector"],
   } satisfies Wire<typeof serviceIndexSchema>),
 );
-app.get("/healthz", (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
-app.route("/", openApiRoutes);
+app.openapi(health, (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
+app.route("/", openApiRoutes(openApiDocument));
 
 app.use("/v1/*", meterD1Reads);
 app.use("/v1/*", requireToken);
@@ -50,3 +80,14 @@ app.onError((error, c) => {
   console.error("unhandled error", error);
   return problem(c, { code: "internal", message: "internal error; nothing was acknowledged, retrying is safe" });
 });
+
+let built: OpenApiDocument | undefined;
+
+/**
+ * The document of every route registered above (the inspector, a plain Hono app, is not in it),
+ * built on first use and kept for the isolate's life: it depends on code only, never on a request.
+ */
+export function openApiDocument(): OpenApiDocument {
+  built ??= buildDocument(app);
+  return built;
+}

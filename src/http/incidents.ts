@@ -1,7 +1,12 @@
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { listIncidents } from "../api/incidents";
+import { pageQuery } from "../api/queries";
+import { incidentPageSchema } from "../api/responses";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
+import { BEARER, operation, pathParameter, queryParameters } from "./openapi/operation";
+import { problems, QUERY_CODES, SCOPED_CODES } from "./openapi/problem";
+import { jsonResponse } from "./openapi/schemas";
 import type { AppEnv } from "./types";
 
 /**
@@ -13,7 +18,24 @@ import type { AppEnv } from "./types";
  * order as the event log, so a new incident always lands behind the cursor and is never skipped.
  * Scoped like every conversation route: a token sees only its conversations' incidents.
  */
-export const incidentRoutes = new Hono<AppEnv>().get("/:conversation/incidents", async (c) => {
+const listIncidentsRoute = operation({
+  method: "get",
+  path: "/{conversation}/incidents",
+  operationId: "listIncidents",
+  tags: ["chain"],
+  summary: "Incident rows",
+  description:
+    "Private incident rows (compactor, plan, resolver, agent and delivery failures), oldest first, paged by incident id, " +
+    "so a new incident always lands behind the cursor.",
+  security: BEARER,
+  parameters: [
+    pathParameter("conversation"),
+    ...queryParameters(pageQuery, { after: "the last incident id already read; 0 reads from the start", limit: "most incidents in the page (1–500)" }),
+  ],
+  responses: { 200: jsonResponse("a page of incidents", "IncidentPage", incidentPageSchema), ...problems(SCOPED_CODES, QUERY_CODES) },
+});
+
+export const incidentRoutes = new OpenAPIHono<AppEnv>().openapi(listIncidentsRoute, async (c) => {
   const conversation = scopedConversation(c);
   if (!conversation.ok) return problem(c, conversation.error);
   const page = await listIncidents(c.env, conversation.value, c.req.query());

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { TELEGRAM_BOT_ID } from "../core/conversation-id";
 import { eventInputSchema } from "../core/events";
 import { secretsEqual } from "../core/secrets";
@@ -6,10 +6,33 @@ import { mapTelegramUpdate, telegramUpdateSchema } from "../core/telegram-update
 import { telegramWebhookSecret } from "../config";
 import { appendToConversation } from "../durable/stub";
 import { problem } from "./errors";
-import type { telegramWebhookAnswerSchema, Wire } from "../api/responses";
+import type { Wire } from "../api/responses";
+import { telegramWebhookAnswerSchema } from "../api/responses";
 import type { AppEnv } from "./types";
 import { validate } from "../api/validation";
 import { readJson } from "./validation";
+import { operation, pathParameter, TELEGRAM_SECRET } from "./openapi/operation";
+import { BODY_CODES, problems } from "./openapi/problem";
+import { jsonBody, jsonResponse } from "./openapi/schemas";
+
+const webhook = operation({
+  method: "post",
+  path: "/{bot}/webhook",
+  operationId: "telegramWebhook",
+  tags: ["telegram"],
+  summary: "Telegram webhook",
+  description:
+    "Telegram ingress. `message`/`channel_post` become sources, `edited_message`/`edited_channel_post` corrections; " +
+    "`update_id` is the idempotency key (`tg:update:<id>`). Every update Telegram sent validly is answered 200, including " +
+    "kinds that are not used and redeliveries, because Telegram retries non-2xx answers for a day.",
+  security: TELEGRAM_SECRET,
+  parameters: [pathParameter("bot")],
+  request: { body: jsonBody("TelegramUpdate", telegramUpdateSchema) },
+  responses: {
+    200: jsonResponse("stored (`seq`, `duplicate`), or `ignored` with the reason", "TelegramWebhookAnswer", telegramWebhookAnswerSchema),
+    ...problems(["unauthorized"], BODY_CODES),
+  },
+});
 
 /**
  * Telegram's webhook. Telegram retries any non-2xx answer for up to a day, so only requests that
@@ -17,7 +40,7 @@ import { readJson } from "./validation";
  * was acknowledged, the retry will land) get one; everything Telegram sent validly gets a 200,
  * including updates Foldline does not use and redeliveries of updates already stored.
  */
-export const telegram = new Hono<AppEnv>().post("/:bot/webhook", async (c) => {
+export const telegram = new OpenAPIHono<AppEnv>().openapi(webhook, async (c) => {
   const bot = c.req.param("bot");
   const expected = TELEGRAM_BOT_ID.test(bot) ? telegramWebhookSecret(c.env, bot) : undefined;
   const presented = c.req.header("x-telegram-bot-api-secret-token");

@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { OpenApiDocument } from "../../src/http/openapi/document";
+import type { OpenApiDocument } from "../../src/http/openapi/types";
 import { pair } from "../support/declarations";
 import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
 

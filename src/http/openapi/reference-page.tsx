@@ -1,7 +1,7 @@
 import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
-import type { HttpMethod, JsonSchema, OpenApiDocument, OperationObject, ParameterObject, ResponseObject } from "./document";
-import { SCHEMA_REF_PREFIX } from "./document";
+import type { HttpMethod, JsonSchema, OpenApiDocument, OperationObject, ParameterObject, ResponseObject } from "./types";
+import { SCHEMA_REF_PREFIX } from "./types";
 
 /**
  * The API reference as one server-rendered page: no script, no external resource, so it can be
