@@ -71,7 +71,11 @@ describe("compaction stays live without new messages", () => {
 
     // One page per plan, however many times its job was sent again.
     await waitFor(async () => ((await stub.describeChain(conversation, agentId))?.openPlan?.dispatches ?? 0) >= 4 || undefined, "two more re-sends", 20_000);
-    expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toHaveLength(1);
+    // (On a loaded machine the first plan may have stalled too before its job was delivered: it
+    // gets its own page, and no plan gets two.)
+    const stalledPages = (await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled");
+    expect(stalledPages.filter((i) => i.runId === second)).toHaveLength(1);
+    expect(new Set(stalledPages.map((i) => i.runId)).size).toBe(stalledPages.length);
 
     // Every re-send reached the queue as the plan's own job (the same packet): the last one runs,
     // and the chain settles with no message needed.
