@@ -63,13 +63,23 @@ export function turnHash(role: Turn["role"], author: Author, text: string): stri
   return hashCanonical({ role, author, text });
 }
 
+type HashOf = (id: string, effectiveSeq: number, role: Turn["role"], author: Author, text: string) => string;
+
 /**
  * `hashes` may carry turn hashes from an earlier fold of overlapping events, keyed by turn id and
  * the newest event that shaped the turn (so an edit or delivery misses the cache). Folding the same
  * window again then costs no hashing; the result is identical either way.
  */
 export function reconstruct(events: readonly StoredEvent[], policy: ReconstructionPolicy, hashes?: Map<string, string>): Turn[] {
-  const hashOf = (id: string, effectiveSeq: number, role: Turn["role"], author: Author, text: string): string => {
+  const folded = foldEvents([...events].sort((a, b) => a.seq - b.seq));
+  const hashOf = memoizedTurnHash(hashes);
+  return [...userTurns(folded, policy, hashOf), ...assistantTurns(folded, policy, hashOf)].sort(
+    (a, b) => a.group - b.group || roleRank(a) - roleRank(b) || a.originSeq - b.originSeq,
+  );
+}
+
+function memoizedTurnHash(hashes: Map<string, string> | undefined): HashOf {
+  return (id, effectiveSeq, role, author, text) => {
     if (hashes === undefined) return turnHash(role, author, text);
     const key = `${id}@${effectiveSeq}`;
     const known = hashes.get(key);
@@ -78,51 +88,61 @@ export function reconstruct(events: readonly StoredEvent[], policy: Reconstructi
     hashes.set(key, computed);
     return computed;
   };
-  const ordered = [...events].sort((a, b) => a.seq - b.seq);
+}
 
-  const sourceByMessage = new Map<string, Source>();
-  const deletion = new Map<string, Correction>();
-  const latestEdit = new Map<string, Correction>();
-  const proposals: Proposal[] = [];
+/** What the events say, message by message: the first source of each id, its deletion and newest edit, each proposal once, and its first delivery. */
+interface Folded {
+  readonly sourceByMessage: Map<string, Source>;
+  readonly deletion: Map<string, Correction>;
+  readonly latestEdit: Map<string, Correction>;
+  readonly proposals: Proposal[];
+  readonly deliveredAt: Map<string, number>;
+  /** The sources' sequence numbers, ascending. */
+  readonly sourceSeqs: number[];
+}
+
+function foldEvents(ordered: readonly StoredEvent[]): Folded {
+  const folded: Folded = { sourceByMessage: new Map(), deletion: new Map(), latestEdit: new Map(), proposals: [], deliveredAt: new Map(), sourceSeqs: [] };
   const seenProposal = new Set<string>();
-  const deliveredAt = new Map<string, number>();
-
   for (const event of ordered) {
     switch (event.kind) {
       case "source":
         // A message id names one message; a second source reusing it is recorded, never folded in.
-        if (!sourceByMessage.has(event.body.messageId)) sourceByMessage.set(event.body.messageId, event);
+        if (!folded.sourceByMessage.has(event.body.messageId)) folded.sourceByMessage.set(event.body.messageId, event);
         break;
       case "correction": {
         const target = event.body.targetMessageId;
         if (event.body.action === "delete") {
-          if (!deletion.has(target)) deletion.set(target, event);
+          if (!folded.deletion.has(target)) folded.deletion.set(target, event);
         } else {
-          const current = latestEdit.get(target);
-          latestEdit.set(target, current === undefined ? event : newer(current, event));
+          const current = folded.latestEdit.get(target);
+          folded.latestEdit.set(target, current === undefined ? event : newer(current, event));
         }
         break;
       }
       case "proposal":
         if (!seenProposal.has(event.body.proposalId)) {
           seenProposal.add(event.body.proposalId);
-          proposals.push(event);
+          folded.proposals.push(event);
         }
         break;
       case "delivery":
-        if (event.body.status === "delivered" && !deliveredAt.has(event.body.proposalId)) {
-          deliveredAt.set(event.body.proposalId, event.seq);
+        if (event.body.status === "delivered" && !folded.deliveredAt.has(event.body.proposalId)) {
+          folded.deliveredAt.set(event.body.proposalId, event.seq);
         }
         break;
       case "run":
         break;
     }
   }
+  for (const source of folded.sourceByMessage.values()) folded.sourceSeqs.push(source.seq);
+  folded.sourceSeqs.sort((a, b) => a - b);
+  return folded;
+}
 
+function userTurns({ sourceByMessage, deletion, latestEdit }: Folded, policy: ReconstructionPolicy, hashOf: HashOf): Turn[] {
   const turns: Turn[] = [];
-  const sourceSeqs: number[] = [];
   for (const source of sourceByMessage.values()) {
-    sourceSeqs.push(source.seq);
     const messageId = source.body.messageId;
     if (deletion.has(messageId)) continue;
     const edit = latestEdit.get(messageId);
@@ -143,8 +163,11 @@ export function reconstruct(events: readonly StoredEvent[], policy: Reconstructi
       edited: edit !== undefined,
     });
   }
-  sourceSeqs.sort((a, b) => a - b);
+  return turns;
+}
 
+function assistantTurns({ proposals, deliveredAt, sourceByMessage, sourceSeqs }: Folded, policy: ReconstructionPolicy, hashOf: HashOf): Turn[] {
+  const turns: Turn[] = [];
   for (const proposal of proposals) {
     const deliverySeq = deliveredAt.get(proposal.body.proposalId);
     if (deliverySeq === undefined) continue;
@@ -165,10 +188,7 @@ export function reconstruct(events: readonly StoredEvent[], policy: Reconstructi
       edited: false,
     });
   }
-
-  return turns.sort(
-    (a, b) => a.group - b.group || roleRank(a) - roleRank(b) || a.originSeq - b.originSeq,
-  );
+  return turns;
 }
 
 const roleRank = (turn: Turn): number => (turn.role === "user" ? 0 : 1);

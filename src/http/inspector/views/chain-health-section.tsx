@@ -8,6 +8,7 @@ import { Failure } from "./failure";
  * how long it has been open, how often its job was sent and failed, when the object wakes next,
  * the backoff after a dead-letter, and the newest failure. All of it from `listChain`'s `health`.
  */
+// Longer than the house's ~60 lines: one section's markup, read top to bottom as the page shows it.
 export const ChainHealthSection: FC<{ listing: Result<ChainListing> }> = ({ listing }) => {
   if (!listing.ok) {
     return (

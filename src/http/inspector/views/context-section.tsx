@@ -16,6 +16,7 @@ const SEGMENT_LABELS: Record<SegmentKind, string> = {
  * against the compactor's retain and trigger lines. Widths are inline CSS percentages (no script).
  * A context that fails closed shows its error code and reason instead: there is nothing to draw.
  */
+// Longer than the house's ~60 lines: one section's markup, read top to bottom as the page shows it.
 export const ContextSection: FC<{ context: Result<ContextSelection>; policy: { triggerInputChars: number; retainInputChars: number } | undefined }> = ({ context, policy }) => {
   if (!context.ok) {
     return (

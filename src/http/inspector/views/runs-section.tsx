@@ -14,6 +14,7 @@ const STATUS_CLASS: Record<(typeof STATUSES)[number], string> = {
 };
 
 /** Every `run` event of the conversation (all agents and compactors), newest first, with a count per status. */
+// Longer than the house's ~60 lines: one section's markup, read top to bottom as the page shows it.
 export const RunsSection: FC<{ runs: Page<RunEvent> & { counts: ReadonlyMap<string, number> }; olderHref: string | undefined }> = ({ runs, olderHref }) => (
   <section>
     <h2>Runs</h2>
