@@ -1,6 +1,7 @@
 import type { AuditBoundary, AuditRun, LinkPage, PacketRead } from "../core/chain-audit";
 import { auditChain, auditLinkPage, frozenSliceRanges, packetLocation, parseBoundaryBody } from "../core/chain-audit";
 import type { ChainAnchor, StoredEvent } from "../core/events";
+import { auditRunOf } from "../core/chain-audit-link";
 import { idsNamedBy } from "../core/turn-pages";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -114,11 +115,7 @@ async function readPackets(documents: R2Bucket, boundaries: readonly AuditBounda
   return packets;
 }
 
-const toAuditRun = (event: StoredEvent): AuditRun[] => {
-  if (event.kind !== "run") return [];
-  const boundaryId = event.body.detail?.["boundaryId"];
-  return [{ runId: event.body.runId, status: event.body.status, agentId: event.body.agentId, boundaryId: typeof boundaryId === "string" ? boundaryId : null, anchor: event.body.anchor ?? null }];
-};
+const toAuditRun = (event: StoredEvent): AuditRun[] => (event.kind === "run" ? [auditRunOf(event.body)] : []);
 
 /** The newest anchor as the receipt it came from, reduced to what the anchor check reads. */
 const anchorRun = (anchor: ChainAnchor): AuditRun => ({ runId: `anchor:${anchor.boundaryId}`, status: "completed", agentId: "", boundaryId: anchor.boundaryId, anchor });
