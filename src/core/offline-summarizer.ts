@@ -2,7 +2,7 @@ import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody } from "./compactor-output";
 import type { Candidate } from "./offline-summarizer-candidates";
 import { LINE_MAX_CHARS, OPEN_PREFIX, PREVIOUS_PREFIX, candidatesOf, cutAtWord, openThreadsOf } from "./offline-summarizer-candidates";
 import type { PageVocabulary } from "./offline-summarizer-facts";
-import { covers, isSalient, pageVocabulary, salienceOf, sameFact } from "./offline-summarizer-facts";
+import { covers, isSalient, pageVocabulary, salienceOf, sameFact, significantWords } from "./offline-summarizer-facts";
 import type { CompactionContent, Packet } from "./packet";
 import { OUTPUT_CONTRACT } from "./packet";
 import { renderEnvelope } from "./render";
@@ -42,6 +42,9 @@ const THREAD_SHARE = 0.25;
 const SHORT_LINE_MAX_CHARS = 100;
 const NOTE_MAX_CHARS = 160;
 const MAX_REFS = 50;
+/** A page is pointed at by topic only when it shares at least this many significant words with the slice. */
+const MIN_SHARED_WORDS = 2;
+const NOTE_WORDS = 4;
 /** The output contract's bound on a ref's path. */
 const MAX_PATH_CHARS = 200;
 
@@ -64,6 +67,8 @@ interface Ref {
 interface Page {
   readonly path: string;
   readonly vocabulary: PageVocabulary;
+  /** Its significant words as written, for a pointer by topic. */
+  readonly words: ReadonlySet<string>;
 }
 
 /**
@@ -96,9 +101,7 @@ function superseded(candidates: readonly Candidate[]): Set<number> {
 }
 
 /** How much of the slice's recurring vocabulary a sentence carries, damped for length, in [0, 1]. */
-function vocabularyScores(candidates: readonly Candidate[]): Map<number, number> {
-  const frequency = new Map<string, number>();
-  for (const c of candidates) for (const w of c.words) frequency.set(w, (frequency.get(w) ?? 0) + 1);
+function vocabularyScores(candidates: readonly Candidate[], frequency: ReadonlyMap<string, number>): Map<number, number> {
   const raw = candidates.map((c) => {
     let total = 0;
     for (const w of c.words) total += frequency.get(w) ?? 0;
@@ -115,7 +118,7 @@ function pagesOf(packet: Packet): Page[] {
   for (const page of packet.memoryPages) {
     if (page.path === "" || page.path.length > MAX_PATH_CHARS || seen.has(page.path)) continue;
     seen.add(page.path);
-    pages.push({ path: page.path, vocabulary: pageVocabulary(page.content) });
+    pages.push({ path: page.path, vocabulary: pageVocabulary(page.content), words: new Set(significantWords(page.content)) });
   }
   return pages;
 }
@@ -134,7 +137,9 @@ export function offlineCompaction(packet: Packet): string {
 
   const salient = candidates.filter((c) => isSalient(c.fact));
   const gone = superseded(salient);
-  const vocabulary = vocabularyScores(candidates);
+  const frequency = new Map<string, number>();
+  for (const c of candidates) for (const w of c.words) frequency.set(w, (frequency.get(w) ?? 0) + 1);
+  const vocabulary = vocabularyScores(candidates, frequency);
   const scoreOf = (c: Candidate): number => salienceOf(c.fact) + (vocabulary.get(c.order) ?? 0);
   const byScore = (a: Line, b: Line): number => b.score - a.score || a.order - b.order;
 
@@ -170,6 +175,19 @@ export function offlineCompaction(packet: Packet): string {
       lines.push(line);
       used += line.text.length + 1;
     }
+  }
+  // A page on the slice's topic that holds none of its facts word for word is still worth a
+  // pointer, if there is room: it is where the agent finds what the topic has established.
+  for (const page of pages) {
+    if (refs.length >= MAX_REFS || refs.some((r) => r.path === page.path)) continue;
+    const shared = [...page.words].filter((w) => frequency.has(w));
+    if (shared.length < MIN_SHARED_WORDS) continue;
+    shared.sort((a, b) => (frequency.get(b) ?? 0) - (frequency.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
+    const ref = { path: page.path, note: `slice mentions ${shared.slice(0, NOTE_WORDS).join(", ")}` };
+    const cost = refLine(ref).length + 1 + (refs.length === 0 ? MEMORY_HEADING : 0);
+    if (used + cost > budget) continue;
+    refs.push(ref);
+    used += cost;
   }
   // A summary has at least one line: the strongest fact, even if a page holds it or it must be cut.
   const strongest = pool[0]?.line;

@@ -200,11 +200,32 @@ describe("offlineCompaction points at memory instead of restating it", () => {
     expect(result.degraded).toBe(false);
   });
 
-  it("does not point at a page that holds an older value: the new value is written out", () => {
+  it("does not take a page that holds an older value for the fact: the new value is written out", () => {
     const stale = memoryPage("extracted/events/offsite-venue", "Venue deposit: 1,900 EUR.");
     const result = content(packetFixture({ turns, memoryPages: [stale] }));
-    expect(result.salientFacts.memoryRefs).toEqual([]);
     expect(result.summary).toContain("The venue deposit is 2,300 EUR.");
-    expect(result.degraded).toBe(true);
+    // At most a pointer by topic, which claims no value.
+    expect(result.salientFacts.memoryRefs.map((r) => r.note)).toEqual(["slice mentions deposit, eur, venue"]);
+  });
+});
+
+describe("offlineCompaction over one recurring topic", () => {
+  const talk = (i: number): string => `Message ${i}: about the offsite venue, ${i % 3 === 0 ? "Lisbon" : "Porto"} is preferred, with a budget of ${1000 + i * 10} euros for the team.`;
+  const turns = Array.from({ length: 20 }, (_, i) => talk(i));
+
+  it("still points at a recalled page on the slice's topic when no single fact of the page is restated", () => {
+    const decision = memoryPage("decisions/offsite-venue", "Offsite venue decision: Lisbon was chosen by Ada; Porto was the runner-up because of the budget.");
+    const unrelated = memoryPage("people/unrelated", "Zed likes chess and tea.");
+    const result = content(packetFixture({ turns, memoryPages: [decision, unrelated] }));
+    expect(result.salientFacts.memoryRefs.map((r) => r.path)).toEqual(["decisions/offsite-venue"]);
+    expect(result.degraded).toBe(false);
+  });
+
+  it("keeps the latest value of each recurring fact, on more than one line", () => {
+    const result = content(packetFixture({ turns }));
+    expect(result.summary).toContain("Message 18: about the offsite venue, Lisbon is preferred, with a budget of 1180 euros");
+    expect(result.summary).toContain("Message 19: about the offsite venue, Porto is preferred, with a budget of 1190 euros");
+    expect(result.summary).not.toContain("1170 euros");
+    expect(result.summary.length).toBeGreaterThan(result.preview.length);
   });
 });
