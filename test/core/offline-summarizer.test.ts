@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
-import type { CompactionContent, Packet } from "../../src/core/packet";
+import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
 import { OFFLINE_COMPACTOR, offlineCompaction, summaryBudget } from "../../src/core/offline-summarizer";
 import { renderEnvelope } from "../../src/core/render";
 import type { TurnSpec } from "../support/packet-fixture";
@@ -173,17 +173,33 @@ describe("offlineCompaction: properties", () => {
   const author = fc.constantFrom(ADA, BOB, { id: "u:eve", name: "Eve" }, { id: "u:9" });
   const turn: fc.Arbitrary<TurnSpec> = fc.record({ text, author, role: fc.constantFrom("user", "user", "assistant") });
   const page = fc.record({ path: fc.constantFrom("decisions/vendor.md", "people/bob.md", "plans/release.md", "x".repeat(201)), content: text });
+  const turnId = fc.constantFrom("s1", "s2", "p3", "s4");
+  /** A carried line as this compactor writes it (tagged), or as a model might (anything). */
+  const carriedLine = fc.oneof(sentence, fc.tuple(turnId, fc.constantFrom("@ada", "@bob", "@ada (edited)", "(added)"), sentence).map(([id, who, s]) => `[${id}] ${who}: ${s}`));
+  const amendment: fc.Arbitrary<Amendment> = fc
+    .record({ turnId, kind: fc.constantFrom("edited", "deleted", "added"), text })
+    .map(({ turnId: id, kind, text: t }) => ({
+      turnId: id,
+      group: Number(id.slice(1)),
+      role: id.startsWith("s") ? "user" : "assistant",
+      kind,
+      hashBefore: kind === "added" ? null : "a".repeat(64),
+      hashAfter: kind === "deleted" ? null : "c".repeat(64),
+      text: kind === "deleted" ? null : t,
+    }));
   const packetArb = fc
     .record({
       turns: fc.array(turn, { minLength: 1, maxLength: 30 }),
       pages: fc.array(page, { maxLength: 4 }),
       mode: fc.constantFrom("projection", "plain"),
       maxSummaryChars: fc.integer({ min: 100, max: 3_000 }),
-      previous: fc.option(fc.array(sentence, { minLength: 1, maxLength: 5 }).map((s) => s.join("\n")), { nil: null }),
+      previous: fc.option(fc.array(carriedLine, { minLength: 1, maxLength: 5 }).map((s) => s.join("\n")), { nil: null }),
+      amendments: fc.array(amendment, { maxLength: 4 }),
       replacedChars: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: null }),
     })
-    .map(({ turns, pages, mode, maxSummaryChars, previous, replacedChars }) =>
+    .map(({ turns, pages, mode, maxSummaryChars, previous, amendments, replacedChars }) =>
       packetFixture({
+        amendments,
         turns,
         memoryPages: pages.map((p) => memoryPage(p.path, p.content)),
         outputMode: mode,
