@@ -127,6 +127,48 @@ const refLine = (ref: Ref): string => `- memory:${ref.path} — ${ref.note}`;
 const MEMORY_HEADING = "\n\nMemory:".length;
 const THREADS_HEADING = "\n\nOpen threads:".length;
 
+/** What the choice has taken so far, and the characters it takes. */
+interface Chosen {
+  readonly lines: Line[];
+  readonly refs: Ref[];
+  used: number;
+}
+
+/** Takes a pointer if its page is not pointed at yet and it fits. */
+function takeRef(chosen: Chosen, ref: Ref, budget: number): void {
+  if (chosen.refs.length >= MAX_REFS || chosen.refs.some((r) => r.path === ref.path)) return;
+  const cost = refLine(ref).length + 1 + (chosen.refs.length === 0 ? MEMORY_HEADING : 0);
+  if (chosen.used + cost > budget) return;
+  chosen.refs.push(ref);
+  chosen.used += cost;
+}
+
+/**
+ * Greedy by score within the budget: a fact a page holds costs its pointer (once per page; the
+ * page speaks for the rest), any other its line. Then a page on the slice's topic that holds none
+ * of its facts word for word still gets a pointer if there is room: it is where the agent finds
+ * what the topic has established.
+ */
+function choose(pool: readonly { candidate: Candidate; line: Line }[], pages: readonly Page[], frequency: ReadonlyMap<string, number>, budget: number, used: number): Chosen {
+  const chosen: Chosen = { lines: [], refs: [], used };
+  for (const { candidate, line } of pool) {
+    const page = pages.find((p) => covers(p.vocabulary, candidate.fact));
+    if (page !== undefined) {
+      takeRef(chosen, { path: page.path, note: cutAtWord(candidate.text, NOTE_MAX_CHARS) }, budget);
+    } else if (chosen.used + line.text.length + 1 <= budget) {
+      chosen.lines.push(line);
+      chosen.used += line.text.length + 1;
+    }
+  }
+  for (const page of pages) {
+    const shared = [...page.words].filter((w) => frequency.has(w));
+    if (shared.length < MIN_SHARED_WORDS) continue;
+    shared.sort((a, b) => (frequency.get(b) ?? 0) - (frequency.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
+    takeRef(chosen, { path: page.path, note: `slice mentions ${shared.slice(0, NOTE_WORDS).join(", ")}` }, budget);
+  }
+  return chosen;
+}
+
 export function offlineCompaction(packet: Packet): string {
   const projection = packet.outputMode === "projection";
   const budget = summaryBudget(packet);
@@ -156,39 +198,8 @@ export function offlineCompaction(packet: Packet): string {
   const threadChars = (list: readonly string[]): number => (list.length === 0 ? 0 : (projection ? THREADS_HEADING : 0) + list.reduce((n, t) => n + t.length + (projection ? 3 : OPEN_PREFIX.length + 1), 0));
   while (threads.length > 0 && threadChars(threads) > budget * THREAD_SHARE) threads = threads.slice(1);
 
-  // Greedy by score within the budget: a fact a page holds costs its pointer (once per page), any
-  // other its line.
-  const pages = projection ? pagesOf(packet) : [];
-  let lines: Line[] = [];
-  let refs: Ref[] = [];
-  let used = (pinned?.text.length ?? 0) + threadChars(threads);
-  for (const { candidate, line } of pool) {
-    const page = pages.find((p) => covers(p.vocabulary, candidate.fact));
-    if (page !== undefined) {
-      if (refs.some((r) => r.path === page.path) || refs.length >= MAX_REFS) continue;
-      const ref = { path: page.path, note: cutAtWord(candidate.text, NOTE_MAX_CHARS) };
-      const cost = refLine(ref).length + 1 + (refs.length === 0 ? MEMORY_HEADING : 0);
-      if (used + cost > budget) continue;
-      refs.push(ref);
-      used += cost;
-    } else if (used + line.text.length + 1 <= budget) {
-      lines.push(line);
-      used += line.text.length + 1;
-    }
-  }
-  // A page on the slice's topic that holds none of its facts word for word is still worth a
-  // pointer, if there is room: it is where the agent finds what the topic has established.
-  for (const page of pages) {
-    if (refs.length >= MAX_REFS || refs.some((r) => r.path === page.path)) continue;
-    const shared = [...page.words].filter((w) => frequency.has(w));
-    if (shared.length < MIN_SHARED_WORDS) continue;
-    shared.sort((a, b) => (frequency.get(b) ?? 0) - (frequency.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
-    const ref = { path: page.path, note: `slice mentions ${shared.slice(0, NOTE_WORDS).join(", ")}` };
-    const cost = refLine(ref).length + 1 + (refs.length === 0 ? MEMORY_HEADING : 0);
-    if (used + cost > budget) continue;
-    refs.push(ref);
-    used += cost;
-  }
+  const chosen = choose(pool, projection ? pagesOf(packet) : [], frequency, budget, (pinned?.text.length ?? 0) + threadChars(threads));
+  let { lines, refs } = chosen;
   // A summary has at least one line: the strongest fact, even if a page holds it or it must be cut.
   const strongest = pool[0]?.line;
   if (pinned === undefined && lines.length === 0 && strongest !== undefined) lines = [strongest];
