@@ -92,6 +92,15 @@ describe("offlineCompaction keeps facts", () => {
     for (const line of body.split("\n")) expect(FACTS.some((f) => line.endsWith(`: ${f.text}`))).toBe(true);
   });
 
+  it("keeps facts from every slice along a chain of five runs, each building on the previous boundary", () => {
+    let previous: string | null = null;
+    for (let run = 0; run < 5; run += 1) {
+      const turns = plantedSlice(10_000, FACTS.slice(run * 4, run * 4 + 4), 100 + run);
+      previous = served(packetFixture({ turns, previousBoundary: previous === null ? null : previousBoundary(previous) }));
+    }
+    expect(kept(previous ?? "")).toBe(FACTS.length);
+  });
+
   it("keeps a planted number, date and decision wherever they fall in a long slice of filler", () => {
     const planted = [FACTS[2], FACTS[11], FACTS[12]].filter((f) => f !== undefined);
     fc.assert(
