@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { NO_SUBSTANTIVE_CONTENT, renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
-import type { CompactionContent, Packet } from "../../src/core/packet";
-import { OFFLINE_COMPACTOR, offlineCompaction } from "../../src/core/offline-summarizer";
+import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
+import { OFFLINE_COMPACTOR, offlineCompaction, summaryBudget } from "../../src/core/offline-summarizer";
 import { renderEnvelope } from "../../src/core/render";
 import type { TurnSpec } from "../support/packet-fixture";
-import { ADA, AGENT, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
+import { ADA, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
 
 const VENDOR_PAGE = memoryPage("decisions/invoice-vendor.md", "Invoice vendor: vendor B, chosen for compliance. Ada decided; Bob preferred vendor A on price.");
 const GARDEN_PAGE = memoryPage("hobbies/garden.md", "Tomatoes grow best with morning sun and weekly watering.");
@@ -29,15 +29,15 @@ describe("offlineCompaction", () => {
     const lines = content.summary.split("\n");
     expect(lines.length).toBeGreaterThanOrEqual(3);
     expect(lines.length).toBeLessThanOrEqual(8);
-    // Every line is attributed to its speaker.
-    for (const line of lines) expect(line).toMatch(/^@(ada|bob|helper): /);
+    // Every line names the turn it came from and is attributed to its speaker.
+    for (const line of lines) expect(line).toMatch(/^\[[sp]\d+\] @(ada|bob|helper): /);
   });
 
   it("keeps the chosen lines in chronological order", () => {
     const packet = packetFixture();
     const lines = validated(packet).summary.split("\n");
     const positions = lines.map((line) => {
-      const sentence = line.replace(/^@\w+: /, "").replace(/…$/, "");
+      const sentence = line.replace(/^\[[sp]\d+\] @\w+: /, "").replace(/…$/, "");
       return packet.frozen.turns.findIndex((t) => t.text.includes(sentence));
     });
     expect(positions.every((p) => p >= 0)).toBe(true);
@@ -113,7 +113,7 @@ describe("offlineCompaction", () => {
       sizes: { replacedChars: 5_000 },
       amendments: [{ turnId: "s3", group: 3, role: "user", kind: "edited", hashBefore: "a".repeat(64), hashAfter: "c".repeat(64), text: "Correction: the Q3 budget is 45k EUR, approved by finance." }],
     });
-    expect(validated(packet).summary).toContain("corrected [s3]: Correction: the Q3 budget is 45k EUR, approved by finance.");
+    expect(validated(packet).summary).toContain("[s3] (edited): Correction: the Q3 budget is 45k EUR, approved by finance.");
   });
 
   it("writes plain text in plain mode", () => {
@@ -146,14 +146,17 @@ describe("offlineCompaction", () => {
     expect(content.summary.length).toBeLessThan(validated(base).summary.length);
   });
 
-  it("caps a long slice at eight lines", () => {
-    const turns = Array.from({ length: 60 }, (_, i): TurnSpec => ({
-      text: `Release ${i} of the billing service needs migration step ${i} reviewed by the platform team before deployment.`,
-      author: i % 3 === 0 ? AGENT : i % 2 === 0 ? ADA : BOB,
-      role: i % 3 === 0 ? "assistant" : "user",
-    }));
-    const content = validated(packetFixture({ turns }));
-    expect(content.summary.split("\n").length).toBeLessThanOrEqual(8);
+  it("grows with the slice: a long slice of distinct facts gets a longer summary than a short one, each within its budget", () => {
+    const facts = (n: number): TurnSpec[] =>
+      Array.from({ length: n }, (_, i): TurnSpec => ({ text: `Invoice ${1_000 + i} for client ${String.fromCharCode(65 + (i % 26))}${i} is due on day ${(i % 28) + 1} at ${100 + i * 7} EUR.`, author: i % 2 === 0 ? ADA : BOB }));
+    const short = packetFixture({ turns: facts(10) });
+    const long = packetFixture({ turns: facts(200) });
+    const shortBody = renderBoundaryBody(validated(short));
+    const longBody = renderBoundaryBody(validated(long));
+    expect(shortBody.length).toBeLessThanOrEqual(summaryBudget(short));
+    expect(longBody.length).toBeLessThanOrEqual(summaryBudget(long));
+    expect(summaryBudget(long)).toBeGreaterThan(summaryBudget(short));
+    expect(longBody.split("\n").length).toBeGreaterThan(2 * shortBody.split("\n").length);
   });
 });
 
@@ -170,17 +173,33 @@ describe("offlineCompaction: properties", () => {
   const author = fc.constantFrom(ADA, BOB, { id: "u:eve", name: "Eve" }, { id: "u:9" });
   const turn: fc.Arbitrary<TurnSpec> = fc.record({ text, author, role: fc.constantFrom("user", "user", "assistant") });
   const page = fc.record({ path: fc.constantFrom("decisions/vendor.md", "people/bob.md", "plans/release.md", "x".repeat(201)), content: text });
+  const turnId = fc.constantFrom("s1", "s2", "p3", "s4");
+  /** A carried line as this compactor writes it (tagged), or as a model might (anything). */
+  const carriedLine = fc.oneof(sentence, fc.tuple(turnId, fc.constantFrom("@ada", "@bob", "@ada (edited)", "(added)"), sentence).map(([id, who, s]) => `[${id}] ${who}: ${s}`));
+  const amendment: fc.Arbitrary<Amendment> = fc
+    .record({ turnId, kind: fc.constantFrom("edited", "deleted", "added"), text })
+    .map(({ turnId: id, kind, text: t }) => ({
+      turnId: id,
+      group: Number(id.slice(1)),
+      role: id.startsWith("s") ? "user" : "assistant",
+      kind,
+      hashBefore: kind === "added" ? null : "a".repeat(64),
+      hashAfter: kind === "deleted" ? null : "c".repeat(64),
+      text: kind === "deleted" ? null : t,
+    }));
   const packetArb = fc
     .record({
       turns: fc.array(turn, { minLength: 1, maxLength: 30 }),
       pages: fc.array(page, { maxLength: 4 }),
       mode: fc.constantFrom("projection", "plain"),
       maxSummaryChars: fc.integer({ min: 100, max: 3_000 }),
-      previous: fc.option(fc.array(sentence, { minLength: 1, maxLength: 5 }).map((s) => s.join("\n")), { nil: null }),
+      previous: fc.option(fc.array(carriedLine, { minLength: 1, maxLength: 5 }).map((s) => s.join("\n")), { nil: null }),
+      amendments: fc.array(amendment, { maxLength: 4 }),
       replacedChars: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: null }),
     })
-    .map(({ turns, pages, mode, maxSummaryChars, previous, replacedChars }) =>
+    .map(({ turns, pages, mode, maxSummaryChars, previous, amendments, replacedChars }) =>
       packetFixture({
+        amendments,
         turns,
         memoryPages: pages.map((p) => memoryPage(p.path, p.content)),
         outputMode: mode,
@@ -214,6 +233,20 @@ describe("offlineCompaction: properties", () => {
           expect(result.error.code).toBe("not_smaller");
           expect(packet.sizes.replacedChars).toBeLessThan(REALISTIC_MIN);
         }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never writes a body past its budget: a fixed share of what the boundary replaces, at least a floor, at most maxSummaryChars", () => {
+    fc.assert(
+      fc.property(packetArb, (packet) => {
+        const budget = summaryBudget(packet);
+        expect(budget).toBeLessThanOrEqual(packet.policy.maxSummaryChars);
+        expect(budget).toBeGreaterThanOrEqual(Math.min(600, packet.policy.maxSummaryChars));
+        expect(budget).toBe(Math.min(packet.policy.maxSummaryChars, Math.max(600, Math.round(packet.sizes.replacedChars * 0.12))));
+        const result = validateCompactorOutput(packet, { text: offlineCompaction(packet), finishReason: null });
+        if (result.ok) expect(renderBoundaryBody(result.value).length).toBeLessThanOrEqual(budget);
       }),
       { numRuns: 300 },
     );

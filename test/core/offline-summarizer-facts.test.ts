@@ -1,0 +1,240 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
+import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
+import { offlineCompaction } from "../../src/core/offline-summarizer";
+import type { TurnSpec } from "../support/packet-fixture";
+import { ADA, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
+
+function content(packet: Packet): CompactionContent {
+  const result = validateCompactorOutput(packet, { text: offlineCompaction(packet), finishReason: null });
+  if (!result.ok) throw new Error(`${result.error.code}: ${result.error.message}`);
+  return result.value;
+}
+
+/** What the agent is served of the boundary: its body, pointers and open threads included. */
+const served = (packet: Packet): string => renderBoundaryBody(content(packet));
+
+/** Twenty durable facts of different kinds, each with the words a later question would look for. */
+const FACTS: readonly { readonly text: string; readonly probe: string }[] = [
+  { text: "The offsite is in Lisbon on March 14.", probe: "March 14" },
+  { text: "My flight lands at 10:40 on Thursday.", probe: "10:40" },
+  { text: "The venue deposit is 2,300 EUR.", probe: "2,300 EUR" },
+  { text: "We decided to use Postgres for the ledger.", probe: "Postgres for the ledger" },
+  { text: "I will send the signed contract by Friday.", probe: "signed contract by Friday" },
+  { text: "Carol is allergic to peanuts.", probe: "allergic to peanuts" },
+  { text: "The hotel booking reference is KX-4471.", probe: "KX-4471" },
+  { text: "Let's ship the beta to Dana's team first.", probe: "beta to Dana" },
+  { text: "The quarterly budget is 48k USD.", probe: "48k USD" },
+  { text: "Standup moves to 09:15 starting next week.", probe: "09:15" },
+  { text: "Ben owns the onboarding checklist.", probe: "onboarding checklist" },
+  { text: "The launch date is 2027-02-01.", probe: "2027-02-01" },
+  { text: "We agreed to drop the mobile app for now.", probe: "drop the mobile app" },
+  { text: "The client prefers invoices as PDF attachments.", probe: "invoices as PDF" },
+  { text: "Our API rate limit is 600 requests per minute.", probe: "600 requests" },
+  { text: "The workshop has 35 seats.", probe: "35 seats" },
+  { text: "Eve joins as designer on April 3.", probe: "April 3" },
+  { text: "The office keys are with Gustav at reception.", probe: "Gustav" },
+  { text: "The retro is on Tuesday at 16:00.", probe: "16:00" },
+  { text: "Frank approved the 12% discount for Nordic clients.", probe: "12% discount" },
+];
+
+/** Chat that states nothing: no value, no name, no decision; lower case so no word reads as a name. */
+const FILLER_WORDS = "that sounds fun the weather was nice coffee here is pretty good honestly we should chat more about random stuff later funny meme lunch tasty enjoyed walk park sunny cloudy podcast episode music playlist garden quiet bus slow rain window".split(" ");
+
+function fillerSentence(random: () => number): string {
+  const words = Array.from({ length: 6 + Math.floor(random() * 9) }, () => FILLER_WORDS[Math.floor(random() * FILLER_WORDS.length)] ?? "rain");
+  const sentence = words.join(" ");
+  return `${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}.`;
+}
+
+/** A deterministic generator (mulberry32), so a slice is the same on every run. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/**
+ * A two-speaker slice of about `chars` characters of filler with `facts` planted at spread,
+ * seed-chosen places: each fact is its own turn.
+ */
+function plantedSlice(chars: number, facts: readonly { readonly text: string }[], seed: number): TurnSpec[] {
+  const random = seeded(seed);
+  const turns: TurnSpec[] = [];
+  let size = 0;
+  while (size < chars) {
+    const text = Array.from({ length: 1 + Math.floor(random() * 2) }, () => fillerSentence(random)).join(" ");
+    turns.push({ text, author: turns.length % 2 === 0 ? ADA : BOB });
+    size += text.length;
+  }
+  const step = turns.length / facts.length;
+  facts.forEach((fact, i) => {
+    const at = Math.floor(i * step + random() * step * 0.9) + i;
+    turns.splice(at, 0, { text: fact.text, author: i % 2 === 0 ? ADA : BOB });
+  });
+  return turns;
+}
+
+const kept = (body: string): number => FACTS.filter((f) => body.includes(f.probe)).length;
+
+describe("offlineCompaction keeps facts", () => {
+  it("keeps all twenty facts planted in a 20,000-character slice, and none of its filler", () => {
+    const turns = plantedSlice(20_000, FACTS, 7);
+    const body = served(packetFixture({ turns }));
+    expect(kept(body)).toBe(FACTS.length);
+    // Every line is a planted fact: not one sentence of filler took a line.
+    for (const line of body.split("\n")) expect(FACTS.some((f) => line.endsWith(`: ${f.text}`))).toBe(true);
+  });
+
+  it("keeps facts from every slice along a chain of five runs, each building on the previous boundary", () => {
+    let previous: string | null = null;
+    for (let run = 0; run < 5; run += 1) {
+      const turns = plantedSlice(10_000, FACTS.slice(run * 4, run * 4 + 4), 100 + run);
+      previous = served(packetFixture({ turns, previousBoundary: previous === null ? null : previousBoundary(previous) }));
+    }
+    expect(kept(previous ?? "")).toBe(FACTS.length);
+  });
+
+  it("keeps a planted number, date and decision wherever they fall in a long slice of filler", () => {
+    const planted = [FACTS[2], FACTS[11], FACTS[12]].filter((f) => f !== undefined);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.integer({ min: 4_000, max: 30_000 }), (seed, chars) => {
+        const turns = plantedSlice(chars, planted, seed);
+        const body = served(packetFixture({ turns }));
+        for (const fact of planted) expect(body).toContain(fact.probe);
+        // Filler states nothing, so not one of its sentences takes a line.
+        for (const line of body.split("\n")) expect(planted.some((f) => line.endsWith(`: ${f.text}`))).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  const UPDATES: readonly { readonly first: string; readonly later: (v: string) => string; readonly value: fc.Arbitrary<string> }[] = [
+    { first: "The venue deposit is 2,300 EUR.", later: (v) => `Update: the venue deposit is ${v} EUR.`, value: fc.integer({ min: 2_400, max: 9_999 }).map(String) },
+    { first: "The offsite is in Lisbon on March 14.", later: (v) => `The offsite in Lisbon moved to March ${v}.`, value: fc.integer({ min: 15, max: 31 }).map(String) },
+    { first: "The retro is on Tuesday at 16:00.", later: (v) => `Correction: the retro is on Tuesday at ${v}.`, value: fc.constantFrom("09:30", "11:00", "17:45") },
+  ];
+
+  it("keeps only the latest value of a fact that was updated later in the slice", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...UPDATES), fc.integer({ min: 0, max: 2 ** 31 - 1 }), (update, seed) => {
+        const value = fc.sample(update.value, { seed, numRuns: 1 })[0] ?? "";
+        const later = update.later(value);
+        const turns = plantedSlice(6_000, [{ text: update.first }, { text: later }], seed);
+        const body = served(packetFixture({ turns }));
+        expect(body).toContain(later);
+        expect(body).not.toContain(update.first);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("keeps two facts about different people apart, even in the same words", () => {
+    const turns = plantedSlice(4_000, [{ text: "My flight lands at 10:40." }, { text: "My flight lands at 12:15." }], 3);
+    const body = served(packetFixture({ turns }));
+    expect(body).toContain("@ada: My flight lands at 10:40.");
+    expect(body).toContain("@bob: My flight lands at 12:15.");
+  });
+});
+
+describe("offlineCompaction applies the amendments it absorbs", () => {
+  const PREVIOUS = [
+    "Earlier: [s3] @ada: The door code is 4512.",
+    "[s5] @bob: The venue deposit is 2,300 EUR.",
+    "[s7] @ada: We decided to use Postgres for the ledger.",
+  ].join("\n");
+  const amendment = (turnId: string, kind: Amendment["kind"], text: string | null): Amendment => ({
+    turnId,
+    group: Number(turnId.slice(1)),
+    role: "user",
+    kind,
+    hashBefore: kind === "added" ? null : "a".repeat(64),
+    hashAfter: kind === "deleted" ? null : "c".repeat(64),
+    text,
+  });
+
+  it("writes an edited fact with its corrected value, and a deleted message's content not at all", () => {
+    const packet = packetFixture({
+      previousBoundary: previousBoundary(PREVIOUS, 8),
+      amendments: [amendment("s3", "deleted", null), amendment("s5", "edited", "The venue deposit is 2,800 EUR.")],
+      sizes: { replacedChars: 6_000 },
+    });
+    const body = served(packet);
+    expect(body).toContain("[s5] @bob (edited): The venue deposit is 2,800 EUR.");
+    expect(body).not.toContain("2,300");
+    expect(body).not.toContain("4512");
+    expect(body).not.toContain("door code");
+    // What the amendments did not touch is carried on, and the first surviving line keeps the chain connected.
+    expect(body.split("\n")[0]).toBe("Earlier: [s7] @ada: We decided to use Postgres for the ledger.");
+  });
+
+  const CORRECTED = { s3: "The door code is 7781 now.", s5: "The venue deposit is 2,800 EUR.", s7: "We decided to use MySQL for the ledger." } as const;
+
+  it("applies edits and deletions of any carried line, whatever else the slice says", () => {
+    fc.assert(
+      fc.property(fc.subarray(["s3", "s5", "s7"]), fc.subarray(["s3", "s5", "s7"]), fc.integer({ min: 0, max: 1_000 }), (deleted, edited, seed) => {
+        const edits = edited.filter((id) => !deleted.includes(id));
+        const packet = packetFixture({
+          turns: plantedSlice(3_000, [{ text: "Frank approved the 12% discount for Nordic clients." }], seed),
+          previousBoundary: previousBoundary(PREVIOUS, 8),
+          amendments: [...deleted.map((id) => amendment(id, "deleted", null)), ...edits.map((id) => amendment(id, "edited", CORRECTED[id as keyof typeof CORRECTED]))],
+        });
+        const body = served(packet);
+        const original = { s3: "4512", s5: "2,300", s7: "Postgres" } as const;
+        for (const id of [...deleted, ...edits]) expect(body).not.toContain(original[id as keyof typeof original]);
+        for (const id of edits) expect(body).toContain(`[${id}] @`);
+        for (const id of edits) expect(body).toContain(CORRECTED[id as keyof typeof CORRECTED]);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("offlineCompaction points at memory instead of restating it", () => {
+  const turns: TurnSpec[] = plantedSlice(5_000, [{ text: "The venue deposit is 2,300 EUR." }, { text: "Carol is allergic to peanuts." }], 11);
+
+  it("points at an extracted page that holds a fact, and does not restate the fact", () => {
+    const page = memoryPage("extracted/events/offsite-venue", "Venue deposit: 2,300 EUR (paid by Ada).");
+    const result = content(packetFixture({ turns, memoryPages: [page] }));
+    expect(result.salientFacts.memoryRefs.map((r) => r.path)).toEqual(["extracted/events/offsite-venue"]);
+    expect(result.salientFacts.memoryRefs[0]?.note).toContain("2,300 EUR");
+    expect(result.summary).not.toContain("2,300");
+    expect(result.summary).toContain("allergic to peanuts");
+    expect(result.degraded).toBe(false);
+  });
+
+  it("does not take a page that holds an older value for the fact: the new value is written out", () => {
+    const stale = memoryPage("extracted/events/offsite-venue", "Venue deposit: 1,900 EUR.");
+    const result = content(packetFixture({ turns, memoryPages: [stale] }));
+    expect(result.summary).toContain("The venue deposit is 2,300 EUR.");
+    // At most a pointer by topic, which claims no value.
+    expect(result.salientFacts.memoryRefs.map((r) => r.note)).toEqual(["slice mentions deposit, eur, venue"]);
+  });
+});
+
+describe("offlineCompaction over one recurring topic", () => {
+  const talk = (i: number): string => `Message ${i}: about the offsite venue, ${i % 3 === 0 ? "Lisbon" : "Porto"} is preferred, with a budget of ${1000 + i * 10} euros for the team.`;
+  const turns = Array.from({ length: 20 }, (_, i) => talk(i));
+
+  it("still points at a recalled page on the slice's topic when no single fact of the page is restated", () => {
+    const decision = memoryPage("decisions/offsite-venue", "Offsite venue decision: Lisbon was chosen by Ada; Porto was the runner-up because of the budget.");
+    const unrelated = memoryPage("people/unrelated", "Zed likes chess and tea.");
+    const result = content(packetFixture({ turns, memoryPages: [decision, unrelated] }));
+    expect(result.salientFacts.memoryRefs.map((r) => r.path)).toEqual(["decisions/offsite-venue"]);
+    expect(result.degraded).toBe(false);
+  });
+
+  it("keeps the latest value of each recurring fact, on more than one line", () => {
+    const result = content(packetFixture({ turns }));
+    expect(result.summary).toContain("Message 18: about the offsite venue, Lisbon is preferred, with a budget of 1180 euros");
+    expect(result.summary).toContain("Message 19: about the offsite venue, Porto is preferred, with a budget of 1190 euros");
+    expect(result.summary).not.toContain("1170 euros");
+    expect(result.summary.length).toBeGreaterThan(result.preview.length);
+  });
+});
