@@ -78,8 +78,13 @@ let counter = 0;
 const freshPrefix = (): string => `api:insp-${crypto.randomUUID()}`;
 const freshAgent = (): string => `insp-${Date.now().toString(36)}-${counter++}`;
 
+/**
+ * Distinct facts (a room, a guest and a price each), enough of them for two compactions whatever
+ * the first boundary keeps: the offline compactor folds restatements of one fact into its latest
+ * value, so a thread of one fact restated would settle into a boundary too small to call for a second.
+ */
 const talk = (i: number): string =>
-  `Message ${i}: the offsite is in ${i % 2 === 0 ? "Lisbon" : "Porto"}, with a budget of ${1000 + i * 10} euros for the whole team.`;
+  `Message ${i}: room ${100 + i} in ${i % 2 === 0 ? "Lisbon" : "Porto"} is booked for guest ${i} at ${1000 + i * 10} euros a night.`;
 const SCRIPT_TEXT = "<script>alert(1)</script> is what I typed";
 const HOSTILE_NAME = `"><img src=x onerror=alert(2)>`;
 
@@ -90,7 +95,7 @@ async function settledConversation() {
   const agentId = freshAgent();
   const token = await tokenFor(`${prefix}:*`, `agent:${agentId}`);
   expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true })).status).toBe(201);
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < 50; i++) {
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, talk(i)) })).status).toBe(201);
   }
   const hostile = { kind: "source", idempotencyKey: "m-hostile", body: { messageId: "hostile", author: { id: "u2", name: HOSTILE_NAME }, text: SCRIPT_TEXT } };
