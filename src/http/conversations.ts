@@ -2,8 +2,9 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { composeRequest, ingestBatch, ingestEvent, listConversationEvents, selectContext } from "../api/conversations";
 import { agentQuery, pageQuery } from "../api/queries";
-import { appendedBatchSchema, appendedEventSchema, composeResponseSchema, contextResponseSchema, eventPageSchema, turnPageSchema } from "../api/responses";
+import { appendedBatchSchema, appendedEventSchema, composeResponseSchema, contextResponseSchema, eventPageSchema, memorySearchSchema, turnPageSchema } from "../api/responses";
 import { listTurns, turnsQuery } from "../api/turns";
+import { memorySearchQuery, searchMemory } from "../api/recall";
 import { composeRequestSchema } from "../core/compose";
 import { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import { scopedConversation } from "./auth";
@@ -145,6 +146,32 @@ const listTurnsRoute = operation({
   responses: { 200: jsonResponse("a page of effective turns", "TurnPage", turnPageSchema), ...problems(SCOPED_CODES, QUERY_CODES) },
 });
 
+const searchMemoryRoute = operation({
+  method: "get",
+  path: "/{conversation}/memory/search",
+  operationId: "searchMemory",
+  tags: ["memory"],
+  summary: "Search the agent's memory and the conversation's turns",
+  description:
+    "Recall: the agent's memory pages and the conversation's exact turns (edits applied, deletions removed) in one bm25-ranked " +
+    "list, each with a snippet of the match (matched terms between « and »), its whole content, and the messages it comes from. " +
+    "Only what the agent could be served: replies of its admitted history agents, sensitive turns only if it admits them. " +
+    "The query is free text, never search syntax. The token needs the conversation and the agent.",
+  security: BEARER,
+  parameters: [
+    conversation,
+    ...queryParameters(memorySearchQuery, {
+      agent: "the agent whose memory and view of the conversation is searched",
+      q: "what to look for, as free text",
+      limit: "most results (1–50)",
+    }),
+  ],
+  responses: {
+    200: jsonResponse("the best matches, best first", "MemorySearch", memorySearchSchema),
+    ...problems(["not_found"], SCOPED_CODES, QUERY_CODES),
+  },
+});
+
 export const conversations = new OpenAPIHono<AppEnv>()
   .openapi(appendEvent, async (c) => {
     const scoped = scopedConversation(c);
@@ -192,4 +219,10 @@ export const conversations = new OpenAPIHono<AppEnv>()
     if (!scoped.ok) return problem(c, scoped.error);
     const page = await listTurns(c.env.DB, scoped.value, c.req.query());
     return page.ok ? c.json(page.value) : problem(c, page.error);
+  })
+  .openapi(searchMemoryRoute, async (c) => {
+    const scoped = scopedConversation(c);
+    if (!scoped.ok) return problem(c, scoped.error);
+    const found = await searchMemory(c.env.DB, c.get("principal"), scoped.value, c.req.query());
+    return found.ok ? c.json(found.value) : problem(c, found.error);
   });

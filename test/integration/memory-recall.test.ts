@@ -1,8 +1,10 @@
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
 import { insertEvents } from "../../src/storage/event-store";
+import { register } from "../support/declarations";
+import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -97,5 +99,124 @@ describe("the turn index", () => {
     expect(cost.statements).toBe(3);
     expect(cost.roundTrips).toBe(1);
     expect(await indexedTurns(conversation)).toEqual([{ message_id: "1", role: "user", text: "the offsite is in Lisbon" }]);
+  });
+});
+
+interface SearchResult {
+  type: "page" | "turn";
+  path?: string;
+  snippet: string;
+  content: string;
+  sources: { messageId: string; seq: number }[];
+}
+
+const searchPath = (conversation: string, agent: string, q: string, extra = "") =>
+  `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?agent=${agent}&q=${encodeURIComponent(q)}${extra}`;
+
+async function search(token: string, conversation: string, agent: string, q: string): Promise<SearchResult[]> {
+  const res = await call("GET", searchPath(conversation, agent, q), { token });
+  expect(res.status, await res.clone().text()).toBe(200);
+  return (await json<{ results: SearchResult[] }>(res)).results;
+}
+
+/** A conversation with an agent serving it, a token for both, and a page of the agent's memory. */
+async function recallSetup(options: { admitSensitive?: boolean; historyAgents?: string[] } = {}) {
+  const conversation = freshConversation("api:recall");
+  const agentId = `recall-${crypto.randomUUID().slice(0, 8)}`;
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  const registered = await register(token, { agentId, sources: [conversation], trigger: 200_000, admitSensitive: options.admitSensitive ?? true, historyAgents: options.historyAgents ?? [agentId] });
+  expect(registered.status).toBe(201);
+  return { conversation, agentId, token };
+}
+
+describe("GET …/memory/search", () => {
+  it("finds a page and a turn with snippets and sources, and treats the query as plain words", async () => {
+    const { conversation, agentId, token } = await recallSetup();
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/decisions/offsite-venue`, { token, body: { content: "The offsite venue is the Quinta in Sintra, booked by Ada." } })).status).toBe(201);
+    await post(token, conversation, sourceEvent("s1", "m-1", "Ada: the Quinta in Sintra holds thirty people"));
+    await post(token, conversation, sourceEvent("s2", "m-2", "lunch options are still open"));
+
+    const results = await search(token, conversation, agentId, "Where is the Quinta? sintra");
+    expect(results.map((r) => r.type).sort()).toEqual(["page", "turn"]);
+    const page = results.find((r) => r.type === "page");
+    expect(page).toEqual({
+      type: "page",
+      path: "decisions/offsite-venue",
+      snippet: expect.stringContaining("«Sintra»") as unknown as string,
+      content: "The offsite venue is the Quinta in Sintra, booked by Ada.",
+      sources: [],
+    });
+    const turn = results.find((r) => r.type === "turn");
+    expect(turn).toEqual({ type: "turn", snippet: expect.stringContaining("«Quinta»") as unknown as string, content: "Ada: the Quinta in Sintra holds thirty people", sources: [{ messageId: "m-1", seq: 1 }] });
+
+    // FTS syntax in the query is words, not operators: no error, and NEAR/AND/column filters do nothing.
+    for (const hostile of ['content: "quinta" NEAR(a b) AND -', "*", '"', "^sintra OR", "x"]) {
+      const res = await call("GET", searchPath(conversation, agentId, hostile), { token });
+      expect(res.status, hostile).toBe(200);
+    }
+    expect(await search(token, conversation, agentId, "a b")).toEqual([]);
+    const limited = await call("GET", searchPath(conversation, agentId, "sintra quinta", "&limit=1"), { token });
+    expect((await json<{ results: SearchResult[] }>(limited)).results).toHaveLength(1);
+    const refused = await call("GET", searchPath(conversation, agentId, "sintra", "&limit=0"), { token });
+    expect([refused.status, (await json<ErrorBody>(refused)).error.code]).toEqual([400, "validation_failed"]);
+  });
+
+  it("finds an edited message by its new text only, and a deleted one not at all", async () => {
+    const { conversation, agentId, token } = await recallSetup();
+    await post(token, conversation, sourceEvent("s1", "m-1", "the budget is twelve thousand"));
+    await post(token, conversation, sourceEvent("s2", "m-2", "the caterer is Marisqueira"));
+    await post(token, conversation, edit("e1", "m-1", "the budget is fifteen thousand"));
+    await post(token, conversation, deletion("d2", "m-2"));
+    expect(await search(token, conversation, agentId, "twelve")).toEqual([]);
+    expect((await search(token, conversation, agentId, "fifteen")).map((r) => [r.content, r.sources])).toEqual([["the budget is fifteen thousand", [{ messageId: "m-1", seq: 1 }]]]);
+    expect(await search(token, conversation, agentId, "Marisqueira caterer")).toEqual([]);
+  });
+
+  it("serves only what the agent may be served: no sensitive turn without admitSensitive, no reply of an unadmitted agent", async () => {
+    const { conversation, agentId, token } = await recallSetup({ admitSensitive: false, historyAgents: ["helper"] });
+    await post(token, conversation, sourceEvent("s1", "m-1", "the door code is 4471 lighthouse", { sensitive: true }));
+    await post(token, conversation, sourceEvent("s2", "m-2", "the lighthouse tour is on Friday"));
+    await post(token, conversation, proposal("p1", "prop-1", "helper", "lighthouse tickets booked", "m-2"));
+    await post(token, conversation, delivered("v1", "prop-1"));
+    await post(token, conversation, proposal("p2", "prop-2", "stranger", "lighthouse gossip", "m-2"));
+    await post(token, conversation, delivered("v2", "prop-2"));
+    // A public message edited by a sensitive edit is sensitive.
+    await post(token, conversation, sourceEvent("s3", "m-3", "lighthouse parking"));
+    await post(token, conversation, { ...edit("e3", "m-3", "lighthouse parking at the back gate"), sensitive: true });
+    const contents = (await search(token, conversation, agentId, "lighthouse")).map((r) => r.content).sort();
+    expect(contents).toEqual(["lighthouse tickets booked", "the lighthouse tour is on Friday"]);
+  });
+
+  it("is scoped like the conversation and the agent: never another tenant's pages or turns", async () => {
+    const ours = await recallSetup();
+    const theirs = await recallSetup();
+    await call("PUT", `/v1/agents/${theirs.agentId}/memory/secrets/plan`, { token: theirs.token, body: { content: "zanzibar expansion plan" } });
+    await post(theirs.token, theirs.conversation, sourceEvent("s1", "m-1", "zanzibar is the secret destination"));
+    await post(ours.token, ours.conversation, sourceEvent("s1", "m-1", "nothing about islands here"));
+
+    expect(await search(ours.token, ours.conversation, ours.agentId, "zanzibar")).toEqual([]);
+    // Their conversation or their agent with our token: refused, and nothing about them is said.
+    const otherConversation = await call("GET", searchPath(theirs.conversation, ours.agentId, "zanzibar"), { token: ours.token });
+    expect(otherConversation.status).toBe(403);
+    expect((await json<ErrorBody>(otherConversation)).error.code).toBe("forbidden");
+    const otherAgent = await call("GET", searchPath(ours.conversation, theirs.agentId, "zanzibar"), { token: ours.token });
+    expect(otherAgent.status).toBe(403);
+    // A token for the conversation without the agent scope.
+    const conversationOnly = await tokenFor(ours.conversation);
+    expect((await call("GET", searchPath(ours.conversation, ours.agentId, "islands"), { token: conversationOnly })).status).toBe(403);
+    // An agent that does not serve the conversation: not found, not another conversation's view.
+    const elsewhere = freshConversation("api:recall");
+    const both = await tokenFor(elsewhere, ours.conversation, `agent:${ours.agentId}`);
+    expect((await call("GET", searchPath(elsewhere, ours.agentId, "islands"), { token: both })).status).toBe(404);
+    expect((await search(both, ours.conversation, ours.agentId, "islands")).map((r) => r.content)).toEqual(["nothing about islands here"]);
+  });
+
+  it("answers the same over RPC, with the same scoping", async () => {
+    const { conversation, agentId, token } = await recallSetup();
+    await post(token, conversation, sourceEvent("s1", "m-1", "the ferry leaves at noon"));
+    const found = await exports.FoldlineRpc.searchMemory(token, conversation, agentId, "ferry", { limit: 5 });
+    expect(found).toEqual({ ok: true, value: { results: [{ type: "turn", snippet: "the «ferry» leaves at noon", content: "the ferry leaves at noon", sources: [{ messageId: "m-1", seq: 1 }] }] } });
+    const refused = await exports.FoldlineRpc.searchMemory(token, freshConversation("api:recall"), agentId, "ferry");
+    expect(refused).toMatchObject({ ok: false, error: { code: "forbidden" } });
   });
 });

@@ -399,6 +399,7 @@ describe("success responses", () => {
     await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory`, { token }));
     await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory?limit=1`, { token }));
     await check("getMemoryPage", await call("GET", `${memoryPage}?version=1`, { token }));
+    await check("searchMemory", await call("GET", `${conversationPath}/memory/search?agent=${agentId}&q=Lisbon`, { token }));
 
     // Telegram: stored, redelivered, and an update kind that is not used.
     const updateId = 500_000_000 + Math.floor(Math.random() * 100_000_000);
