@@ -4,7 +4,7 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
 import type { RecallHit } from "../core/recall";
-import { mergeHits } from "../core/recall";
+import { mergeHits, recallQueryTextSchema } from "../core/recall";
 import { currentDeclaration } from "../storage/compaction-store";
 import { recallMatchExpression } from "../storage/memory-store";
 import { searchPages, searchTurns } from "../storage/recall-store";
@@ -26,7 +26,7 @@ export const MAX_SEARCH_RESULTS = 50;
 export const memorySearchQuery = z.object({
   agent: agentIdSchema,
   /** Free text: turned into quoted terms (`recallMatchExpression`), never FTS syntax. */
-  q: z.string().min(1).max(2_000).refine((s) => s.isWellFormed(), "unpaired surrogate"),
+  q: recallQueryTextSchema,
   limit: z.coerce.number().int().min(1).max(MAX_SEARCH_RESULTS).default(10),
 });
 

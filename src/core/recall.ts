@@ -11,6 +11,9 @@ import type { NativeMessage } from "./render";
  * it goes in the same untrusted user-role frame as the boundary, escaped, never as system content.
  */
 
+/** Free text recall searches with (a context's query, a search's `q`): turned into quoted terms, never search syntax. */
+export const recallQueryTextSchema = z.string().min(1).max(2_000).refine((s) => s.isWellFormed(), "unpaired surrogate");
+
 /** Memory served when a context policy does not say (`memoryBudgetChars`). */
 export const DEFAULT_MEMORY_BUDGET_CHARS = 4_000;
 

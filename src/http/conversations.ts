@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { composeRequest, ingestBatch, ingestEvent, listConversationEvents, selectContext } from "../api/conversations";
-import { agentQuery, pageQuery } from "../api/queries";
+import { contextQuery, pageQuery } from "../api/queries";
 import { appendedBatchSchema, appendedEventSchema, composeResponseSchema, contextResponseSchema, eventPageSchema, memorySearchSchema, turnPageSchema } from "../api/responses";
 import { listTurns, turnsQuery } from "../api/turns";
 import { memorySearchQuery, searchMemory } from "../api/recall";
@@ -93,13 +93,20 @@ const getContext = operation({
   tags: ["context"],
   summary: "The agent's verified context",
   description:
-    "Provider-ready `messages` (boundary envelope, amendment envelope, exact tail) and a private `manifest` (boundary id, " +
+    "Provider-ready `messages` (boundary envelope, amendment envelope, with a `query` the recalled-memory envelope, exact tail) " +
+    "and a private `manifest` (boundary id, " +
     "hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every " +
     "request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, " +
     "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, " +
     "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.",
   security: BEARER,
-  parameters: [conversation, ...queryParameters(agentQuery, { agent: "the agent whose view is served" })],
+  parameters: [
+    conversation,
+    ...queryParameters(contextQuery, {
+      agent: "the agent whose view is served",
+      query: "free text to recall memory for: the agent's best pages, then its best turns older than the tail, within its `memoryBudgetChars`",
+    }),
+  ],
   responses: {
     200: jsonResponse("the messages and their manifest", "ContextResponse", contextResponseSchema),
     ...problems(CONTEXT_CODES, SCOPED_CODES, QUERY_CODES),
@@ -114,7 +121,8 @@ const compose = operation({
   summary: "Compose one provider request",
   description:
     "One OpenAI chat-completions body over the agent's verified context: its trusted documents as the only system content, " +
-    "then the selected history, then the prompt (images as `image_url` parts).",
+    "then the selected history, then the prompt (images as `image_url` parts). The history carries the memory envelope " +
+    "recalled for `query`, by default the prompt's text.",
   security: BEARER,
   parameters: [conversation],
   request: { body: jsonBody("ComposeRequest", composeRequestSchema) },

@@ -51,6 +51,10 @@ export interface IncidentOptions {
   readonly after?: number;
   readonly limit?: number;
 }
+/** `context`: free text to recall memory for (`GET …/context?query=`). */
+export interface ContextOptions {
+  readonly query?: string;
+}
 /** `searchMemory`: at most `limit` results (1–50, default 10). */
 export interface SearchOptions {
   readonly limit?: number;
@@ -103,9 +107,9 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
     });
   }
 
-  /** The agent's verified context: provider-ready messages and the private manifest. */
-  async context(token: string, conversationId: string, agentId: string): Promise<RpcResult<ContextSelection>> {
-    return this.#scoped(token, conversationId, (conversation) => selectContext(this.env, conversation, { agent: agentId }));
+  /** The agent's verified context: provider-ready messages and the private manifest; with a `query`, recalled memory too. */
+  async context(token: string, conversationId: string, agentId: string, options: ContextOptions = {}): Promise<RpcResult<ContextSelection>> {
+    return this.#scoped(token, conversationId, (conversation) => selectContext(this.env, conversation, { ...options, agent: agentId }));
   }
 
   /** One chat-completions request body: trusted documents, the selected history, then the prompt. */
