@@ -5,10 +5,12 @@
 -- `turn_index` holds one row per message (`user`: a source's platform message id) or reply
 -- (`assistant`: a proposal id), with what the fold needs to decide its effective text and what a
 -- search needs to decide whether a given agent may be served it (author, the replying agent,
--- sensitivity). The AFTER INSERT triggers on `events` maintain it inside the inserting statement,
--- so every writer of the log keeps it current without a statement of its own, and the triggers on
--- `turn_index` keep `turn_fts` holding exactly the live turns. Both are indexes, not history:
--- rebuilding them from `events` loses nothing.
+-- sensitivity). Events reach it through the view `turn_feed`, whose INSTEAD OF triggers apply one
+-- event each: the AFTER INSERT trigger on `events` feeds every new event inside the inserting
+-- statement, so every writer of the log keeps the index current without a statement of its own,
+-- and the end of this file feeds the log already stored, in order, through the same triggers. The
+-- triggers on `turn_index` keep `turn_fts` holding exactly the live turns. Both are indexes, not
+-- history: rebuilding them from `events` loses nothing.
 --
 -- The fold's rules, as the triggers apply them (events arrive in sequence order):
 --   * the first source of a message id is its origin; a later source reusing the id is ignored;
@@ -73,7 +75,10 @@ BEGIN
   SELECT RAISE(ABORT, 'turn_index: rows follow the log and are never deleted');
 END;
 
-CREATE TRIGGER events_index_source AFTER INSERT ON events WHEN NEW.kind = 'source'
+-- One event as the index reads it; inserting into the view applies it (the triggers below).
+CREATE VIEW turn_feed AS SELECT conversation_id, seq, kind, sensitive, body FROM events WHERE 0;
+
+CREATE TRIGGER turn_feed_source INSTEAD OF INSERT ON turn_feed WHEN NEW.kind = 'source'
 BEGIN
   INSERT INTO turn_index (conversation_id, role, message_id, seq, author_id, author_name, origin_text, origin_sensitive)
   VALUES (
@@ -91,7 +96,7 @@ END;
 -- `editedAt` is `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (the event schema's ISO time with an
 -- offset), read as JavaScript's Date.parse reads it: the instant in whole milliseconds, the
 -- fraction truncated after three digits (SQLite's own parser would round it).
-CREATE TRIGGER events_index_edit AFTER INSERT ON events
+CREATE TRIGGER turn_feed_edit INSTEAD OF INSERT ON turn_feed
 WHEN NEW.kind = 'correction' AND json_extract(NEW.body, '$.action') = 'edit'
 BEGIN
   INSERT INTO turn_index (conversation_id, role, message_id, edit_seq, edit_ms, edit_text, edit_sensitive)
@@ -110,7 +115,7 @@ BEGIN
   WHERE turn_index.edit_seq IS NULL OR turn_index.edit_ms IS NULL OR excluded.edit_ms >= turn_index.edit_ms;
 END;
 
-CREATE TRIGGER events_index_delete AFTER INSERT ON events
+CREATE TRIGGER turn_feed_delete INSTEAD OF INSERT ON turn_feed
 WHEN NEW.kind = 'correction' AND json_extract(NEW.body, '$.action') = 'delete'
 BEGIN
   INSERT INTO turn_index (conversation_id, role, message_id, deleted)
@@ -118,7 +123,7 @@ BEGIN
   ON CONFLICT (conversation_id, role, message_id) DO UPDATE SET deleted = 1 WHERE turn_index.deleted = 0;
 END;
 
-CREATE TRIGGER events_index_proposal AFTER INSERT ON events WHEN NEW.kind = 'proposal'
+CREATE TRIGGER turn_feed_proposal INSTEAD OF INSERT ON turn_feed WHEN NEW.kind = 'proposal'
 BEGIN
   INSERT INTO turn_index (conversation_id, role, message_id, seq, author_id, origin_text, origin_sensitive)
   VALUES (
@@ -130,10 +135,19 @@ BEGIN
   WHERE turn_index.seq IS NULL;
 END;
 
-CREATE TRIGGER events_index_delivery AFTER INSERT ON events
+CREATE TRIGGER turn_feed_delivery INSTEAD OF INSERT ON turn_feed
 WHEN NEW.kind = 'delivery' AND json_extract(NEW.body, '$.status') = 'delivered'
 BEGIN
   INSERT INTO turn_index (conversation_id, role, message_id, delivered)
   VALUES (NEW.conversation_id, 'assistant', json_extract(NEW.body, '$.proposalId'), 1)
   ON CONFLICT (conversation_id, role, message_id) DO UPDATE SET delivered = 1 WHERE turn_index.delivered = 0;
 END;
+
+CREATE TRIGGER events_feed_turn_index AFTER INSERT ON events WHEN NEW.kind <> 'run'
+BEGIN
+  INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body) VALUES (NEW.conversation_id, NEW.seq, NEW.kind, NEW.sensitive, NEW.body);
+END;
+
+-- The log stored before this migration, each conversation in sequence order, as if appended now.
+INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body)
+SELECT conversation_id, seq, kind, sensitive, body FROM events WHERE kind <> 'run' ORDER BY conversation_id, seq;

@@ -4,7 +4,7 @@ import { eventHash, eventInputSchema } from "../../src/core/events";
 import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
 import { insertEvents } from "../../src/storage/event-store";
 import { settledChain } from "../support/chain";
-import { register } from "../support/declarations";
+import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -85,6 +85,14 @@ describe("the turn index", () => {
       await call("GET", `/v1/conversations/${conversation}/turns?sensitive=include`, { token }),
     );
     expect(turns.turns.map((t) => ({ message_id: t.messageId, role: t.role, text: t.text })).sort((a, b) => (a.message_id < b.message_id ? -1 : 1))).toEqual(indexed);
+    // Feeding the stored log through the index again (what the migration does for history stored
+    // before it) arrives at the same state.
+    await env.DB.prepare(
+      "INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body) SELECT conversation_id, seq, kind, sensitive, body FROM events WHERE conversation_id = ? ORDER BY seq",
+    )
+      .bind(conversation)
+      .run();
+    expect(await indexedTurns(conversation)).toEqual(indexed);
   });
 
   it("costs a source append no statement of its own: the triggers write inside the event's insert", async () => {
@@ -303,5 +311,31 @@ describe("the memory envelope", () => {
     // RPC takes the query as an option.
     const overRpc = await exports.FoldlineRpc.context(token, conversation, agentId, { query: "who gives the keynote?" });
     expect(overRpc.ok && overRpc.value.manifest.memory).toEqual(manifest);
+  });
+
+  it("keeps to the agent's memoryBudgetChars, envelope included, and serves none at 0", async () => {
+    const conversation = freshConversation("api:recall");
+    const token = await tokenFor(conversation, "agent:recall-budget-*");
+    const served = async (memoryBudgetChars: number) => {
+      const agentId = `recall-budget-${crypto.randomUUID().slice(0, 8)}`;
+      const base = pair({ agentId, sources: [conversation], trigger: 200_000 });
+      const body = { ...base, agent: { ...base.agent, context: { ...base.agent.context, memoryBudgetChars } } };
+      expect((await call("PUT", `/v1/agents/${agentId}`, { token, body })).status).toBe(201);
+      for (const name of ["north", "south"]) {
+        await call("PUT", `/v1/agents/${agentId}/memory/rooms/${name}`, { token, body: { content: `The ${name} room seats forty; ${"projector and whiteboard, ".repeat(8)}` } });
+      }
+      return json<Served>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/context?agent=${agentId}&query=room`, { token }));
+    };
+    await post(token, conversation, sourceEvent("s1", "m-1", "which room do we take?"));
+
+    const none = await served(0);
+    expect(none.messages.some(isMemory)).toBe(false);
+    expect(none.manifest.memory).toEqual({ envelopeChars: 0, budgetChars: 0, pages: [], turns: [] });
+    const one = await served(700);
+    expect(one.manifest.memory?.pages).toHaveLength(1);
+    expect(one.manifest.memory?.envelopeChars).toBeLessThanOrEqual(700);
+    expect(one.messages.find(isMemory)?.content.length).toBe(one.manifest.memory?.envelopeChars);
+    const both = await served(4_000);
+    expect(both.manifest.memory?.pages.map((p) => p.path).sort()).toEqual(["rooms/north", "rooms/south"]);
   });
 });
