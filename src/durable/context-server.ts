@@ -13,7 +13,7 @@ import { packetSchema } from "../core/packet";
 import { renderEnvelope } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
 import { verifyAnchor, verifyHead, verifySettledHead } from "../core/resolver";
-import { groupsAsOf, selectContext } from "../core/selection";
+import { groupsAsOf } from "../core/selection";
 import { groupsAfter } from "../core/tail-ledger";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 import { currentDeclaration } from "../storage/compaction-store-declarations";
@@ -79,12 +79,9 @@ export class ContextServer {
     const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
     const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
-    const selected =
-      query === undefined
-        ? selectContext({ envelopes, groups: asOf.value, policy: agent.context })
-        : await selectWithMemory(this.deps.env.DB, { conversationId, agent, query, envelopes, groups: asOf.value });
+    const selected = await selectWithMemory(this.deps.env.DB, { conversationId, agent, query, envelopes, groups: asOf.value });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
-    const { selection, memory } = "memory" in selected.value ? selected.value : { selection: selected.value, memory: undefined };
+    const { selection, memory } = selected.value;
     const amendment = envelope === undefined ? undefined : { items: amendments, envelope };
     const manifest = buildContextManifest({ conversationId, agentId, epochId: declaration.epoch.id, boundary, amendment, withheld, selection, memory, policy: agent.context });
     return ok({ messages: selection.messages, manifest });

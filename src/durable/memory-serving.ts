@@ -14,13 +14,14 @@ const MEMORY_CANDIDATES = 20;
 
 export interface ServedWithMemory {
   readonly selection: Selection;
-  readonly memory: MemoryManifest;
+  /** Absent for a call without a query. */
+  readonly memory: MemoryManifest | undefined;
 }
 
 type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: SelectionFailure };
 
 /**
- * The selection with a memory envelope for `query`: the agent's best pages, then (if budget
+ * The selection, and with a `query` a memory envelope for it: the agent's best pages, then (if budget
  * remains) its best turns older than the served tail, whole, within `memoryBudgetChars`
  * (envelope included), reserved after the boundary and amendment envelopes and before the tail.
  * The budget is capped by what the agent's own caps leave, so memory never makes a context fail.
@@ -32,17 +33,21 @@ type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: Sele
  */
 export async function selectWithMemory(
   db: D1Database,
-  input: { readonly conversationId: string; readonly agent: AgentDeclaration; readonly query: string; readonly envelopes: readonly NativeMessage[]; readonly groups: readonly Group[] },
+  input: { readonly conversationId: string; readonly agent: AgentDeclaration; readonly query: string | undefined; readonly envelopes: readonly NativeMessage[]; readonly groups: readonly Group[] },
 ): Promise<Selected> {
-  const { agent, envelopes, groups } = input;
+  const { agent, envelopes, groups, query } = input;
   const policy = agent.context;
+  if (query === undefined) {
+    const plain = selectContext({ envelopes, groups, policy });
+    return plain.ok ? { ok: true, value: { selection: plain.value, memory: undefined } } : plain;
+  }
   const fits = envelopes.length < policy.maxMessages;
   const budget = fits ? Math.max(0, Math.min(policy.memoryBudgetChars ?? DEFAULT_MEMORY_BUDGET_CHARS, policy.maxChars - messageChars(envelopes))) : 0;
   const select = (pack: MemoryPack): Selected => {
     const selected = selectContext({ envelopes: pack.envelope === undefined ? envelopes : [...envelopes, pack.envelope], groups, policy });
     return selected.ok ? { ok: true, value: { selection: selected.value, memory: memoryManifest(pack, budget) } } : selected;
   };
-  const match = recallMatchExpression(input.query);
+  const match = recallMatchExpression(query);
   if (budget === 0 || match === undefined) return select({ hits: [], envelope: undefined });
 
   const pages = packMemory(await searchPages(db, agent.id, match, MEMORY_CANDIDATES), budget);
