@@ -10,7 +10,7 @@ import { listEvents } from "../storage/event-store";
 import type { appendedBatchSchema, appendedEventSchema, eventPageSchema, storedEventSchema, Wire } from "./responses";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
-import { agentQuery, pageQuery } from "./queries";
+import { contextQuery, pageQuery } from "./queries";
 
 /**
  * The conversation operations every transport offers: ingest, the log, context and compose. Each
@@ -90,20 +90,28 @@ export async function listConversationEvents(db: D1Database, conversationId: Sco
   return ok({ events: events.map(eventView), nextAfter: events.length === limit && last ? last.seq : null });
 }
 
-/** `{ agent }`: the agent's verified context (boundary envelope, amendments, exact tail, manifest). */
+/**
+ * `{ agent, query? }`: the agent's verified context (boundary envelope, amendments, exact tail,
+ * manifest); with a query, the memory recalled for it between the amendment and the tail.
+ */
 export async function selectContext(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ContextSelection>> {
-  const parsed = validate(agentQuery, query);
+  const parsed = validate(contextQuery, query);
   if (!parsed.ok) return parsed;
-  return contextFor(env, conversationId, parsed.value.agent);
+  return contextFor(env, conversationId, parsed.value.agent, undefined, parsed.value.query);
 }
 
 export type Composed = Extract<Awaited<ReturnType<typeof compose>>, { ok: true }>["value"];
 
-/** `{ agent, prompt: { text, images? } }`: one provider request over the agent's verified context. */
+/**
+ * `{ agent, prompt: { text, images? }, query? }`: one provider request over the agent's verified
+ * context, with the memory recalled for `query` (by default the prompt's text; none for a prompt
+ * of images only).
+ */
 export async function composeRequest(env: Env, conversationId: ScopedConversationId, input: unknown): Promise<Result<Composed>> {
   const request = validate(composeRequestSchema, input);
   if (!request.ok) return request;
-  const selected = await contextFor(env, conversationId, request.value.agent);
+  const query = request.value.query ?? (request.value.prompt.text === "" ? undefined : request.value.prompt.text);
+  const selected = await contextFor(env, conversationId, request.value.agent, undefined, query);
   if (!selected.ok) return selected;
   return compose(env, request.value, selected.value);
 }

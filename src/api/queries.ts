@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { agentIdSchema } from "../core/events";
+import { recallQueryTextSchema } from "../core/recall";
 
 /**
  * Query shapes shared by the HTTP routes and the RPC entrypoint. HTTP hands over its query string
@@ -14,6 +15,9 @@ export const pageQuery = z.object({
 
 /** Routes about one agent's view of a conversation (context, chain, verify). */
 export const agentQuery = z.object({ agent: agentIdSchema });
+
+/** `GET …/context`: the agent, and an optional query that adds the memory envelope. */
+export const contextQuery = agentQuery.extend({ query: recallQueryTextSchema.optional() });
 
 /**
  * A page of one epoch's audited links (`verifyLinks`): `after` is the last position already read,

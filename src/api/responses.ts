@@ -308,6 +308,23 @@ export const memoryPageWriteSchema = z.strictObject({
 
 export const memoryPageSchema = memoryPageSummarySchema.extend({ content: z.string(), createdAt: isoTime });
 
+/** One message a recalled item came from: its platform id (a reply's proposal id) and the log's sequence. */
+export const recallSourceSchema = z.strictObject({ messageId: z.string(), seq: position });
+
+/**
+ * A recall hit: a memory page of the agent (`path`) or an exact turn of the conversation, with a
+ * snippet of the match (matched terms between « and ») and the whole content.
+ */
+export const recallResultSchema = z.strictObject({
+  type: z.enum(["page", "turn"]),
+  path: memoryPathSchema.optional(),
+  snippet: z.string(),
+  content: z.string(),
+  sources: z.array(recallSourceSchema),
+});
+
+export const memorySearchSchema = z.strictObject({ results: z.array(recallResultSchema) });
+
 /** Every valid update is answered 200 (Telegram retries anything else for a day): stored, or why not. */
 export const telegramWebhookAnswerSchema = z.union([
   z.strictObject({ ok: z.literal(true), seq: position, duplicate: z.boolean() }),

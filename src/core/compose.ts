@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { agentIdSchema, MAX_TEXT_CHARS } from "./events";
+import { recallQueryTextSchema } from "./recall";
 import type { NativeMessage } from "./render";
 
 /**
@@ -21,6 +22,8 @@ export const composeRequestSchema = z.strictObject({
     text: z.string().max(MAX_TEXT_CHARS).refine((s) => s.isWellFormed(), "unpaired surrogate"),
     images: z.array(z.strictObject({ url: imageUrl, detail: z.enum(["auto", "low", "high"]).optional() })).max(8).default([]),
   }),
+  /** What recalled memory is searched with; absent: the prompt's text. Free text, never search syntax. */
+  query: recallQueryTextSchema.optional(),
 });
 export type ComposeRequest = z.infer<typeof composeRequestSchema>;
 

@@ -8,6 +8,8 @@ import { agentIdSchema } from "./events";
 import { hashCanonical } from "./hash";
 import type { Amendment } from "./packet";
 import { amendmentSchema } from "./packet";
+import type { MemoryManifest } from "./recall";
+import { memoryManifestSchema } from "./recall";
 import type { NativeMessage } from "./render";
 import type { Selection } from "./selection";
 
@@ -62,6 +64,8 @@ export const contextManifestSchema = z.strictObject({
   reserved: z.strictObject({ chars: count, messages: count }),
   totals: z.strictObject({ chars: count, messages: count }),
   policy: contextPolicySchema,
+  /** The recalled-memory envelope of a call with a query (absent without one): pages and turns served. */
+  memory: memoryManifestSchema.optional(),
 });
 
 export type ContextManifest = z.infer<typeof contextManifestSchema>;
@@ -94,6 +98,8 @@ export interface ManifestInput {
   /** A boundary exists but the agent does not admit sensitive content, so it was not served. */
   readonly withheld: boolean;
   readonly selection: Selection;
+  /** What a call with a query recalled; absent without a query. */
+  readonly memory?: MemoryManifest | undefined;
   readonly policy: ContextManifest["policy"];
 }
 
@@ -138,5 +144,6 @@ export function buildContextManifest(input: ManifestInput): ContextManifest {
     reserved: { chars: selection.reservedChars, messages: selection.reservedMessages },
     totals: { chars: selection.totalChars, messages: selection.messages.length },
     policy: input.policy,
+    ...(input.memory === undefined ? {} : { memory: input.memory }),
   };
 }

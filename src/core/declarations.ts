@@ -47,6 +47,13 @@ export const contextPolicySchema = z.strictObject({
   maxMessages: z.number().int().min(2).max(10_000).default(400),
   /** Largest covered-history amendment envelope served; a larger one fails closed, never cut. */
   maxAmendmentChars: z.number().int().min(500).max(200_000).default(16_000),
+  /**
+   * Characters of recalled memory (pages, then older turns) a context or compose call with a query
+   * may serve, envelope included; 0 serves none. Absent means `DEFAULT_MEMORY_BUDGET_CHARS`
+   * (core/recall): left unset rather than defaulted here so that declarations registered before
+   * the field existed keep their canonical form, and so their epoch.
+   */
+  memoryBudgetChars: z.number().int().min(0).max(200_000).optional(),
 });
 
 export const compactionPolicySchema = z

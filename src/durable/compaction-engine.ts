@@ -169,8 +169,8 @@ export class CompactionEngine {
     return this.#settlement.abandon(runId, reason, now);
   }
 
-  selectContext(agentId: string, now: Date, asOfSeq?: number): Promise<Result<ContextSelection>> {
-    return this.#server.select(agentId, now, asOfSeq);
+  selectContext(agentId: string, now: Date, asOfSeq?: number, query?: string): Promise<Result<ContextSelection>> {
+    return this.#server.select(agentId, now, asOfSeq, query);
   }
 
   /** What the chain looks like to this object (for inspection and tests). */

@@ -13,7 +13,7 @@ import { packetSchema } from "../core/packet";
 import { renderEnvelope } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
 import { verifyAnchor, verifyHead, verifySettledHead } from "../core/resolver";
-import { groupsAsOf, selectContext } from "../core/selection";
+import { groupsAsOf } from "../core/selection";
 import { groupsAfter } from "../core/tail-ledger";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 import { currentDeclaration } from "../storage/compaction-store-declarations";
@@ -24,6 +24,7 @@ import type { ActiveReader } from "./active-history";
 import type { ChainBook } from "./chain-book";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
+import { selectWithMemory } from "./memory-serving";
 import { TURN_KINDS, foldPolicy, tail } from "./hot-chain";
 
 /** Log events per page when reading covered history back for an agent that is never served a boundary. */
@@ -44,10 +45,12 @@ export class ContextServer {
   /**
    * Context for an agent: the latest valid boundary of the current epoch, any covered-history
    * amendment, and the exact tail under the agent's policy; `asOfSeq` (a reply's source message)
-   * ends the tail at that message's group (`core/selection` `groupsAsOf`). Any doubt about the chain
-   * fails closed with a typed error and an incident; the agent never gets an unverified summary.
+   * ends the tail at that message's group (`core/selection` `groupsAsOf`). With a `query`, recalled
+   * memory follows the boundary and amendment (`selectWithMemory`); without one nothing changes, so
+   * plain calls keep their prefix. Any doubt about the chain fails closed with a typed error and an
+   * incident; the agent never gets an unverified summary.
    */
-  async select(agentId: string, now: Date, asOfSeq?: number): Promise<Result<ContextSelection>> {
+  async select(agentId: string, now: Date, asOfSeq?: number, query?: string): Promise<Result<ContextSelection>> {
     const { conversationId } = this.deps;
     const declaration = await currentDeclaration(this.deps.env.DB, agentId);
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, conversationId)) {
@@ -76,11 +79,12 @@ export class ContextServer {
     const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
     const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
-    const selected = selectContext({ envelopes, groups: asOf.value, policy: agent.context });
+    const selected = await selectWithMemory(this.deps.env.DB, { conversationId, agent, query, envelopes, groups: asOf.value });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
+    const { selection, memory } = selected.value;
     const amendment = envelope === undefined ? undefined : { items: amendments, envelope };
-    const manifest = buildContextManifest({ conversationId, agentId, epochId: declaration.epoch.id, boundary, amendment, withheld, selection: selected.value, policy: agent.context });
-    return ok({ messages: selected.value.messages, manifest });
+    const manifest = buildContextManifest({ conversationId, agentId, epochId: declaration.epoch.id, boundary, amendment, withheld, selection, memory, policy: agent.context });
+    return ok({ messages: selection.messages, manifest });
   }
 
   /**

@@ -1,9 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { composeRequest, ingestBatch, ingestEvent, listConversationEvents, selectContext } from "../api/conversations";
-import { agentQuery, pageQuery } from "../api/queries";
-import { appendedBatchSchema, appendedEventSchema, composeResponseSchema, contextResponseSchema, eventPageSchema, turnPageSchema } from "../api/responses";
+import { contextQuery, pageQuery } from "../api/queries";
+import { appendedBatchSchema, appendedEventSchema, composeResponseSchema, contextResponseSchema, eventPageSchema, memorySearchSchema, turnPageSchema } from "../api/responses";
 import { listTurns, turnsQuery } from "../api/turns";
+import { memorySearchQuery, searchMemory } from "../api/recall";
 import { composeRequestSchema } from "../core/compose";
 import { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import { scopedConversation } from "./auth";
@@ -92,13 +93,20 @@ const getContext = operation({
   tags: ["context"],
   summary: "The agent's verified context",
   description:
-    "Provider-ready `messages` (boundary envelope, amendment envelope, exact tail) and a private `manifest` (boundary id, " +
+    "Provider-ready `messages` (boundary envelope, amendment envelope, with a `query` the recalled-memory envelope, exact tail) " +
+    "and a private `manifest` (boundary id, " +
     "hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every " +
     "request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, " +
     "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, " +
     "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.",
   security: BEARER,
-  parameters: [conversation, ...queryParameters(agentQuery, { agent: "the agent whose view is served" })],
+  parameters: [
+    conversation,
+    ...queryParameters(contextQuery, {
+      agent: "the agent whose view is served",
+      query: "free text to recall memory for: the agent's best pages, then its best turns older than the tail, within its `memoryBudgetChars`",
+    }),
+  ],
   responses: {
     200: jsonResponse("the messages and their manifest", "ContextResponse", contextResponseSchema),
     ...problems(CONTEXT_CODES, SCOPED_CODES, QUERY_CODES),
@@ -113,7 +121,8 @@ const compose = operation({
   summary: "Compose one provider request",
   description:
     "One OpenAI chat-completions body over the agent's verified context: its trusted documents as the only system content, " +
-    "then the selected history, then the prompt (images as `image_url` parts).",
+    "then the selected history, then the prompt (images as `image_url` parts). The history carries the memory envelope " +
+    "recalled for `query`, by default the prompt's text.",
   security: BEARER,
   parameters: [conversation],
   request: { body: jsonBody("ComposeRequest", composeRequestSchema) },
@@ -143,6 +152,32 @@ const listTurnsRoute = operation({
     }),
   ],
   responses: { 200: jsonResponse("a page of effective turns", "TurnPage", turnPageSchema), ...problems(SCOPED_CODES, QUERY_CODES) },
+});
+
+const searchMemoryRoute = operation({
+  method: "get",
+  path: "/{conversation}/memory/search",
+  operationId: "searchMemory",
+  tags: ["memory"],
+  summary: "Search the agent's memory and the conversation's turns",
+  description:
+    "Recall: the agent's memory pages and the conversation's exact turns (edits applied, deletions removed) in one bm25-ranked " +
+    "list, each with a snippet of the match (matched terms between « and »), its whole content, and the messages it comes from. " +
+    "Only what the agent could be served: replies of its admitted history agents, sensitive turns only if it admits them. " +
+    "The query is free text, never search syntax. The token needs the conversation and the agent.",
+  security: BEARER,
+  parameters: [
+    conversation,
+    ...queryParameters(memorySearchQuery, {
+      agent: "the agent whose memory and view of the conversation is searched",
+      q: "what to look for, as free text",
+      limit: "most results (1–50)",
+    }),
+  ],
+  responses: {
+    200: jsonResponse("the best matches, best first", "MemorySearch", memorySearchSchema),
+    ...problems(["not_found"], SCOPED_CODES, QUERY_CODES),
+  },
 });
 
 export const conversations = new OpenAPIHono<AppEnv>()
@@ -192,4 +227,10 @@ export const conversations = new OpenAPIHono<AppEnv>()
     if (!scoped.ok) return problem(c, scoped.error);
     const page = await listTurns(c.env.DB, scoped.value, c.req.query());
     return page.ok ? c.json(page.value) : problem(c, page.error);
+  })
+  .openapi(searchMemoryRoute, async (c) => {
+    const scoped = scopedConversation(c);
+    if (!scoped.ok) return problem(c, scoped.error);
+    const found = await searchMemory(c.env.DB, c.get("principal"), scoped.value, c.req.query());
+    return found.ok ? c.json(found.value) : problem(c, found.error);
   });

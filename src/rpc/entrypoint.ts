@@ -7,6 +7,8 @@ import { listChain, verifyChain, verifyLinks } from "../api/chain";
 import type { Composed, IngestedBatch, IngestedEvent } from "../api/conversations";
 import { composeRequest, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
 import type { IncidentPage } from "../api/incidents";
+import { searchMemory } from "../api/recall";
+import type { memorySearchSchema, Wire } from "../api/responses";
 import { listIncidents } from "../api/incidents";
 import { maxBodyBytes } from "../config";
 import type { composeRequestSchema } from "../core/compose";
@@ -15,6 +17,7 @@ import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import type { ContextSelection } from "../core/context-manifest";
+import type { ApiPrincipal } from "../storage/token-store";
 
 /**
  * Foldline over Workers RPC, for bots that run as Workers themselves. Bind it with a service
@@ -46,6 +49,14 @@ export type IngestInput = z.input<typeof appendEventRequestSchema> | z.input<typ
 export type ComposeInput = z.input<typeof composeRequestSchema>;
 export interface IncidentOptions {
   readonly after?: number;
+  readonly limit?: number;
+}
+/** `context`: free text to recall memory for (`GET …/context?query=`). */
+export interface ContextOptions {
+  readonly query?: string;
+}
+/** `searchMemory`: at most `limit` results (1–50, default 10). */
+export interface SearchOptions {
   readonly limit?: number;
 }
 /** `verifyLinks`: an epoch other than the current one, the last position already read, the page size. */
@@ -96,9 +107,9 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
     });
   }
 
-  /** The agent's verified context: provider-ready messages and the private manifest. */
-  async context(token: string, conversationId: string, agentId: string): Promise<RpcResult<ContextSelection>> {
-    return this.#scoped(token, conversationId, (conversation) => selectContext(this.env, conversation, { agent: agentId }));
+  /** The agent's verified context: provider-ready messages and the private manifest; with a `query`, recalled memory too. */
+  async context(token: string, conversationId: string, agentId: string, options: ContextOptions = {}): Promise<RpcResult<ContextSelection>> {
+    return this.#scoped(token, conversationId, (conversation) => selectContext(this.env, conversation, { ...options, agent: agentId }));
   }
 
   /** One chat-completions request body: trusted documents, the selected history, then the prompt. */
@@ -108,6 +119,11 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
       if (!body.ok) return body;
       return composeRequest(this.env, conversation, body.value);
     });
+  }
+
+  /** Recall: the agent's memory pages and the conversation's turns matching `query`, best first (`GET …/memory/search`). */
+  async searchMemory(token: string, conversationId: string, agentId: string, query: string, options: SearchOptions = {}): Promise<RpcResult<Wire<typeof memorySearchSchema>>> {
+    return this.#scoped(token, conversationId, (conversation, principal) => searchMemory(this.env.DB, principal, conversation, { ...options, agent: agentId, q: query }));
   }
 
   /** The agent's boundary chain across epochs (previews only). */
@@ -134,13 +150,17 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
    * Authenticates, scopes, then runs the operation: the order of `requireToken` and
    * `scopedConversation` on every HTTP route. A private method, so it is not callable over RPC.
    */
-  async #scoped<T>(token: unknown, conversationId: unknown, operation: (conversation: ScopedConversationId) => Promise<Result<T>>): Promise<RpcResult<T>> {
+  async #scoped<T>(
+    token: unknown,
+    conversationId: unknown,
+    operation: (conversation: ScopedConversationId, principal: ApiPrincipal) => Promise<Result<T>>,
+  ): Promise<RpcResult<T>> {
     try {
       const principal = await authenticate(this.env.DB, token);
       if (!principal.ok) return toRpc(principal);
       const conversation = conversationInScope(principal.value, conversationId);
       if (!conversation.ok) return toRpc(conversation);
-      return toRpc(await operation(conversation.value));
+      return toRpc(await operation(conversation.value, principal.value));
     } catch (error) {
       // HTTP's `onError`, for RPC: logged here, a typed `internal` there, never a rejected promise.
       console.error("unhandled RPC error", error);

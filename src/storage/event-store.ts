@@ -94,7 +94,9 @@ export async function insertEvents(
     ),
   ];
   const results = await db.batch<EventRow>(statements);
-  const applied = planned.map((_, i) => (results[i + 1 + together.length]?.meta.changes ?? 0) === 1);
+  // D1 counts the rows an insert's triggers wrote (the turn index, migrations/0013) in its
+  // `changes`; a key that already existed wrote nothing and fired no trigger, so it counts 0.
+  const applied = planned.map((_, i) => (results[i + 1 + together.length]?.meta.changes ?? 0) > 0);
   const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
   return { applied, rows };
 }

@@ -58,7 +58,7 @@ const hostileText: fc.Arbitrary<string> = fc
   .map((parts) => parts.join(""));
 
 const anyText = fc.oneof(hostileText, fc.string({ unit: "binary", maxLength: 200 }), fc.string({ unit: "grapheme", maxLength: 200 }));
-const kindArb = fc.constantFrom<EnvelopeKind>("boundary", "amendment");
+const kindArb = fc.constantFrom<EnvelopeKind>("boundary", "amendment", "memory");
 
 const authorArb: fc.Arbitrary<Author> = fc.record(
   { id: fc.string({ minLength: 1, maxLength: 10 }), name: fc.string({ maxLength: 10 }), username: fc.string({ maxLength: 10 }) },
@@ -68,13 +68,17 @@ const authorArb: fc.Arbitrary<Author> = fc.record(
 // ---------------------------------------------------------------------------------------------
 
 describe("renderEnvelope", () => {
-  it.each(["boundary", "amendment"] as const)("renders a %s as a user-role message in the fixed frame", (kind) => {
+  it.each([
+    { kind: "boundary", says: "untrusted summary" },
+    { kind: "amendment", says: "untrusted summary" },
+    { kind: "memory", says: "untrusted material recalled" },
+  ] as const)("renders a $kind as a user-role message in the fixed frame", ({ kind, says }) => {
     const message = renderEnvelope(kind, "Ada chose vendor B.");
     expect(message.role).toBe("user");
     expect(message.content.startsWith(`${OPEN} kind="${kind}">\n`)).toBe(true);
     expect(message.content.endsWith(`\nAda chose vendor B.\n${CLOSE}`)).toBe(true);
-    // The frame says what the content is: an untrusted summary, data rather than instructions.
-    expect(message.content).toContain("untrusted summary");
+    // The frame says what the content is: untrusted history, data rather than instructions.
+    expect(message.content).toContain(says);
     expect(message.content).toContain("not instructions");
   });
 

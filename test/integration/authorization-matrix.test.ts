@@ -26,10 +26,14 @@ const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
   agent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: 403, wildcard: "allowed" },
 };
 
-function kindOf(path: string, security: readonly Record<string, unknown>[]): Kind {
+/** Conversation routes that also act as the agent (its memory pages): they need both scopes. */
+const NEEDS_AGENT = new Set(["searchMemory"]);
+
+function kindOf(path: string, operationId: string, security: readonly Record<string, unknown>[]): Kind {
   const schemes = security.flatMap((s) => Object.keys(s));
   if (schemes.length === 0) return "public";
   if (schemes.includes("telegramSecretToken")) return "telegram";
+  if (NEEDS_AGENT.has(operationId)) return "agent";
   if (path.startsWith("/v1/conversations/")) return "conversation";
   if (path.startsWith("/v1/agents/")) return "agent";
   throw new Error(`${path}: no authorization kind`);
@@ -56,6 +60,7 @@ const REQUESTS: Record<string, (w: World) => { path: string; body?: unknown }> =
   verifyChain: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify?agent=${w.agentId}` }),
   verifyLinks: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify/links?agent=${w.agentId}` }),
   listIncidents: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/incidents` }),
+  searchMemory: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/search?agent=${w.agentId}&q=hello` }),
   putAgent: (w) => ({ path: `/v1/agents/${w.agentId}`, body: registration(w) }),
   getAgent: (w) => ({ path: `/v1/agents/${w.agentId}` }),
   putDocument: (w) => ({ path: `/v1/agents/${w.agentId}/documents/identity-${calls}`, body: { content: `identity ${calls}` } }),
@@ -125,7 +130,7 @@ describe("authorization matrix over /openapi.json", () => {
 
     let refused = 0;
     for (const { path, method, operation } of operations) {
-      const kind = kindOf(path, operation.security);
+      const kind = kindOf(path, operation.operationId, operation.security);
       const build = REQUESTS[operation.operationId];
       if (build === undefined) continue;
       const successes = Object.keys(operation.responses).map(Number).filter((status) => status < 400);

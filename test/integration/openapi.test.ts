@@ -399,6 +399,10 @@ describe("success responses", () => {
     await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory`, { token }));
     await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory?limit=1`, { token }));
     await check("getMemoryPage", await call("GET", `${memoryPage}?version=1`, { token }));
+    await check("searchMemory", await call("GET", `${conversationPath}/memory/search?agent=${agentId}&q=Lisbon`, { token }));
+    // With a query, the context carries the memory envelope and the manifest lists it.
+    const recalled = await check<{ manifest: { memory?: { pages: unknown[] } } }>("getContext", await call("GET", `${conversationPath}/context?agent=${agentId}&query=Lisbon`, { token }));
+    expect(recalled.manifest.memory?.pages).toHaveLength(1);
 
     // Telegram: stored, redelivered, and an update kind that is not used.
     const updateId = 500_000_000 + Math.floor(Math.random() * 100_000_000);

@@ -1,0 +1,61 @@
+import { z } from "zod";
+import { scopesAllow } from "../core/conversation-id";
+import type { Result } from "../core/errors";
+import { fail, ok } from "../core/errors";
+import { agentIdSchema } from "../core/events";
+import type { RecallHit } from "../core/recall";
+import { mergeHits, recallQueryTextSchema } from "../core/recall";
+import { currentDeclaration } from "../storage/compaction-store";
+import { recallMatchExpression } from "../storage/memory-store";
+import { searchPages, searchTurns } from "../storage/recall-store";
+import type { ApiPrincipal } from "../storage/token-store";
+import type { ScopedConversationId } from "./access";
+import { agentInScope } from "./access";
+import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
+import { validate } from "./validation";
+
+/**
+ * Recall search for one agent in one conversation: its memory pages and the conversation's exact
+ * turns that it could be served, in one bm25-ranked list. Scoped like the conversation and like
+ * the agent: the token needs both, so it reads neither another conversation's turns nor another
+ * agent's pages.
+ */
+
+export const MAX_SEARCH_RESULTS = 50;
+
+export const memorySearchQuery = z.object({
+  agent: agentIdSchema,
+  /** Free text: turned into quoted terms (`recallMatchExpression`), never FTS syntax. */
+  q: recallQueryTextSchema,
+  limit: z.coerce.number().int().min(1).max(MAX_SEARCH_RESULTS).default(10),
+});
+
+function resultView(hit: RecallHit) {
+  return (
+    hit.type === "page"
+      ? // Pages carry the messages they were extracted from once extraction records provenance.
+        { type: hit.type, path: hit.path, snippet: hit.snippet, content: hit.content, sources: [] }
+      : { type: hit.type, snippet: hit.snippet, content: hit.content, sources: [{ messageId: hit.messageId, seq: hit.seq }] }
+  ) satisfies Wire<typeof recallResultSchema>;
+}
+
+/** `{ agent, q, limit? }`: the best pages and turns, at most `limit`. */
+export async function searchMemory(db: D1Database, principal: ApiPrincipal, conversationId: ScopedConversationId, query: unknown): Promise<Result<Wire<typeof memorySearchSchema>>> {
+  const parsed = validate(memorySearchQuery, query);
+  if (!parsed.ok) return parsed;
+  const { q, limit } = parsed.value;
+  const agentId = await agentInScope(db, principal, parsed.value.agent);
+  if (!agentId.ok) return agentId;
+  const declaration = await currentDeclaration(db, agentId.value);
+  const agent = declaration?.registration.agent;
+  if (agent === undefined || !agent.enabled || !scopesAllow(agent.sources, conversationId)) {
+    return fail("not_found", `agent ${agentId.value} has no enabled declaration serving this conversation`);
+  }
+  const match = recallMatchExpression(q);
+  if (match === undefined) return ok({ results: [] });
+  const [pages, turns] = await Promise.all([
+    searchPages(db, agent.id, match, limit),
+    searchTurns(db, conversationId, match, { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive }, limit),
+  ]);
+  return ok({ results: mergeHits(pages, turns, limit).map(resultView) });
+}

@@ -1,0 +1,114 @@
+import type { RecalledPageHit, RecalledTurnHit } from "../core/recall";
+
+/**
+ * Recall's D1 statements: bm25 searches over an agent's live memory pages (`memory_fts`,
+ * migrations/0004) and a conversation's live effective turns (`turn_fts`, migrations/0013). Both
+ * take a MATCH expression built by `recallMatchExpression` (memory-store), never a caller's text.
+ *
+ * A turn search applies the reader's view in the statement itself: user turns always, replies only
+ * of admitted history agents, sensitive turns only for a reader that admits them, so a row the
+ * agent could not be served is never read into the Worker.
+ */
+
+/** Marks around matched terms in a snippet. */
+const SNIPPET_OPEN = "«";
+const SNIPPET_CLOSE = "»";
+const SNIPPET_ELLIPSIS = "…";
+/** Tokens of context in a snippet. */
+const SNIPPET_TOKENS = 24;
+
+/** Whose view a turn search takes: the agent's admitted history agents and sensitivity. */
+export interface TurnView {
+  readonly historyAgents: readonly string[];
+  readonly admitSensitive: boolean;
+  /** Only turns whose origin sequence is below this one (older than a served tail). */
+  readonly beforeSeq?: number;
+}
+
+interface PageRow {
+  path: string;
+  version: number;
+  content_hash: string;
+  content: string;
+  snippet: string;
+  rank: number;
+}
+
+interface TurnRow {
+  role: "user" | "assistant";
+  message_id: string;
+  seq: number;
+  author_id: string;
+  author_name: string | null;
+  text: string;
+  snippet: string;
+  rank: number;
+}
+
+/** The agent's live pages matching `match`, best first. Path outweighs content, as in compactor recall. */
+export async function searchPages(db: D1Database, agentId: string, match: string, limit: number): Promise<RecalledPageHit[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content,
+              snippet(memory_fts, 2, ?3, ?4, ?5, ?6) AS snippet, bm25(memory_fts, 0.0, 2.0, 1.0) AS rank
+       FROM memory_fts
+       JOIN memory_pages p ON p.id = memory_fts.rowid
+       JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
+       WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0
+       ORDER BY rank, p.path
+       LIMIT ?7`,
+    )
+    .bind(match, agentId, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS, limit)
+    .all<PageRow>();
+  return results.map((row) => ({
+    type: "page" as const,
+    path: row.path,
+    version: row.version,
+    contentHash: row.content_hash,
+    content: row.content,
+    snippet: row.snippet,
+    rank: row.rank,
+  }));
+}
+
+/** The conversation's live turns matching `match` that `view` may be served, best first. */
+export async function searchTurns(db: D1Database, conversationId: string, match: string, view: TurnView, limit: number): Promise<RecalledTurnHit[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT t.role AS role, t.message_id AS message_id, t.seq AS seq, t.author_id AS author_id, t.author_name AS author_name,
+              COALESCE(t.edit_text, t.origin_text) AS text,
+              snippet(turn_fts, 2, ?5, ?6, ?7, ?8) AS snippet, bm25(turn_fts, 0.0, 0.5, 1.0) AS rank
+       FROM turn_fts
+       JOIN turn_index t ON t.id = turn_fts.rowid
+       WHERE turn_fts MATCH ?1 AND turn_fts.conversation_id = ?2
+         AND t.seq IS NOT NULL AND t.deleted = 0 AND t.seq < ?9
+         AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
+         AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0))
+       ORDER BY rank, t.seq
+       LIMIT ?10`,
+    )
+    .bind(
+      match,
+      conversationId,
+      JSON.stringify(view.historyAgents),
+      view.admitSensitive ? 1 : 0,
+      SNIPPET_OPEN,
+      SNIPPET_CLOSE,
+      SNIPPET_ELLIPSIS,
+      SNIPPET_TOKENS,
+      view.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    )
+    .all<TurnRow>();
+  return results.map((row) => ({
+    type: "turn" as const,
+    role: row.role,
+    messageId: row.message_id,
+    seq: row.seq,
+    authorId: row.author_id,
+    authorName: row.author_name,
+    content: row.text,
+    snippet: row.snippet,
+    rank: row.rank,
+  }));
+}
