@@ -5,7 +5,6 @@
 // the report counts the questions whose latest value is in what each approach serves.
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
 import { bm25Index, newestWithin, packRanked } from "./memory-baselines.mjs";
 import { memoryConversation, memoryEvents, renderedTurn } from "./memory-conversation.mjs";
@@ -44,7 +43,7 @@ export async function runMemoryPhase({ root, appDir, workDir, fake, log, quick }
   } finally {
     await worker.stop();
   }
-  metrics.extraction = { ...metrics.extraction, ...storedRows(persistDir, metrics.ingest.messages) };
+  metrics.extraction = { ...metrics.extraction, ...(await storedRows(persistDir, metrics.ingest.messages)) };
   const calls = fake.calls.filter((c) => c.model === MODEL).length;
   metrics.extraction.modelCalls = calls;
   metrics.extraction.modelCallsPer1000Messages = round((calls / metrics.ingest.messages) * 1000, 2);
@@ -234,7 +233,9 @@ async function settledPages(api, log) {
  * counted where they end up.
  * @param {string} persistDir @param {number} messages
  */
-function storedRows(persistDir, messages) {
+async function storedRows(persistDir, messages) {
+  // Loaded here, not at the top: node:sqlite warns that it is experimental when it is imported.
+  const { DatabaseSync } = await import("node:sqlite");
   const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
   const file = readdirSync(dir).find((f) => f.endsWith(".sqlite"));
   if (file === undefined) return { rowsByTable: null, rowsNote: `no D1 database file in ${dir}` };
