@@ -249,9 +249,18 @@ async function storedRows(persistDir, messages) {
       if (virtual.includes(t.name) || virtual.some((v) => t.name.startsWith(`${v}_`))) continue; // FTS shadow tables
       rowsByTable[t.name] = Number(/** @type {{ n: number }} */ (db.prepare(`SELECT count(*) AS n FROM "${t.name.replaceAll('"', '""')}"`).get()).n);
     }
+    const rowsIn = (/** @type {string[]} */ names) => names.reduce((n, name) => n + (rowsByTable[name] ?? 0), 0);
     const extractionTables = Object.keys(rowsByTable).filter((name) => /^memory_|provenance|extract/.test(name));
-    const extractionRows = extractionTables.reduce((n, name) => n + (rowsByTable[name] ?? 0), 0);
-    return { rowsByTable, extractionTables, extractionRows, extractionRowsPer1000Messages: round((extractionRows / messages) * 1000, 1) };
+    // Recall's index of the log's turns (kept on the append path), apart from what extraction writes.
+    const turnIndexTables = Object.keys(rowsByTable).filter((name) => /^turn_/.test(name));
+    return {
+      rowsByTable,
+      extractionTables,
+      extractionRows: rowsIn(extractionTables),
+      extractionRowsPer1000Messages: round((rowsIn(extractionTables) / messages) * 1000, 1),
+      turnIndexTables,
+      turnIndexRowsPer1000Messages: round((rowsIn(turnIndexTables) / messages) * 1000, 1),
+    };
   } finally {
     db.close();
   }

@@ -75,7 +75,8 @@ export function memorySection(m) {
       `Pages: ${x.extractedPages} under \`extracted/\` (${x.extractedVersions} versions in all; ${x.pages} pages of the agent), settled ${x.settleWaitSeconds} s after the last session. ` +
       (x.rowsByTable === null || x.rowsByTable === undefined
         ? `D1 rows stored: not measured (${x.rowsNote}).`
-        : `D1 rows the memory keeps, counted in the database after the run (extraction writes from the queue consumer, which the request meter does not see): **${n(x.extractionRowsPer1000Messages)} per 1,000 messages** (${tables.map(([name, rowsIn]) => `\`${name}\` ${n(rowsIn)}`).join(", ") || "no extraction tables"}). `) +
+        : `D1 rows the memory keeps, counted in the database after the run (extraction writes from the queue consumer, which the request meter does not see): **${n(x.extractionRowsPer1000Messages)} per 1,000 messages** (${tables.map(([name, rowsIn]) => `\`${name}\` ${n(rowsIn)}`).join(", ") || "no extraction tables"})` +
+          `${(x.turnIndexTables ?? []).length > 0 ? `; recall's turn index (${x.turnIndexTables.map((/** @type {string} */ t) => `\`${t}\``).join(", ")}) ${n(x.turnIndexRowsPer1000Messages)} per 1,000 messages` : ""}. `) +
       `The append path, through the D1 meter on every batch: ${per1000(d1.rowsWritten)} rows written, ${per1000(d1.statements)} statements and ${per1000(d1.roundTrips)} round trips per 1,000 messages (events, preflight records and whatever index the append maintains).`,
   ];
 }
