@@ -90,10 +90,12 @@ async function measure(api, log, quick) {
   const truncationBudget = MEMORY_POLICY.triggerInputChars + memoryBudget;
 
   /** @type {Record<string, { answered: boolean[], chars: number[] }>} */
-  const rows = { truncation: row(), chain: row(), bm25: row(), chainBm25: row(), recall: row() };
+  const rows = { truncation: row(), chain: row(), bm25: row(), chainBm25: row(), search: row(), recall: row() };
   const truncated = newestWithin(rendered, truncationBudget);
   /** @type {{ status: number, body: string }[]} */
   const refusals = [];
+  /** @type {{ status: number, body: string }[]} */
+  const searchRefusals = [];
   let memoryEnvelopes = 0;
   /** @type {number[]} */
   const envelopeChars = [];
@@ -111,6 +113,17 @@ async function measure(api, log, quick) {
     rows.bm25.chars.push(recalled.chars + tail.chars);
     rows.chainBm25.answered.push(bm25Text.includes(expected) || chain.text.includes(expected));
     rows.chainBm25.chars.push(recalled.chars + chain.chars);
+
+    // Recall's own search, its results packed within the memory budget beside the same tail: what
+    // the search finds, whether or not the Worker serves it yet.
+    const search = await api.request("GET", `${Api.conversationPath(CONVERSATION)}/memory/search?agent=${encodeURIComponent(AGENT)}&q=${encodeURIComponent(fact.question)}&limit=20`);
+    if (search.status !== 200) searchRefusals.push({ status: search.status, body: search.text.slice(0, 300) });
+    else {
+      const results = /** @type {{ content: string }[]} */ (search.json().results ?? []);
+      const packed = packRanked(results.map((_, i) => i), (i) => results[i]?.content.length ?? 0, memoryBudget);
+      rows.search.answered.push(packed.chosen.some((i) => results[i]?.content.includes(expected)) || tail.text.includes(expected));
+      rows.search.chars.push(packed.chars + tail.chars);
+    }
 
     const response = await api.request("GET", `${Api.conversationPath(CONVERSATION)}/context?agent=${encodeURIComponent(AGENT)}&query=${encodeURIComponent(fact.question)}`);
     if (response.status !== 200) {
@@ -173,6 +186,7 @@ async function measure(api, log, quick) {
       chain: summarize(rows.chain),
       bm25: summarize(rows.bm25),
       chainBm25: summarize(rows.chainBm25),
+      search: searchRefusals.length === 0 ? summarize(rows.search) : { notMeasured: `${searchRefusals.length} of ${facts.length} \`GET …/memory/search\` calls were refused (first: HTTP ${searchRefusals[0]?.status} ${searchRefusals[0]?.body})` },
       recall: recallNotMeasured === null ? summarize(rows.recall) : { notMeasured: recallNotMeasured },
     },
     recall: {

@@ -55,6 +55,7 @@ export function memorySection(m) {
     line("boundary chain alone (`GET …/context?agent=`; measured)", a.chain),
     line(`plain BM25 over the raw turns older than the tail, top turns within ${n(m.policy.memoryBudgetChars)} chars, + the same tail (computed)`, a.bm25),
     line(`boundary chain + plain BM25 turns within ${n(m.policy.memoryBudgetChars)} chars (computed over the measured chain context)`, a.chainBm25),
+    line(`recall's search alone (\`GET …/memory/search?q=<question>\`, measured), results in rank order within ${n(m.policy.memoryBudgetChars)} chars + the same tail (not what is served)`, a.search),
     line("**boundary chain + recall** (`GET …/context?agent=&query=<question>`; measured)", a.recall),
   ];
   const x = m.extraction;
@@ -90,7 +91,7 @@ function prose(m) {
     `The boundary chain alone served ${pct(chain.share)} of the answers with a boundary envelope of ${n(m.served.boundaryEnvelopeChars)} chars: ` +
       (chain.share >= RECALL_TARGET
         ? "the boundaries themselves carry most facts."
-        : `of the facts older than the tail, ${chain.share >= 0.5 ? "many but not most" : "few"} survived ${m.ingest.boundaries} compactions of ${n(m.conversation.chars)} characters into the head boundary.`) +
+        : `of the facts older than the tail, ${chain.answered === 0 ? "none" : chain.share >= 0.5 ? "many but not most" : "few"} survived ${m.ingest.boundaries} compactions of ${n(m.conversation.chars)} characters into the head boundary.`) +
       ` Keep-the-newest truncation at ${n(m.served.truncationBudget)} chars (${m.served.truncationBudget > chain.meanChars ? "more" : "no more"} than the chain's ${n(chain.meanChars)}) answered ${pct(a.truncation.share)}: it holds the last ${n(m.served.truncationTurns)} turns of ${n(m.conversation.turns)}.`,
   );
   out.push(
@@ -99,6 +100,7 @@ function prose(m) {
         ? `; it does worse on updated facts (${pct(a.bm25.updatedShare)} against ${pct(a.bm25.notUpdatedShare)}), where the superseded statement competes with the update for the same budget.`
         : "."),
   );
+  if (measured(a.search)) out.push(`Recall's search on its own (its results in rank order within the memory budget, beside the tail) held the latest value for ${pct(a.search.share)} (updated facts ${pct(a.search.updatedShare)}).`);
   if (measured(a.recall)) {
     const r = a.recall;
     const best = Math.max(a.truncation.share, chain.share, a.bm25.share, a.chainBm25.share);
