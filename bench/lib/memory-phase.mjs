@@ -212,7 +212,7 @@ function shareOf(answered, facts, keep) {
 
 /**
  * The agent's pages once extraction (a queue job after each settled boundary) has finished: the
- * listing polled until it is the same three times in a row, a second apart, or 90 s have passed.
+ * listing polled until it is the same four times in a row, a second apart, or 90 s have passed.
  * @param {Api} api @param {(line: string) => void} log
  */
 async function settledPages(api, log) {
@@ -232,8 +232,8 @@ async function settledPages(api, log) {
     same = key === previous ? same + 1 : 0;
     previous = key;
     const waited = (Date.now() - started) / 1000;
-    if (same >= 2 || waited > 90) {
-      if (same < 2) log(`  memory pages still changing after ${waited.toFixed(0)} s; measuring as they are`);
+    if (same >= 3 || waited > 90) {
+      if (same < 3) log(`  memory pages still changing after ${waited.toFixed(0)} s; measuring as they are`);
       return { all, extracted: all.filter((p) => p.path.startsWith("extracted/")), waitSeconds: round(waited, 1) };
     }
     await sleep(1_000);
