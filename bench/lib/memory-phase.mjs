@@ -155,6 +155,8 @@ async function measure(api, log, quick) {
     notUpdatedShare: shareOf(r.answered, facts, (f) => !f.updated),
     meanChars: r.chars.length === 0 ? null : round(mean(r.chars), 0),
     maxChars: r.chars.length === 0 ? null : max(r.chars),
+    byAttribute: Object.fromEntries([...new Set(facts.map((f) => f.attribute))].map((attribute) => [attribute, shareOf(r.answered, facts, (f) => f.attribute === attribute)])),
+    missed: facts.filter((_, i) => r.answered[i] === false).map((f) => f.id),
   });
   const runs = follower.plannedRuns();
   const chainAudit = await api.chain(CONVERSATION, AGENT);

@@ -111,6 +111,11 @@ function prose(m) {
         (r.share > best ? `above every baseline (the best of them ${pct(best)})` : `**not above the best baseline** (${pct(best)})`) +
         `, at a mean of ${n(r.meanChars)} served chars (max ${n(r.maxChars)}); ${m.recall.responsesWithMemoryEnvelope} of ${r.questions} responses carried a memory envelope, at most ${n(m.recall.memoryEnvelopeMaxChars)} chars.`,
     );
+    const weakest = Object.entries(r.byAttribute ?? {})
+      .filter(([, share]) => share !== null && share < 1)
+      .sort(([, x], [, y]) => x - y)
+      .slice(0, 3);
+    if (weakest.length > 0) out.push(`Recall missed most on ${weakest.map(([attribute, share]) => `${attribute} (${pct(share)} answered)`).join(", ")}; the missed questions are listed in the JSON (\`approaches.recall.missed\`).`);
   } else {
     out.push(`Boundary chain + recall: **not measured** — ${a.recall.notMeasured}.`);
   }
