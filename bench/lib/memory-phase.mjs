@@ -74,6 +74,13 @@ async function measure(api, log, quick) {
   }
   const ingestSeconds = (Date.now() - started) / 1000;
   const pages = await settledPages(api, log);
+  // What extraction kept, whatever recall then serves: the facts whose latest value is on a live page.
+  const pageText = [];
+  for (const page of pages.extracted) {
+    const url = `/v1/agents/${AGENT}/memory/${page.path.split("/").map(encodeURIComponent).join("/")}`;
+    pageText.push((await api.expect("extracted page", [200], "GET", url)).json().content);
+  }
+  const onPages = facts.map((f) => pageText.some((text) => text.includes(f.expected)));
   const messages = turns.filter((t) => t.role === "user").length;
   log(`[memory] ingested in ${ingestSeconds.toFixed(1)} s; ${follower.plannedRuns().length} compactions; ${pages.extracted.length} pages under extracted/`);
 
@@ -197,7 +204,11 @@ async function measure(api, log, quick) {
       memoryEnvelopeMeanChars: envelopeChars.length === 0 ? null : round(mean(envelopeChars), 0),
       maxCharsOverTriggerWithoutMemory: servedOverTrigger.length === 0 ? null : max(servedOverTrigger),
     },
-    extraction: { pages: pages.all.length, extractedPages: pages.extracted.length, extractedVersions: pages.extracted.reduce((n, p) => n + p.version, 0), settleWaitSeconds: pages.waitSeconds },
+    extraction: {
+      factsOnPages: onPages.filter(Boolean).length,
+      factsOnPagesShare: round(onPages.filter(Boolean).length / facts.length, 4),
+      updatedFactsOnPagesShare: shareOf(onPages, facts, (f) => f.updated),
+      pages: pages.all.length, extractedPages: pages.extracted.length, extractedVersions: pages.extracted.reduce((n, p) => n + p.version, 0), settleWaitSeconds: pages.waitSeconds },
   };
 }
 

@@ -75,7 +75,9 @@ export function memorySection(m) {
     `**Extraction cost.** Model calls: **${x.modelCalls}** (${x.modelCallsPer1000Messages} per 1,000 messages) — ${x.extractor}. ` +
       (x.extractedPages === 0
         ? `**No page under \`extracted/\`**: this Worker extracted nothing (the agent has ${x.pages} pages in all). `
-        : `Pages: ${x.extractedPages} under \`extracted/\` (${x.extractedVersions} versions in all; ${x.pages} pages of the agent), settled ${x.settleWaitSeconds} s after the last session. `) +
+        : `Pages: ${x.extractedPages} under \`extracted/\` (${x.extractedVersions} versions in all; ${x.pages} pages of the agent), settled ${x.settleWaitSeconds} s after the last session` +
+          `${x.rowsByTable?.extraction_runs === undefined ? "" : ` (${n(x.rowsByTable.extraction_runs)} extraction runs recorded for ${m.ingest.boundaries} boundaries)`}; ` +
+          `their live versions hold the latest value of **${x.factsOnPages} of ${c.facts} facts (${pct(x.factsOnPagesShare)})**, of the updated ones ${pct(x.updatedFactsOnPagesShare)}. `) +
       (x.rowsByTable === null || x.rowsByTable === undefined
         ? `D1 rows stored: not measured (${x.rowsNote}).`
         : `D1 rows the memory keeps, counted in the database after the run (extraction writes from the queue consumer, which the request meter does not see): **${n(x.extractionRowsPer1000Messages)} per 1,000 messages** (${tables.map(([name, rowsIn]) => `\`${name}\` ${n(rowsIn)}`).join(", ") || "no extraction tables"})` +
