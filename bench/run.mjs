@@ -27,6 +27,7 @@ import { Api, LogFollower, sleep, waitForCatchUp } from "./lib/api.mjs";
 import { groupStream, probeEvent, userChars } from "./lib/conversation.mjs";
 import { startFakeOpenAi } from "../test/fake-openai/server.ts";
 import { renderMarkdown } from "./lib/report.mjs";
+import { runMemoryPhase } from "./lib/memory-phase.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
 import { WorkerError, applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../scripts/lib/worker.mjs";
 
@@ -40,8 +41,14 @@ const { values: args } = parseArgs({
     "prefix-groups": { type: "string" },
     out: { type: "string", default: "bench/results" },
     keep: { type: "boolean", default: false },
+    // One section on its own: `memory` runs only §9 on its Worker and writes results/memory.{md,json}.
+    only: { type: "string" },
   },
 });
+if (args.only !== undefined && args.only !== "memory") {
+  console.error("--only: memory (the one section that runs on a Worker of its own)");
+  process.exit(2);
+}
 if (args.source !== "worktree" && args.source !== "head") {
   console.error("--source: worktree (default: the files as they are now) or head (the committed HEAD)");
   process.exit(2);
@@ -83,7 +90,7 @@ function log(line) {
 const fmt = (/** @type {number} */ n) => Math.round(n).toLocaleString("en-US");
 
 /** Everything the report is made of. */
-const results = /** @type {Record<string, any>} */ ({ metrics: {}, errors: [] });
+const results = /** @type {Record<string, any>} */ ({ only: args.only, metrics: {}, errors: [] });
 
 // ---------------------------------------------------------------------------------------------
 // Conversation bookkeeping: what was appended, with the sequence numbers Foldline assigned, so the
@@ -303,17 +310,43 @@ async function main() {
     source: SOURCE,
     git,
     quick: args.quick,
-    compactor: `loopback OpenAI-compatible fake (answers at once, summary ≤ ${FAKE_SUMMARY_CHARS} chars, counts request characters); not the offline extractive compactor`,
+    compactor:
+      (args.only === undefined ? `§1–8: loopback OpenAI-compatible fake (answers at once, summary ≤ ${FAKE_SUMMARY_CHARS} chars, counts request characters), not the offline extractive compactor; ` : "") +
+      "§9: the offline extractive compactor, on a Worker of its own with no model key",
     workDir: work,
   };
   log(`work directory ${work} (source: ${SOURCE === "head" ? `HEAD ${git.commit?.slice(0, 12)}` : `working tree at ${git.commit?.slice(0, 12)}, ${git.dirtyWorkerFiles} modified Worker file(s)`})`);
 
   snapshotApp(ROOT, appDir, SOURCE);
 
+  const fake = await startFakeOpenAi({ summaryChars: FAKE_SUMMARY_CHARS });
+  try {
+    if (args.only === undefined) await runMainWorker(appDir, persistDir, envFile, logPath, fake);
+    // §9 runs last, on a Worker of its own with no model key (the offline compactor and extractor),
+    // after the main Worker has stopped, so the two never share the cores.
+    results.started = true;
+    await phase("memory", async () => {
+      results.metrics.memory = await runMemoryPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+    });
+  } finally {
+    await fake.close(); // nothing else may keep the process alive after a failure
+  }
+  results.durationSeconds = round((performance.now() - started) / 1000, 1);
+  results.environment.loadAverageAtEnd = loadavg().map((v) => round(v, 2));
+  // Keep the state (D1, R2, wrangler.log) for a look when something failed, or when asked to.
+  if (!args.keep && results.errors.length === 0) rmSync(work, { recursive: true, force: true });
+  else log(`kept ${work} (wrangler.log, persisted state)`);
+}
+
+/**
+ * Sections 1–8: the Worker the fake model compacts for, on its own fresh state, started and stopped here.
+ * @param {string} appDir @param {string} persistDir @param {string} envFile @param {string} logPath
+ * @param {Awaited<ReturnType<typeof startFakeOpenAi>>} fake
+ */
+async function runMainWorker(appDir, persistDir, envFile, logPath, fake) {
   log("applying migrations to a fresh local D1");
   applyMigrations(ROOT, appDir, persistDir);
   const token = createToken(ROOT, appDir, persistDir, ["api:*", "agent:*"], "bench");
-  const fake = await startFakeOpenAi({ summaryChars: FAKE_SUMMARY_CHARS });
   // The fake model is the only provider: a real key in .dev.vars is never read (see scripts/lib/worker.mjs).
   await writeEnvFile(envFile, {
     OPENAI_API_KEY: "bench-not-a-real-key",
@@ -326,16 +359,9 @@ async function main() {
   const port = await freePort(8791);
   const workerOptions = { root: ROOT, appDir, persistDir, envFile, port, logPath, log };
   /** @type {import("../scripts/lib/worker.mjs").RunningWorker} */
-  let worker;
-  try {
-    worker = await startWorker(workerOptions);
-  } catch (error) {
-    await fake.close(); // nothing else may keep the process alive after a failed start
-    throw error;
-  }
+  let worker = await startWorker(workerOptions);
   results.started = true;
   const api = new Api(worker.url, token);
-
   try {
     await runMetrics(api, fake, () => worker, async () => {
       await worker.stop();
@@ -344,14 +370,8 @@ async function main() {
     });
   } finally {
     await worker.stop();
-    await fake.close();
     log("wrangler stopped");
   }
-  results.durationSeconds = round((performance.now() - started) / 1000, 1);
-  results.environment.loadAverageAtEnd = loadavg().map((v) => round(v, 2));
-  // Keep the state (D1, R2, wrangler.log) for a look when something failed, or when asked to.
-  if (!args.keep && results.errors.length === 0) rmSync(work, { recursive: true, force: true });
-  else log(`kept ${work} (wrangler.log, persisted state)`);
 }
 
 /**
@@ -956,7 +976,8 @@ try {
 if (results.started === true) {
   const outDir = resolve(ROOT, args.out);
   mkdirSync(outDir, { recursive: true });
-  const [md, json] = args.quick ? ["quick.md.tmp", "quick.json.tmp"] : ["latest.md", "latest.json"];
+  const name = args.only === "memory" ? "memory" : args.quick ? "quick" : "latest";
+  const [md, json] = args.quick ? [`${name}.md.tmp`, `${name}.json.tmp`] : [`${name}.md`, `${name}.json`];
   delete results.started;
   writeFileSync(join(outDir, json), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(outDir, md), renderMarkdown(results));

@@ -1,4 +1,5 @@
 // The markdown report: every metric with what exactly it measured, targets first.
+import { memorySection, memoryTargets } from "./memory-report.mjs";
 
 const n = (/** @type {number | null | undefined} */ v, digits = 0) =>
   v === null || v === undefined || !Number.isFinite(v) ? "–" : v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -98,6 +99,13 @@ export function renderMarkdown(r) {
     "",
   );
 
+  if (r.only === "memory") {
+    out.push("> **Only §9 (`--only memory`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], memoryTargets(m.memory)), "");
+    section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
+    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
+    return `${out.join("\n").trim()}\n`;
+  }
+
   // Targets ---------------------------------------------------------------------------------------
   const a = m.appendLatency;
   const c = m.contextLatency;
@@ -126,6 +134,7 @@ export function renderMarkdown(r) {
           d ? exactlyOnce(d).measured : "–",
           yes(d ? exactlyOnce(d).met : undefined),
         ],
+        ...memoryTargets(m.memory),
       ],
     ),
     "",
@@ -374,6 +383,8 @@ export function renderMarkdown(r) {
       );
     }
   }
+  section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
+
   if (r.errors.length > 0) {
     out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
   }
