@@ -41,7 +41,7 @@ const CURRENT = /^- ([a-z0-9]+(?:-[a-z0-9]+)*): (.*) \(msg (.+), ref ([0-9a-f]{1
 const PREVIOUS = /^ {2}previously: (.*) \(msg (.+), ref ([0-9a-f]{12})\)$/;
 
 /** A message id as the page shows it: one line, without the characters its suffix is parsed by. */
-const shownId = (id: string): string => oneLine(id, 64).replace(/[(),]/g, "_");
+const shownId = (id: string): string => oneLine(id, 64).replace(/[(),]/g, "_") || "_";
 
 const render = (line: Line): string => `${line.statement} (msg ${line.messageId}, ref ${line.ref})`;
 
@@ -90,8 +90,7 @@ export interface MergeResult {
 export function mergeFacts(path: string, current: string | undefined, facts: readonly ExtractedFact[]): MergeResult {
   const entries = parsePage(current ?? "");
   const applied: ExtractedFact[] = [];
-  for (const fact of facts) {
-    if (fact.page !== path) continue;
+  for (const fact of onPage(path, facts)) {
     const [source] = fact.sources;
     if (source === undefined) continue;
     const line: Line = { statement: oneLine(fact.statement), messageId: shownId(source.messageId), ref: source.eventHash.slice(0, REF_CHARS) };
@@ -116,6 +115,30 @@ export function mergeFacts(path: string, current: string | undefined, facts: rea
   if (applied.length === 0 && current !== undefined) return { content: current, changed: false, applied };
   const content = renderPage(path, entries);
   return { content, changed: content !== current, applied };
+}
+
+/**
+ * The facts of `path` that can still be on the page once all of them are merged: per key the
+ * last MAX_PREVIOUS + 1, of the last MAX_KEYS_PER_PAGE keys. A fact the same batch would push off
+ * the page at once is never applied, so merging the batch again finds every applied fact on the
+ * page and changes nothing.
+ */
+function onPage(path: string, facts: readonly ExtractedFact[]): ExtractedFact[] {
+  const mine = facts.filter((f) => f.page === path);
+  const lastAt = new Map<string, number>();
+  mine.forEach((f, i) => lastAt.set(f.key, i));
+  const keptKeys = new Set([...lastAt].sort(([, a], [, b]) => a - b).slice(-MAX_KEYS_PER_PAGE).map(([key]) => key));
+  const perKey = new Map<string, number>();
+  const kept: ExtractedFact[] = [];
+  for (let i = mine.length - 1; i >= 0; i--) {
+    const fact = mine[i];
+    if (fact === undefined || !keptKeys.has(fact.key)) continue;
+    const seen = perKey.get(fact.key) ?? 0;
+    if (seen > MAX_PREVIOUS) continue;
+    perKey.set(fact.key, seen + 1);
+    kept.push(fact);
+  }
+  return kept.reverse();
 }
 
 /** Facts grouped by page, each page's facts in slice order; pages in first-mention order. */
