@@ -125,3 +125,37 @@ export async function readEventHashes(db: D1Database, conversationId: string, se
     .all<{ seq: number; hash: string }>();
   return new Map(results.map((r) => [r.seq, r.hash]));
 }
+
+export interface ConversationFactRow {
+  readonly path: string;
+  readonly factKey: string;
+  /** The page's current version, whose text holds the fact's statement. */
+  readonly pageVersion: number;
+  readonly pageContent: string;
+  readonly messageId: string;
+  readonly seq: number;
+  readonly eventHash: string;
+  readonly runId: string;
+}
+
+/**
+ * The agent's extracted facts whose current value came from this conversation, with their sources,
+ * at most `limit` source rows: what the inspector shows beside the conversation. A fact whose
+ * newest value came from another conversation is not one of them.
+ */
+export async function readConversationFacts(db: D1Database, agentId: string, conversationId: string, limit: number): Promise<ConversationFactRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT m.path, m.fact_key, p.version AS page_version, v.content, m.message_id, m.seq, m.event_hash, m.run_id
+       FROM memory_provenance m
+       JOIN memory_pages p ON p.agent_id = m.agent_id AND p.path = m.path
+       JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version AND v.deleted = 0
+       WHERE m.agent_id = ?1 AND m.conversation_id = ?2 AND m.version = (
+         SELECT MAX(version) FROM memory_provenance WHERE agent_id = ?1 AND path = m.path AND fact_key = m.fact_key AND version <= p.version
+       )
+       ORDER BY m.path, m.fact_key, m.seq LIMIT ?3`,
+    )
+    .bind(agentId, conversationId, limit)
+    .all<{ path: string; fact_key: string; page_version: number; content: string; message_id: string; seq: number; event_hash: string; run_id: string }>();
+  return results.map((r) => ({ path: r.path, factKey: r.fact_key, pageVersion: r.page_version, pageContent: r.content, messageId: r.message_id, seq: r.seq, eventHash: r.event_hash, runId: r.run_id }));
+}

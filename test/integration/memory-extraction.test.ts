@@ -5,6 +5,7 @@ import { conversationStub } from "../../src/durable/stub";
 import type { ScriptStep } from "../fake-openai/server";
 import { settledChain, waitFor } from "../support/chain";
 import { register } from "../support/declarations";
+import { inspectorPage } from "../support/inspector";
 import { deliver } from "../support/queue";
 import { readChainBoundaries, readIncidents } from "../support/reads";
 import type { ErrorBody } from "./helpers";
@@ -81,6 +82,13 @@ async function extractionRuns(conversation: string): Promise<ExtractionRun[]> {
 const extractedBoundary = (conversation: string, boundaryId: string) =>
   waitFor(async () => (await extractionRuns(conversation)).find((r) => r.boundary_id === boundaryId), `extraction of ${boundaryId}`);
 
+/** The first boundary that covers `seq`, once its extraction has run. */
+async function extractedThrough(token: string, conversation: string, agentId: string, seq: number) {
+  const covering = (await fillUntilCovered(token, conversation, agentId, seq)).find((b) => b.body.coveredThrough.seq >= seq);
+  if (covering === undefined) throw new Error(`no boundary covers seq ${seq}`);
+  return { boundary: covering, run: await extractedBoundary(conversation, covering.body.id) };
+}
+
 interface PageView {
   version: number;
   content: string;
@@ -96,9 +104,7 @@ describe("memory extraction after settlement", () => {
   it("writes the slice's facts into extracted pages, with the source messages' ids, seqs and event hashes", async () => {
     const { conversation, agentId, token } = await setup();
     const seq = await say(token, conversation, "m-date", "The offsite date is March 3.");
-    const [boundary] = await fillUntilCovered(token, conversation, agentId, seq);
-    if (boundary === undefined) throw new Error("no boundary");
-    const run = await extractedBoundary(conversation, boundary.body.id);
+    const { boundary, run } = await extractedThrough(token, conversation, agentId, seq);
     expect(run).toMatchObject({ run_id: boundary.body.run.id.replace(/^cmp_/, "ext_"), provider: "foldline-extractive" });
     expect(run.versions_written).toBeGreaterThan(0);
 
@@ -118,15 +124,10 @@ describe("memory extraction after settlement", () => {
   it("merges a later boundary's update of a fact: two versions, the latest value current, the earlier kept", async () => {
     const { conversation, agentId, token } = await setup();
     const first = await say(token, conversation, "m-date", "The offsite date is March 3.");
-    const [one] = await fillUntilCovered(token, conversation, agentId, first);
-    if (one === undefined) throw new Error("no boundary");
-    await extractedBoundary(conversation, one.body.id);
+    const { boundary: one } = await extractedThrough(token, conversation, agentId, first);
     const second = await say(token, conversation, "m-move", "Update: the offsite date moved to March 10.");
-    const chain = await fillUntilCovered(token, conversation, agentId, second);
-    const covering = chain.find((b) => b.body.coveredThrough.seq >= second);
-    if (covering === undefined) throw new Error("no covering boundary");
+    const { boundary: covering, run } = await extractedThrough(token, conversation, agentId, second);
     expect(covering.body.id).not.toBe(one.body.id);
-    const run = await extractedBoundary(conversation, covering.body.id);
 
     const now = await json<PageView>(await page(token, agentId, OFFSITE));
     expect(now.version).toBe(2);
@@ -145,9 +146,7 @@ describe("memory extraction after settlement", () => {
   it("writes no second version when the same extraction job is delivered again", async () => {
     const { conversation, agentId, token } = await setup();
     const seq = await say(token, conversation, "m-budget", "The budget is 2000 euros.");
-    const [boundary] = await fillUntilCovered(token, conversation, agentId, seq);
-    if (boundary === undefined) throw new Error("no boundary");
-    await extractedBoundary(conversation, boundary.body.id);
+    const { boundary } = await extractedThrough(token, conversation, agentId, seq);
     const versions = () => env.DB.prepare("SELECT COUNT(*) AS n FROM memory_page_versions WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
     const sources = () => env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
     const [beforeVersions, beforeSources] = [await versions(), await sources()];
@@ -173,15 +172,26 @@ describe("memory extraction after settlement", () => {
   });
 });
 
+describe("the inspector's extracted memory", () => {
+  it("shows the conversation's extracted facts with the messages they came from", async () => {
+    const { conversation, agentId, token } = await setup();
+    const seq = await say(token, conversation, "m-date", "The offsite date is March 3.");
+    await extractedThrough(token, conversation, agentId, seq);
+
+    const html = await inspectorPage(token, `/inspector/conversations/${encodeURIComponent(conversation)}?agent=${agentId}`);
+    const row = /<tr data-testid="extracted-fact" data-path="extracted\/plans\/offsite-date" data-key="offsite-date">([\s\S]*?)<\/tr>/.exec(html)?.[1] ?? "";
+    expect(row).toContain("The offsite date is March 3.");
+    expect(row).toContain(`data-testid="fact-source" data-seq="${seq}" data-message="m-date"`);
+  });
+});
+
 describe("memory extraction through the compactor's model", () => {
   it("writes the model's facts with the sources it cited", async () => {
     const { conversation, agentId, token } = await setup("fakex");
     const seq = await say(token, conversation, "m-venue", "Ada: we booked the Quinta in Sintra as the venue.");
     const facts = { facts: [{ kind: "decisions", subject: "Offsite venue", key: "venue", statement: "Ada booked the Quinta in Sintra as the offsite venue.", messageIds: ["m-venue"] }] };
     await script([{ content: JSON.stringify(facts), whenSystemIncludes: EXTRACTOR }]);
-    const [boundary] = await fillUntilCovered(token, conversation, agentId, seq);
-    if (boundary === undefined) throw new Error("no boundary");
-    const run = await extractedBoundary(conversation, boundary.body.id);
+    const { run } = await extractedThrough(token, conversation, agentId, seq);
     expect(run.provider).toBe("openai-compatible");
 
     const view = await json<PageView>(await page(token, agentId, "extracted/decisions/offsite-venue"));
