@@ -60,6 +60,17 @@ function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, injec
         // exactly the requests their compactors sent.
         OPENAI_API_KEY_FAKEREQ: "test-key",
         OPENAI_BASE_URL_FAKEREQ: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/compactor-request/v1`,
+        // The provider profile "fakex": the memory-extraction tests' own session, where they script
+        // the extractor's replies (valid facts, or invalid output) beside the compactor's.
+        OPENAI_API_KEY_FAKEX: "test-key",
+        OPENAI_BASE_URL_FAKEX: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/memory-extraction/v1`,
+        // The other fake profiles extract offline, so the requests their files read are their
+        // compactors' and agents' only; extraction through a model is the "fakex" session's to test.
+        OPENAI_EXTRACTION_FAKE: "offline",
+        OPENAI_EXTRACTION_FAKETG: "offline",
+        OPENAI_EXTRACTION_FAKEISO: "offline",
+        OPENAI_EXTRACTION_FAKECM: "offline",
+        OPENAI_EXTRACTION_FAKEREQ: "offline",
         // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
         BOT_HMAC_SECRET: inject("fakeBotSecret"),
         BOT_HMAC_WRONG: "not-the-fake-bots-key",

@@ -9,6 +9,7 @@ interface __BaseEnv_Env {
 	MODEL_TIMEOUT_MS: "60000";
 	MODEL_MAX_RETRIES: "0";
 	OPENAI_STRUCTURED_OUTPUT: "on";
+	OPENAI_EXTRACTION: "model";
 	COMPACTION_RETRY_BASE_SECONDS: "5";
 	COMPACTION_BACKOFF_BASE_SECONDS: "30";
 	PLAN_WATCHDOG_SECONDS: "900";
@@ -31,7 +32,7 @@ type StringifyValues<EnvType extends Record<string, unknown>> = {
 	[Binding in keyof EnvType]: EnvType[Binding] extends string ? EnvType[Binding] : string;
 };
 declare namespace NodeJS {
-	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "MAX_BODY_BYTES" | "OPENAI_BASE_URL" | "MODEL_TIMEOUT_MS" | "MODEL_MAX_RETRIES" | "OPENAI_STRUCTURED_OUTPUT" | "COMPACTION_RETRY_BASE_SECONDS" | "COMPACTION_BACKOFF_BASE_SECONDS" | "PLAN_WATCHDOG_SECONDS" | "PLAN_STALLED_SECONDS" | "DIRECT_REPLY_AGENTS" | "OPERATOR_CHAT" | "TELEGRAM_API_BASE_URL" | "D1_METER">> {}
+	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "MAX_BODY_BYTES" | "OPENAI_BASE_URL" | "MODEL_TIMEOUT_MS" | "MODEL_MAX_RETRIES" | "OPENAI_STRUCTURED_OUTPUT" | "OPENAI_EXTRACTION" | "COMPACTION_RETRY_BASE_SECONDS" | "COMPACTION_BACKOFF_BASE_SECONDS" | "PLAN_WATCHDOG_SECONDS" | "PLAN_STALLED_SECONDS" | "DIRECT_REPLY_AGENTS" | "OPERATOR_CHAT" | "TELEGRAM_API_BASE_URL" | "D1_METER">> {}
 }
 declare module "*.txt" {
 	const value: string;

@@ -51,6 +51,16 @@ export function structuredOutput(env: Env, profile = DEFAULT_PROFILE): boolean {
   return !(typeof value === "string" && value.trim().toLowerCase() === "off");
 }
 
+/**
+ * Whether a profile's memory extraction calls its model: `OPENAI_EXTRACTION` for `default`,
+ * `OPENAI_EXTRACTION_<PROFILE>` for the others; `model` unless set to `offline`, which runs
+ * Foldline's deterministic extractor instead (no model call per settled boundary).
+ */
+export function extractionUsesModel(env: Env, profile = DEFAULT_PROFILE): boolean {
+  const value: unknown = Reflect.get(env, profileVar("OPENAI_EXTRACTION", profile));
+  return !(typeof value === "string" && value.trim().toLowerCase() === "offline");
+}
+
 const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** A model call longer than ten minutes is stuck, not slow; the SDK's own default is the same. */
 const MAX_MODEL_TIMEOUT_MS = 600_000;

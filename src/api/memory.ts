@@ -1,7 +1,10 @@
 import { z } from "zod";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
+import { EXTRACTED_PREFIX } from "../core/fact-extraction";
+import { parsePage } from "../core/fact-merge";
 import { memoryPathSchema, putMemoryPageSchema } from "../core/memory-path";
+import { readFactSources } from "../storage/extraction-store";
 import type { MemoryPage, MemoryPageSummary } from "../storage/memory-store";
 import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/memory-store";
 import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "./responses";
@@ -20,6 +23,7 @@ export const memoryListQuery = z.object({
 
 export const memoryVersionQuery = z.object({
   version: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  provenance: z.enum(["0", "1"]).default("0"),
 });
 
 const pathField = z.object({ path: memoryPathSchema });
@@ -72,6 +76,9 @@ export async function listMemoryPages(db: D1Database, agentId: string, query: un
 
 /** `{ content }`: a new version of the page, unless it equals the live one (`created: false`). */
 export async function writeMemoryPage(db: D1Database, agentId: string, path: string, input: unknown): Promise<Result<Wire<typeof memoryPageWriteSchema>>> {
+  // Extraction owns its namespace: a person's page there would be merged over, or would pass for
+  // facts with provenance they do not have.
+  if (path.startsWith(EXTRACTED_PREFIX)) return fail("forbidden", `pages under ${EXTRACTED_PREFIX} are written by memory extraction only`);
   const body = validate(putMemoryPageSchema, input);
   if (!body.ok) return body;
   const put = await putPage(db, agentId, path, body.value.content, new Date());
@@ -87,7 +94,18 @@ export async function readMemoryPage(db: D1Database, agentId: string, path: stri
     const which = parsed.value.version === undefined ? "" : ` at version ${parsed.value.version}`;
     return fail("not_found", `no memory page ${path}${which} (missing or deleted)`);
   }
-  return ok(pageView(page));
+  if (parsed.value.provenance === "0") return ok(pageView(page));
+  return ok({ ...pageView(page), facts: await factsWithSources(db, page) });
+}
+
+/** The facts on this version of an extracted page, in page order, each with the sources that set it. */
+async function factsWithSources(db: D1Database, page: MemoryPage): Promise<NonNullable<Wire<typeof memoryPageSchema>["facts"]>> {
+  if (!page.path.startsWith(EXTRACTED_PREFIX)) return [];
+  const sources = Map.groupBy(await readFactSources(db, page.agentId, page.path, page.version), (row) => row.factKey);
+  return [...parsePage(page.content).keys()].map((key) => ({
+    key,
+    sources: (sources.get(key) ?? []).map((row) => ({ conversationId: row.conversationId, messageId: row.messageId, seq: row.seq, eventHash: row.eventHash, runId: row.runId, version: row.version })),
+  }));
 }
 
 /** Deletes the page (a tombstone version: its history stays readable). */

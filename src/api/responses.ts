@@ -306,7 +306,23 @@ export const memoryPageWriteSchema = z.strictObject({
   created: z.boolean(),
 });
 
-export const memoryPageSchema = memoryPageSummarySchema.extend({ content: z.string(), createdAt: isoTime });
+/** Where one extracted fact came from: a message of a conversation's log, and the extraction run that read it. */
+export const factSourceViewSchema = z.strictObject({
+  conversationId: z.string(),
+  messageId: z.string(),
+  seq: position,
+  eventHash: sha256Schema,
+  runId: z.string(),
+  /** The page version that set the fact to its value. */
+  version: position,
+});
+
+export const memoryPageSchema = memoryPageSummarySchema.extend({
+  content: z.string(),
+  createdAt: isoTime,
+  /** With `provenance=1`: each fact of an extracted page at this version, with its sources (empty for a person's page). */
+  facts: z.array(z.strictObject({ key: z.string(), sources: z.array(factSourceViewSchema) })).optional(),
+});
 
 /** One message a recalled item came from: its platform id (a reply's proposal id) and the log's sequence. */
 export const recallSourceSchema = z.strictObject({ messageId: z.string(), seq: position });

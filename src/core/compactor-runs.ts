@@ -25,8 +25,8 @@ export function compactorRunEvent(compactorId: string, runId: string, status: Co
   };
 }
 
-/** One failed attempt of a planned run (the model's error, a timeout, invalid output), bounded to the log's limits. */
-export function failedAttemptEvent(compactorId: string, runId: string, attempt: number, code: string, message: string): EventInput {
+/** One failed attempt of a planned run or of an extraction (the model's error, a timeout, invalid output), bounded to the log's limits. */
+export function failedAttemptEvent(compactorId: string, runId: string, attempt: number, code: string, message: string, detail: Record<string, string | number> = {}): EventInput {
   return {
     kind: "run",
     idempotencyKey: `run:${runId}:failed:${attempt}`,
@@ -37,7 +37,7 @@ export function failedAttemptEvent(compactorId: string, runId: string, attempt: 
       role: "compactor",
       status: "failed",
       error: { code: code.slice(0, 64), message: message.slice(0, 1_000) },
-      detail: { attempt },
+      detail: { ...detail, attempt },
     },
   };
 }

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { TELEGRAM_BOT_ID } from "./conversation-id";
 
 /**
- * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, replies and operator notices. The
+ * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, extractions, replies and operator notices. The
  * Durable Object produces them and the queue consumer validates each message against `jobSchema`.
  */
 
@@ -19,6 +19,24 @@ export const compactionJobSchema = z.strictObject({
   profile: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/),
 });
 export type CompactionJob = z.infer<typeof compactionJobSchema>;
+
+/**
+ * An extraction job, queued once a compaction's boundary settled: the durable facts of that
+ * boundary's frozen slice go into the agent's extracted memory pages, with the compactor's
+ * provider profile and model (or the offline extractor).
+ */
+export const extractJobSchema = z.strictObject({
+  type: z.literal("extract"),
+  conversationId: z.string().min(1).max(256),
+  agentId: z.string().min(1).max(64),
+  compactorId: z.string().min(1).max(64),
+  /** The compaction run whose boundary settled. */
+  runId: z.string().regex(/^cmp_[0-9a-f-]{36}$/),
+  boundaryId: z.string().min(1).max(128),
+  model: z.string().min(1).max(128),
+  profile: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/),
+});
+export type ExtractJob = z.infer<typeof extractJobSchema>;
 
 /** A reply job: the built-in agent answers one admitted source message. */
 export const replyJobSchema = z.strictObject({
@@ -39,5 +57,5 @@ export const noticeJobSchema = z.strictObject({
 });
 export type NoticeJob = z.infer<typeof noticeJobSchema>;
 
-export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, replyJobSchema, noticeJobSchema]);
+export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, extractJobSchema, replyJobSchema, noticeJobSchema]);
 export type Job = z.infer<typeof jobSchema>;

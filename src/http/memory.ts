@@ -47,7 +47,7 @@ const putMemoryPage = operation({
   operationId: "putMemoryPage",
   tags: ["memory"],
   summary: "Write a memory page",
-  description: "Writes a new version of the page (indexed for recall); the same content as the current version changes nothing.",
+  description: "Writes a new version of the page (indexed for recall); the same content as the current version changes nothing. Pages under `extracted/` are written by memory extraction only (403 `forbidden`).",
   security: BEARER,
   parameters: page,
   request: { body: jsonBody("MemoryPageBody", putMemoryPageSchema) },
@@ -64,9 +64,9 @@ const getMemoryPage = operation({
   operationId: "getMemoryPage",
   tags: ["memory"],
   summary: "Read a memory page",
-  description: "The page's current version, or the version asked for.",
+  description: "The page's current version, or the version asked for. With `provenance=1`, an extracted page also lists each fact with the messages it came from.",
   security: BEARER,
-  parameters: [...page, ...queryParameters(memoryVersionQuery, { version: "a past version; omitted: the current one" })],
+  parameters: [...page, ...queryParameters(memoryVersionQuery, { version: "a past version; omitted: the current one", provenance: "1: add each extracted fact's sources (conversation, message id, seq, event hash, run)" })],
   responses: { 200: jsonResponse("the page", "MemoryPage", memoryPageSchema), ...problems(["not_found"], SCOPED_CODES, QUERY_CODES) },
 });
 

@@ -117,11 +117,17 @@ function modelFailure(error: unknown): { readonly ok: false; readonly error: Mod
   throw error;
 }
 
+/** A JSON schema a provider's reply is held to (`response_format`). */
+export interface JsonSchemaResponseFormat {
+  readonly type: "json_schema";
+  readonly json_schema: { readonly name: string; readonly strict: boolean; readonly schema: Record<string, unknown> };
+}
+
 /** The projection's shape, for providers that can be held to it (`response_format`). */
-const PROJECTION_RESPONSE_FORMAT = {
+const PROJECTION_RESPONSE_FORMAT: JsonSchemaResponseFormat = {
   type: "json_schema",
   json_schema: { name: "session_projection", strict: true, schema: PROJECTION_JSON_SCHEMA },
-} as const;
+};
 
 /**
  * One compactor attempt. With `repair`, the request goes on after the packet's two messages with
@@ -159,7 +165,7 @@ export async function chatCompletion(
     readonly model: string;
     readonly messages: readonly NativeMessage[];
     readonly maxCompletionTokens?: number;
-    readonly responseFormat?: typeof PROJECTION_RESPONSE_FORMAT;
+    readonly responseFormat?: JsonSchemaResponseFormat;
   },
 ): Promise<Result<ModelReceipt, ModelFailure>> {
   const started = Date.now();

@@ -8,8 +8,9 @@ import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
 import { livePagePaths } from "../storage/memory-store";
 import { latestRepair, putRepair } from "../storage/repair-store";
-import type { CompactionJob, Job } from "../core/jobs";
+import type { CompactionJob, ExtractJob, Job } from "../core/jobs";
 import { jobSchema } from "../core/jobs";
+import { abandonExtraction, extract, recordExtractionFailure } from "./extract";
 import { reply } from "./reply";
 import { abandonReply } from "./reply-notice";
 import { recordReplyFailure } from "./reply-record";
@@ -62,6 +63,7 @@ async function isolated(env: Env, job: Job, attempts: number, deadLetter: boolea
       // Evidence first, as for any failed attempt; a dead letter has no attempt left to record.
       if (!deadLetter && job.type === "compaction") await conversationStub(env, job.conversationId).recordFailure(job.conversationId, job.runId, attempts, thrown.code, thrown.message);
       if (!deadLetter && job.type === "reply") await recordReplyFailure(env, job, attempts, thrown.code, thrown.message);
+      if (!deadLetter && job.type === "extract") await recordExtractionFailure(env, job, attempts, thrown.code, thrown.message);
     } catch (secondary) {
       // Recording failed too (the object or D1 is unavailable): the retry is the record.
       console.error("could not record a failed queue job", describeThrown(secondary));
@@ -86,6 +88,10 @@ async function handle(env: Env, job: Job, attempts: number, deadLetter: boolean)
     case "compaction":
       if (!deadLetter) return compact(env, job, attempts);
       await conversationStub(env, job.conversationId).abandon(job.conversationId, job.runId, `retries exhausted after ${attempts} dead-letter attempt(s)`);
+      return { kind: "done" };
+    case "extract":
+      if (!deadLetter) return extract(env, job, attempts);
+      await abandonExtraction(env, job, attempts);
       return { kind: "done" };
   }
 }
@@ -129,6 +135,13 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
 
   const { provider, model, responseId, usage, latencyMs } = receipt.value;
   const settled = await stub.settle(job.conversationId, job.runId, content.value, { provider, model, responseId, finishReason, usage, latencyMs });
-  if (!settled.ok) console.warn("compaction result refused", { runId: job.runId, code: settled.error.code, message: settled.error.message });
+  if (!settled.ok) {
+    console.warn("compaction result refused", { runId: job.runId, code: settled.error.code, message: settled.error.message });
+    return { kind: "done" };
+  }
+  // Sent after settling, from here: a send that fails retries this job, whose settle returns the
+  // same boundary, so the extraction is queued at least once and never before its boundary exists.
+  const extraction: ExtractJob = { type: "extract", conversationId: job.conversationId, agentId: job.agentId, compactorId: packet.data.compactorId, runId: job.runId, boundaryId: settled.value.body.id, model: job.model, profile: job.profile };
+  await env.JOB_QUEUE.send(extraction);
   return { kind: "done" };
 }

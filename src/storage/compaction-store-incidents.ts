@@ -1,7 +1,7 @@
 /** Incidents: private operational evidence, one row each, never summarized into the chat they concern. */
 
 /** Every kind an incident row may have (the table's CHECK constraint, migration 0010). */
-export const INCIDENT_KINDS = ["compactor_failure", "compactor_abandoned", "compaction_stalled", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure"] as const;
+export const INCIDENT_KINDS = ["compactor_failure", "compactor_abandoned", "compaction_stalled", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure", "extraction_failure"] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];
 
 /** What the operator sees of a chain's troubles: its newest failure of any kind, and the failed attempts of one run. */

@@ -157,6 +157,8 @@ function defaultContent(body: Record<string, unknown>, summaryChars: number): st
     if (summary.length + word.length + 1 > summaryChars) break;
     summary += ` ${word}`;
   }
+  // The memory extractor's request gets a valid reply that finds nothing; tests script real facts.
+  if (messageContent(body, "system").startsWith("You are the memory extractor")) return JSON.stringify({ facts: [] });
   return messageContent(body, "system").includes("salientFacts") ? JSON.stringify({ summary, salientFacts: {} }) : summary;
 }
 

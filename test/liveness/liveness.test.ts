@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
 import { readIncidents } from "../support/reads";
@@ -9,6 +9,7 @@ import { compactionJobFor, deliver } from "../support/queue";
 import type { ChainHealth } from "../../src/api/chain";
 import { conversationPath } from "../../src/http/inspector/paths";
 import { call, json, tokenFor } from "../integration/helpers";
+import { inspectorPage } from "../support/inspector";
 import { say, sayUntilPlanned, sentJobs, sentNotices, setup } from "./harness";
 
 /**
@@ -16,23 +17,6 @@ import { say, sayUntilPlanned, sentJobs, sentNotices, setup } from "./harness";
  * deliver jobs themselves, and otherwise only wait (with deadlines) for the object's own alarms:
  * nothing else is allowed to move the chain.
  */
-
-/** An inspector page as a signed-in browser gets it. */
-async function inspectorPage(token: string, path: string): Promise<string> {
-  const origin = "http://foldline.test";
-  const login = await exports.default.fetch(
-    new Request(`${origin}/inspector/login`, {
-      method: "POST",
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin, "sec-fetch-site": "same-origin" },
-      body: new URLSearchParams({ token }).toString(),
-    }),
-  );
-  const cookie = login.headers.get("set-cookie")?.split(";")[0] ?? "";
-  const page = await exports.default.fetch(new Request(`${origin}${path}`, { headers: { cookie } }));
-  expect(page.status).toBe(200);
-  return page.text();
-}
 
 describe("compaction stays live without new messages", () => {
   it("re-sends the vanished job of a back-to-back plan from its own watchdog, pages once it stalls, and settles when the job runs", async () => {

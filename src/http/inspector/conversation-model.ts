@@ -8,6 +8,9 @@ import type { StoredEvent } from "../../core/events";
 import type { ContextSelection } from "../../core/context-manifest";
 import { servingDeclarations } from "../../storage/compaction-store";
 import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
+import type { ConversationFactRow } from "../../storage/extraction-store";
+import { readConversationFacts } from "../../storage/extraction-store";
+import { parsePage } from "../../core/fact-merge";
 
 /**
  * Everything the conversation page shows, gathered through the same operations the API serves
@@ -39,6 +42,34 @@ export interface ConversationModel {
   readonly audit: Result<ChainAudit> | undefined;
   readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number> };
   readonly timeline: Page<StoredEvent>;
+  readonly memory: readonly ExtractedFactView[];
+}
+
+/** One extracted fact as the inspector shows it: its current statement and the messages of this conversation it came from. */
+export interface ExtractedFactView {
+  readonly path: string;
+  readonly key: string;
+  readonly pageVersion: number;
+  readonly statement: string;
+  readonly sources: readonly { readonly messageId: string; readonly seq: number; readonly eventHash: string; readonly runId: string }[];
+}
+
+export const MEMORY_SOURCES_SHOWN = 200;
+
+function factViews(rows: readonly ConversationFactRow[]): ExtractedFactView[] {
+  const views = new Map<string, ExtractedFactView & { sources: ExtractedFactView["sources"][number][] }>();
+  for (const row of rows) {
+    const id = `${row.path} ${row.factKey}`;
+    let view = views.get(id);
+    if (view === undefined) {
+      // Only the current statement: the page's earlier values may have come from other conversations.
+      const statement = parsePage(row.pageContent).get(row.factKey)?.current.statement ?? "";
+      view = { path: row.path, key: row.factKey, pageVersion: row.pageVersion, statement, sources: [] };
+      views.set(id, view);
+    }
+    view.sources.push({ messageId: row.messageId, seq: row.seq, eventHash: row.eventHash, runId: row.runId });
+  }
+  return [...views.values()];
 }
 
 export interface ConversationQuery {
@@ -63,13 +94,14 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
   const agentId = query.agent ?? servingAgents[0];
   const policy = declarations.find((d) => d.agentId === agentId)?.registration.compactor.policy;
   const agentQuery = { agent: agentId };
-  const [context, listing, audit, timeline, runs, counts] = await Promise.all([
+  const [context, listing, audit, timeline, runs, counts, facts] = await Promise.all([
     agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery),
     agentId === undefined ? undefined : listChain(env, conversationId, agentQuery),
     agentId === undefined ? undefined : verifyChain(env, conversationId, agentQuery),
     listEventsBefore(env.DB, conversationId, query.before ?? Number.MAX_SAFE_INTEGER, TIMELINE_PAGE + 1),
     listRunEventsBefore(env.DB, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
     countRunsByStatus(env.DB, conversationId),
+    agentId === undefined ? [] : readConversationFacts(env.DB, agentId, conversationId, MEMORY_SOURCES_SHOWN),
   ]);
   return {
     conversationId,
@@ -81,5 +113,6 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     audit,
     runs: { ...paged(runs.filter((e): e is RunEvent => e.kind === "run"), RUNS_PAGE), counts },
     timeline: paged(timeline, TIMELINE_PAGE),
+    memory: factViews(facts),
   };
 }

@@ -5,6 +5,7 @@ import { ChainHealthSection } from "./chain-health-section";
 import { BoundaryList, ChainVerification } from "./chain-section";
 import { ContextSection } from "./context-section";
 import { Layout } from "./layout";
+import { MemorySection } from "./memory-section";
 import { RunsSection } from "./runs-section";
 import { TimelineSection } from "./timeline-section";
 
@@ -44,6 +45,7 @@ export const ConversationPage: FC<{ model: ConversationModel; before: number | u
       {model.listing === undefined ? null : <ChainHealthSection listing={model.listing} />}
       {model.audit === undefined || model.listing === undefined ? null : <ChainVerification audit={model.audit} listing={model.listing} />}
       {model.listing === undefined ? null : <BoundaryList conversationId={conversationId} listing={model.listing} />}
+      {agentId === undefined ? null : <MemorySection facts={model.memory} />}
       <RunsSection runs={model.runs} olderHref={model.runs.nextBefore === null ? undefined : here({ runsBefore: model.runs.nextBefore })} />
       <TimelineSection
         timeline={model.timeline}

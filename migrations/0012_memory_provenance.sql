@@ -1,0 +1,68 @@
+-- Provenance of extracted memory pages. Extraction reads each settled frozen slice and merges the
+-- durable facts it holds into pages under `extracted/` of the agent's memory (one version of
+-- `memory_page_versions` per change). Each row here says, for one page version, which fact key the
+-- version set and one message it came from: the conversation, the platform message id, the event's
+-- sequence and hash, and the extraction run. A fact's sources at a version are the rows of its key
+-- at the newest version at or below it that has any. Rows are appended once, never changed.
+CREATE TABLE memory_provenance (
+  agent_id TEXT NOT NULL,
+  path TEXT NOT NULL CHECK (path LIKE 'extracted/%'),
+  version INTEGER NOT NULL,
+  fact_key TEXT NOT NULL CHECK (length(fact_key) BETWEEN 1 AND 64),
+  conversation_id TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  event_hash TEXT NOT NULL CHECK (length(event_hash) = 64),
+  run_id TEXT NOT NULL,
+  PRIMARY KEY (agent_id, path, version, fact_key, event_hash),
+  FOREIGN KEY (agent_id, path, version) REFERENCES memory_page_versions (agent_id, path, version)
+);
+-- A fact's newest sources: by page and key, newest version first.
+CREATE INDEX memory_provenance_by_key ON memory_provenance (agent_id, path, fact_key, version);
+
+CREATE TRIGGER memory_provenance_immutable_update BEFORE UPDATE ON memory_provenance
+BEGIN
+  SELECT RAISE(ABORT, 'memory_provenance: rows are immutable');
+END;
+
+CREATE TRIGGER memory_provenance_immutable_delete BEFORE DELETE ON memory_provenance
+BEGIN
+  SELECT RAISE(ABORT, 'memory_provenance: rows are immutable');
+END;
+
+-- One row per extraction run that completed: which boundary's slice it read, what extracted it
+-- (model evidence, or the offline extractor), and how much it found and wrote. The run id is
+-- derived from the compaction run, so a redelivered job finds its own row instead of adding one.
+CREATE TABLE extraction_runs (
+  run_id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  boundary_id TEXT NOT NULL UNIQUE,
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  input_tokens INTEGER,
+  output_tokens INTEGER,
+  facts INTEGER NOT NULL CHECK (facts >= 0),
+  versions_written INTEGER NOT NULL CHECK (versions_written >= 0),
+  created_at TEXT NOT NULL
+);
+CREATE INDEX extraction_runs_by_conversation ON extraction_runs (conversation_id, agent_id);
+
+-- Incidents gain `extraction_failure`: a failed extraction attempt is private evidence like a
+-- compactor's, and never touches the chain.
+CREATE TABLE incidents_next (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  conversation_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  run_id TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('compactor_failure', 'compactor_abandoned', 'compaction_stalled', 'plan_failure', 'resolver_failure', 'agent_failure', 'delivery_failure', 'extraction_failure')),
+  code TEXT NOT NULL,
+  message TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+INSERT INTO incidents_next (id, conversation_id, agent_id, run_id, kind, code, message, created_at)
+  SELECT id, conversation_id, agent_id, run_id, kind, code, message, created_at FROM incidents;
+DROP TABLE incidents;
+ALTER TABLE incidents_next RENAME TO incidents;
+CREATE INDEX incidents_by_conversation ON incidents (conversation_id, id);
+CREATE INDEX incidents_by_run ON incidents (run_id, kind) WHERE run_id IS NOT NULL;

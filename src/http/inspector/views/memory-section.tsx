@@ -1,0 +1,43 @@
+import type { FC } from "hono/jsx";
+import type { ExtractedFactView } from "../conversation-model";
+
+/** The agent's extracted facts whose current value came from this conversation, each with the messages it came from. */
+export const MemorySection: FC<{ facts: readonly ExtractedFactView[] }> = ({ facts }) => (
+  <section>
+    <h2>Extracted memory</h2>
+    {facts.length === 0 ? (
+      <p class="muted">No extracted facts from this conversation.</p>
+    ) : (
+      <table>
+        <thead>
+          <tr>
+            <th>page</th>
+            <th>fact</th>
+            <th>statement</th>
+            <th>sources</th>
+          </tr>
+        </thead>
+        <tbody>
+          {facts.map((fact) => (
+            <tr data-testid="extracted-fact" data-path={fact.path} data-key={fact.key}>
+              <td>
+                <code>{fact.path}</code> v{fact.pageVersion}
+              </td>
+              <td>
+                <code>{fact.key}</code>
+              </td>
+              <td>{fact.statement}</td>
+              <td>
+                {fact.sources.map((source) => (
+                  <div data-testid="fact-source" data-seq={String(source.seq)} data-message={source.messageId}>
+                    msg <code>{source.messageId}</code> · seq {source.seq} · <code title={source.eventHash}>{source.eventHash.slice(0, 12)}</code> · run <code>{source.runId}</code>
+                  </div>
+                ))}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    )}
+  </section>
+);

@@ -1,0 +1,116 @@
+import { compactionRetryBaseSeconds } from "../config";
+import type { Result } from "../core/errors";
+import { ok } from "../core/errors";
+import type { ExtractedFact } from "../core/fact-extraction";
+import { factsByPage, mergeFacts } from "../core/fact-merge";
+import { extractionRunId, failedExtractionEvent, provenanceRows, sliceTurns, turnSeq } from "../core/extraction-plan";
+import type { ExtractJob } from "../core/jobs";
+import type { Packet } from "../core/packet";
+import { packetSchema } from "../core/packet";
+import { appendToConversation } from "../durable/stub";
+import { recordIncident } from "../incidents";
+import { runExtractor } from "../model/extractor-model";
+import { readBoundaryByRun } from "../storage/compaction-store-boundaries";
+import { readDocument } from "../storage/document-store";
+import { readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/extraction-store";
+import { retryDelaySeconds } from "./retry";
+
+/**
+ * The extraction consumer: after a boundary settles, the durable facts of its frozen slice are
+ * merged into the agent's pages under `extracted/`, each version with the facts' sources.
+ *
+ * - The slice is the settled boundary's packet, re-read and re-verified from R2 by its hash.
+ * - Merging is idempotent by source event, so a redelivered job writes no second version.
+ * - A model error or an unusable reply is a failed attempt: a failed run event and an incident,
+ *   then the consumer's retry with backoff. Nothing here writes to the chain or waits on it.
+ */
+
+type Outcome = { kind: "done" } | { kind: "retry"; delaySeconds: number };
+
+/** Merging re-reads the head and tries again when another extraction moved it meanwhile. */
+const MAX_MERGE_ATTEMPTS = 5;
+
+export async function extract(env: Env, job: ExtractJob, attempts: number): Promise<Outcome> {
+  const runId = extractionRunId(job.runId);
+  const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
+    await recordExtractionFailure(env, job, attempts, code, message);
+    return { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, retryAfter) };
+  };
+
+  const packet = await settledSlice(env, job);
+  if (!packet.ok) return failed(packet.error.code, packet.error.message);
+  const seqs = packet.value.frozen.turns.flatMap((t) => turnSeq(t.id) ?? []);
+  const turns = sliceTurns(packet.value.frozen.turns, await readEventHashes(env.DB, job.conversationId, seqs));
+  if (!turns.ok) return failed(`slice_${turns.error.reason}`, `the frozen slice of ${job.boundaryId} does not match the log`);
+
+  const extracted = await runExtractor(env, turns.value, job.model, job.profile);
+  if (!extracted.ok) return failed(extracted.error.code, extracted.error.message, extracted.error.retryAfterSeconds);
+
+  const now = new Date();
+  let versionsWritten = 0;
+  for (const [path, facts] of factsByPage(extracted.value.facts)) {
+    if (await mergeIntoPage(env.DB, job, runId, path, facts, now)) versionsWritten += 1;
+  }
+  const { provider, model, usage } = extracted.value;
+  await recordExtractionRun(env.DB, { runId, conversationId: job.conversationId, agentId: job.agentId, boundaryId: job.boundaryId, provider, model, usage, facts: extracted.value.facts.length, versionsWritten }, now);
+  return { kind: "done" };
+}
+
+/** True when a new version was written; false when the page already held every fact. */
+async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, path: string, facts: readonly ExtractedFact[], now: Date): Promise<boolean> {
+  for (let attempt = 0; attempt < MAX_MERGE_ATTEMPTS; attempt++) {
+    const head = await readPageHead(db, job.agentId, path);
+    const merged = mergeFacts(path, head?.content, facts);
+    if (!merged.changed) return false;
+    const written = await writeMergedVersion(db, { agentId: job.agentId, path, expectedVersion: head?.version ?? 0, content: merged.content, provenance: provenanceRows(merged.applied, job.conversationId, runId) }, now);
+    if (written === "written") return true;
+  }
+  throw new Error(`memory page ${job.agentId}/${path} kept moving during ${MAX_MERGE_ATTEMPTS} merges`);
+}
+
+/** The packet the settled boundary was compacted from, verified by the hash the boundary binds. */
+async function settledSlice(env: Env, job: ExtractJob): Promise<Result<Packet, { code: string; message: string }>> {
+  const boundary = await readBoundaryByRun(env.DB, job.runId);
+  if (boundary === undefined || boundary.body.id !== job.boundaryId) return { ok: false, error: { code: "boundary_missing", message: `no settled boundary ${job.boundaryId} for run ${job.runId}` } };
+  const read = await readDocument(env.DOCUMENTS, boundary.body.packet.key, boundary.body.packet.hash);
+  if (!read.ok) return { ok: false, error: { code: `packet_${read.reason}`, message: `the packet of ${job.boundaryId} could not be verified` } };
+  let json: unknown;
+  try {
+    json = JSON.parse(read.text) as unknown;
+  } catch {
+    json = undefined;
+  }
+  const packet = packetSchema.safeParse(json);
+  if (!packet.success || packet.data.conversationId !== job.conversationId || packet.data.agentId !== job.agentId) {
+    return { ok: false, error: { code: "packet_invalid", message: `the packet of ${job.boundaryId} does not match its job` } };
+  }
+  return ok(packet.data);
+}
+
+/** A failed attempt: a failed run event in the conversation's log and an incident, both private. */
+export async function recordExtractionFailure(env: Env, job: ExtractJob, attempts: number, code: string, message: string): Promise<void> {
+  const runId = extractionRunId(job.runId);
+  await appendToConversation(env, { conversationId: job.conversationId, events: [failedExtractionEvent(job.compactorId, runId, job.boundaryId, attempts, code, message)] });
+  await recordIncident(env, {
+    conversationId: job.conversationId,
+    agentId: job.agentId,
+    runId,
+    kind: "extraction_failure",
+    code: code.slice(0, 64),
+    message: `attempt ${attempts}: ${message.slice(0, 900)}`,
+    createdAt: new Date().toISOString(),
+  });
+}
+
+/** Retries exhausted: one last incident; the pages stay as the last successful extraction left them. */
+export async function abandonExtraction(env: Env, job: ExtractJob, attempts: number): Promise<void> {
+  await recordIncident(env, {
+    conversationId: job.conversationId,
+    agentId: job.agentId,
+    runId: extractionRunId(job.runId),
+    kind: "extraction_failure",
+    code: "retries_exhausted",
+    message: `extraction of ${job.boundaryId} abandoned after ${attempts} dead-letter attempt(s)`,
+    createdAt: new Date().toISOString(),
+  });
+}

@@ -1,0 +1,238 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, inject, it } from "vitest";
+import type { ExtractJob } from "../../src/core/jobs";
+import { conversationStub } from "../../src/durable/stub";
+import type { ScriptStep } from "../fake-openai/server";
+import { settledChain, waitFor } from "../support/chain";
+import { register } from "../support/declarations";
+import { inspectorPage } from "../support/inspector";
+import { deliver } from "../support/queue";
+import { readChainBoundaries, readIncidents } from "../support/reads";
+import type { ErrorBody } from "./helpers";
+import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * Memory extraction: after each boundary settles, the durable facts of its frozen slice are merged
+ * into the agent's pages under `extracted/`, with provenance. The offline extractor runs on the
+ * default profile (no key bound); the model path runs on the profile "fakex", this file's own
+ * session of the loopback fake model, where the extractor's replies are scripted.
+ */
+
+const origin = `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/memory-extraction`;
+const EXTRACTOR = "You are the memory extractor";
+
+async function script(steps: readonly ScriptStep[]): Promise<void> {
+  expect((await fetch(`${origin}/__script`, { method: "POST", body: JSON.stringify(steps) })).status).toBe(204);
+}
+
+beforeEach(async () => {
+  await fetch(`${origin}/__reset`, { method: "POST" });
+});
+
+let counter = 0;
+async function setup(profile = "default") {
+  const conversation = freshConversation();
+  const agentId = `extract-${Date.now().toString(36)}-${counter++}`;
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, profile })).status).toBe(201);
+  return { conversation, agentId, token };
+}
+
+let filler = 0;
+/** A message that holds no durable fact, to push older turns out of the tail. */
+async function fill(token: string, conversation: string): Promise<void> {
+  const n = filler++;
+  const text = `Filler chat line ${n} about nothing in particular, just some words to fill the window with ordinary talk and more ordinary talk.`;
+  expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`fill-${n}`, `fill${n}`, text) })).status).toBe(201);
+}
+
+async function say(token: string, conversation: string, messageId: string, text: string): Promise<number> {
+  const response = await call("POST", eventsPath(conversation), { token, body: sourceEvent(`say-${messageId}`, messageId, text) });
+  expect(response.status).toBe(201);
+  return (await json<{ event: { seq: number } }>(response)).event.seq;
+}
+
+/** Fills until a settled boundary covers `seq`; returns the chain then. */
+async function fillUntilCovered(token: string, conversation: string, agentId: string, seq: number) {
+  for (let i = 0; i < 60; i++) {
+    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
+    if (state !== undefined && state.openRunId !== null) {
+      // A compaction is in flight: wait for it to settle before deciding whether to say more.
+      const { chain } = await settledChain(conversation, agentId, 1);
+      if ((chain.at(-1)?.body.coveredThrough.seq ?? 0) >= seq) return chain;
+    }
+    const chain = await readChainBoundaries(env.DB, conversation, agentId, state?.epochId);
+    if ((chain.at(-1)?.body.coveredThrough.seq ?? 0) >= seq) return chain;
+    await fill(token, conversation);
+  }
+  throw new Error(`no boundary covered seq ${seq}`);
+}
+
+interface ExtractionRun {
+  run_id: string;
+  boundary_id: string;
+  provider: string;
+  facts: number;
+  versions_written: number;
+}
+async function extractionRuns(conversation: string): Promise<ExtractionRun[]> {
+  const { results } = await env.DB.prepare("SELECT run_id, boundary_id, provider, facts, versions_written FROM extraction_runs WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<ExtractionRun>();
+  return results;
+}
+const extractedBoundary = (conversation: string, boundaryId: string) =>
+  waitFor(async () => (await extractionRuns(conversation)).find((r) => r.boundary_id === boundaryId), `extraction of ${boundaryId}`);
+
+/** The first boundary that covers `seq`, once its extraction has run. */
+async function extractedThrough(token: string, conversation: string, agentId: string, seq: number) {
+  const covering = (await fillUntilCovered(token, conversation, agentId, seq)).find((b) => b.body.coveredThrough.seq >= seq);
+  if (covering === undefined) throw new Error(`no boundary covers seq ${seq}`);
+  return { boundary: covering, run: await extractedBoundary(conversation, covering.body.id) };
+}
+
+interface PageView {
+  version: number;
+  content: string;
+  facts?: { key: string; sources: { conversationId: string; messageId: string; seq: number; eventHash: string; runId: string; version: number }[] }[];
+}
+async function page(token: string, agentId: string, path: string, query = "provenance=1"): Promise<Response> {
+  return call("GET", `/v1/agents/${agentId}/memory/${path}?${query}`, { token });
+}
+
+const OFFSITE = "extracted/plans/offsite-date";
+
+describe("memory extraction after settlement", () => {
+  it("writes the slice's facts into extracted pages, with the source messages' ids, seqs and event hashes", async () => {
+    const { conversation, agentId, token } = await setup();
+    const seq = await say(token, conversation, "m-date", "The offsite date is March 3.");
+    const { boundary, run } = await extractedThrough(token, conversation, agentId, seq);
+    expect(run).toMatchObject({ run_id: boundary.body.run.id.replace(/^cmp_/, "ext_"), provider: "foldline-extractive" });
+    expect(run.versions_written).toBeGreaterThan(0);
+
+    const response = await page(token, agentId, OFFSITE);
+    expect(response.status).toBe(200);
+    const view = await json<PageView>(response);
+    expect(view.content).toContain("@u1 (Ada): The offsite date is March 3.");
+    const event = (await logRows(conversation)).find((row) => row.seq === seq);
+    expect(view.facts).toEqual([{ key: "offsite-date", sources: [{ conversationId: conversation, messageId: "m-date", seq, eventHash: event?.hash, runId: run.run_id, version: 1 }] }]);
+
+    // Every page extraction wrote is under extracted/; the person who spoke has one.
+    const list = await json<{ pages: { path: string }[] }>(await call("GET", `/v1/agents/${agentId}/memory`, { token }));
+    expect(list.pages.map((p) => p.path)).toContain("extracted/people/u1");
+    expect(list.pages.every((p) => p.path.startsWith("extracted/"))).toBe(true);
+  });
+
+  it("merges a later boundary's update of a fact: two versions, the latest value current, the earlier kept", async () => {
+    const { conversation, agentId, token } = await setup();
+    const first = await say(token, conversation, "m-date", "The offsite date is March 3.");
+    const { boundary: one } = await extractedThrough(token, conversation, agentId, first);
+    const second = await say(token, conversation, "m-move", "Update: the offsite date moved to March 10.");
+    const { boundary: covering, run } = await extractedThrough(token, conversation, agentId, second);
+    expect(covering.body.id).not.toBe(one.body.id);
+
+    const now = await json<PageView>(await page(token, agentId, OFFSITE));
+    expect(now.version).toBe(2);
+    expect(now.content).toMatch(/- offsite-date: .*March 10\./);
+    expect(now.content).toMatch(/previously: .*March 3\./);
+    const log = await logRows(conversation);
+    expect(now.facts).toEqual([{ key: "offsite-date", sources: [{ conversationId: conversation, messageId: "m-move", seq: second, eventHash: log.find((r) => r.seq === second)?.hash, runId: run.run_id, version: 2 }] }]);
+
+    // The earlier version is still readable, with its own sources.
+    const before = await json<PageView>(await page(token, agentId, OFFSITE, "version=1&provenance=1"));
+    expect(before.content).toContain("March 3");
+    expect(before.content).not.toContain("March 10");
+    expect(before.facts?.[0]?.sources.map((s) => [s.messageId, s.seq])).toEqual([["m-date", first]]);
+  });
+
+  it("writes no second version when the same extraction job is delivered again", async () => {
+    const { conversation, agentId, token } = await setup();
+    const seq = await say(token, conversation, "m-budget", "The budget is 2000 euros.");
+    const { boundary } = await extractedThrough(token, conversation, agentId, seq);
+    const versions = () => env.DB.prepare("SELECT COUNT(*) AS n FROM memory_page_versions WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
+    const sources = () => env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
+    const [beforeVersions, beforeSources] = [await versions(), await sources()];
+
+    const job: ExtractJob = { type: "extract", conversationId: conversation, agentId, compactorId: `${agentId}.compactor`, runId: boundary.body.run.id, boundaryId: boundary.body.id, model: "test-model", profile: "default" };
+    const result = await deliver("foldline-compaction", [job, job]);
+    expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-1"]);
+    expect(result.retryMessages).toEqual([]);
+    expect(await versions()).toEqual(beforeVersions);
+    expect(await sources()).toEqual(beforeSources);
+    expect((await extractionRuns(conversation)).filter((r) => r.boundary_id === boundary.body.id)).toHaveLength(1);
+  });
+
+  it("refuses a person's write under extracted/ with a typed error, and changes nothing", async () => {
+    const { agentId, token } = await setup();
+    const response = await call("PUT", `/v1/agents/${agentId}/memory/extracted/plans/forged`, { token, body: { content: "The offsite is cancelled." } });
+    expect(response.status).toBe(403);
+    expect((await json<ErrorBody>(response)).error.code).toBe("forbidden");
+    expect((await page(token, agentId, "extracted/plans/forged", "")).status).toBe(404);
+    // Outside the namespace a person's page is written as before, and never gets extracted facts.
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/plans/offsite`, { token, body: { content: "Offsite: Lisbon." } })).status).toBe(201);
+    expect((await json<PageView>(await page(token, agentId, "plans/offsite"))).facts).toEqual([]);
+  });
+});
+
+describe("the inspector's extracted memory", () => {
+  it("shows the conversation's extracted facts with the messages they came from", async () => {
+    const { conversation, agentId, token } = await setup();
+    const seq = await say(token, conversation, "m-date", "The offsite date is March 3.");
+    await extractedThrough(token, conversation, agentId, seq);
+
+    const html = await inspectorPage(token, `/inspector/conversations/${encodeURIComponent(conversation)}?agent=${agentId}`);
+    const row = /<tr data-testid="extracted-fact" data-path="extracted\/plans\/offsite-date" data-key="offsite-date">([\s\S]*?)<\/tr>/.exec(html)?.[1] ?? "";
+    expect(row).toContain("The offsite date is March 3.");
+    expect(row).toContain(`data-testid="fact-source" data-seq="${seq}" data-message="m-date"`);
+  });
+});
+
+describe("memory extraction through the compactor's model", () => {
+  it("writes the model's facts with the sources it cited", async () => {
+    const { conversation, agentId, token } = await setup("fakex");
+    const seq = await say(token, conversation, "m-venue", "Ada: we booked the Quinta in Sintra as the venue.");
+    const facts = { facts: [{ kind: "decisions", subject: "Offsite venue", key: "venue", statement: "Ada booked the Quinta in Sintra as the offsite venue.", messageIds: ["m-venue"] }] };
+    await script([{ content: JSON.stringify(facts), whenSystemIncludes: EXTRACTOR }]);
+    const { run } = await extractedThrough(token, conversation, agentId, seq);
+    expect(run.provider).toBe("openai-compatible");
+
+    const view = await json<PageView>(await page(token, agentId, "extracted/decisions/offsite-venue"));
+    expect(view.content).toContain("Ada booked the Quinta in Sintra as the offsite venue.");
+    expect(view.facts?.[0]?.sources.map((s) => [s.messageId, s.seq])).toEqual([["m-venue", seq]]);
+    // The request framed the slice as data under the extractor's own prompt, held to its schema.
+    const requests = (await (await fetch(`${origin}/__requests`)).json()) as { body: { messages: { role: string; content: string }[]; response_format?: { json_schema?: { name?: string } } } }[];
+    const extraction = requests.find((r) => r.body.messages[0]?.content.startsWith(EXTRACTOR));
+    expect(extraction?.body.response_format?.json_schema?.name).toBe("extracted_facts");
+    expect(extraction?.body.messages[1]?.content).toContain("<slice>\n[m-venue] @u1 (user): Ada: we booked the Quinta in Sintra as the venue.");
+  });
+
+  it("keeps a failed extraction private (no page, a failed run and an incident) and never blocks compaction", async () => {
+    const { conversation, agentId, token } = await setup("fakex");
+    // Every extraction attempt gets a reply that is not JSON; the compactor's requests skip these steps.
+    await script(Array.from({ length: 40 }, () => ({ content: "Here are the facts you asked for!", whenSystemIncludes: EXTRACTOR })));
+    const seq = await say(token, conversation, "m-date", "The offsite date is March 3.");
+    const [one] = await fillUntilCovered(token, conversation, agentId, seq);
+    if (one === undefined) throw new Error("no boundary");
+    const runId = one.body.run.id.replace(/^cmp_/, "ext_");
+
+    const incident = await waitFor(async () => (await readIncidents(env.DB, conversation, 100)).find((i) => i.kind === "extraction_failure"), "an extraction incident");
+    expect(incident).toMatchObject({ agentId, runId, code: "output_not_json" });
+    const failedRun = await waitFor(async () => {
+      const events = await json<{ events: { kind: string; body: { runId?: string; status?: string; role?: string; error?: { code: string }; detail?: Record<string, unknown> } }[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }));
+      return events.events.find((e) => e.kind === "run" && e.body.runId === runId);
+    }, "the failed extraction run");
+    expect(failedRun.body).toMatchObject({ role: "compactor", status: "failed", error: { code: "output_not_json" }, detail: { process: "extraction", boundaryId: one.body.id } });
+
+    // The chain keeps settling past the failing extraction.
+    const again = await say(token, conversation, "m-more", "Another ordinary line to push the window further along.");
+    const chain = await fillUntilCovered(token, conversation, agentId, again);
+    expect(chain.length).toBeGreaterThanOrEqual(2);
+    expect((await readChainBoundaries(env.DB, conversation, agentId)).length).toBe(chain.length);
+    expect((await conversationStub(env, conversation).describeChain(conversation, agentId))?.headId).toBe(chain.at(-1)?.body.id);
+
+    // Nothing was written: no page, no provenance, no completed extraction.
+    const list = await json<{ pages: unknown[] }>(await call("GET", `/v1/agents/${agentId}/memory`, { token }));
+    expect(list.pages).toEqual([]);
+    expect(await extractionRuns(conversation)).toEqual([]);
+    const incidents = await readIncidents(env.DB, conversation, 100);
+    expect(incidents.filter((i) => i.kind === "compactor_failure" || i.kind === "compactor_abandoned")).toEqual([]);
+  });
+});
