@@ -7,6 +7,7 @@ import type { RecallHit } from "../core/recall";
 import { mergeHits, recallQueryTextSchema } from "../core/recall";
 import { currentDeclaration } from "../storage/compaction-store";
 import { recallMatchExpression } from "../storage/memory-store";
+import { readFactSources } from "../storage/extraction-store";
 import { searchPages, searchTurns } from "../storage/recall-store";
 import type { ApiPrincipal } from "../storage/token-store";
 import type { ScopedConversationId } from "./access";
@@ -30,13 +31,25 @@ export const memorySearchQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_SEARCH_RESULTS).default(10),
 });
 
-function resultView(hit: RecallHit) {
+type Source = { readonly messageId: string; readonly seq: number };
+
+function resultView(hit: RecallHit, pageSources: readonly Source[]) {
   return (
     hit.type === "page"
-      ? // Pages carry the messages they were extracted from once extraction records provenance.
-        { type: hit.type, path: hit.path, snippet: hit.snippet, content: hit.content, sources: [] }
+      ? { type: hit.type, path: hit.path, snippet: hit.snippet, content: hit.content, sources: [...pageSources] }
       : { type: hit.type, snippet: hit.snippet, content: hit.content, sources: [{ messageId: hit.messageId, seq: hit.seq }] }
   ) satisfies Wire<typeof recallResultSchema>;
+}
+
+/**
+ * The messages of this conversation that a page's current facts were extracted from. A page of
+ * the agent may hold facts from several conversations: only this one's sources are named, so a
+ * search never reveals another conversation's message ids.
+ */
+async function pageSources(db: D1Database, agentId: string, conversationId: string, hit: RecallHit): Promise<Source[]> {
+  if (hit.type !== "page") return [];
+  const rows = await readFactSources(db, agentId, hit.path, hit.version);
+  return rows.filter((r) => r.conversationId === conversationId).map((r) => ({ messageId: r.messageId, seq: r.seq }));
 }
 
 /** `{ agent, q, limit? }`: the best pages and turns, at most `limit`. */
@@ -57,5 +70,7 @@ export async function searchMemory(db: D1Database, principal: ApiPrincipal, conv
     searchPages(db, agent.id, match, limit),
     searchTurns(db, conversationId, match, { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive }, limit),
   ]);
-  return ok({ results: mergeHits(pages, turns, limit).map(resultView) });
+  const hits = mergeHits(pages, turns, limit);
+  const sources = await Promise.all(hits.map((hit) => pageSources(db, agent.id, conversationId, hit)));
+  return ok({ results: hits.map((hit, i) => resultView(hit, sources[i] ?? [])) });
 }

@@ -172,6 +172,41 @@ describe("memory extraction after settlement", () => {
   });
 });
 
+describe("extracted pages in recall", () => {
+  it("search names a page's source messages of this conversation only, and compose serves the page for a question", async () => {
+    const tenant = freshConversation();
+    const [here, there] = [`${tenant}:here`, `${tenant}:there`];
+    const agentId = `extract-${Date.now().toString(36)}-${counter++}`;
+    const token = await tokenFor(`${tenant}:*`, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [`${tenant}:*`], trigger: 2_000, retain: 800 })).status).toBe(201);
+    // The same page gets a fact from each conversation: the latest value comes from "there".
+    const first = await say(token, here, "m-here", "The offsite date is March 3.");
+    await extractedThrough(token, here, agentId, first);
+    const second = await say(token, there, "m-there", "Update: the offsite date moved to March 10.");
+    await extractedThrough(token, there, agentId, second);
+
+    const search = (conversation: string) =>
+      call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?agent=${agentId}&q=${encodeURIComponent("offsite date")}`, { token });
+    type Found = { results: { type: string; path?: string; sources: { messageId: string; seq: number }[] }[] };
+    const inThere = (await json<Found>(await search(there))).results.find((r) => r.path === OFFSITE);
+    expect(inThere?.sources).toEqual([{ messageId: "m-there", seq: second }]);
+    // The current fact came from "there": searched from "here", the page names none of its messages.
+    const inHere = (await json<Found>(await search(here))).results.find((r) => r.path === OFFSITE);
+    expect(inHere?.type).toBe("page");
+    expect(inHere?.sources).toEqual([]);
+
+    // Asked about the date, the agent is served the page holding it, as untrusted history.
+    const composed = await json<{ request: { messages: { role: string; content: string }[] }; manifest: { memory?: { pages: { path: string }[] } } }>(
+      await call("POST", `/v1/conversations/${encodeURIComponent(here)}/compose`, { token, body: { agent: agentId, prompt: { text: "When is the offsite?" } } }),
+    );
+    expect(composed.manifest.memory?.pages.map((p) => p.path)).toContain(OFFSITE);
+    const memory = composed.request.messages.find((m) => m.content.includes('kind="memory"'));
+    expect(memory?.role).toBe("user");
+    expect(memory?.content).toContain("March 10");
+    expect(composed.request.messages.filter((m) => m.role === "system").every((m) => !m.content.includes("March 10"))).toBe(true);
+  });
+});
+
 describe("the inspector's extracted memory", () => {
   it("shows the conversation's extracted facts with the messages they came from", async () => {
     const { conversation, agentId, token } = await setup();
