@@ -3,13 +3,15 @@
 // Foldline — people through the real Telegram webhook, the bot's replies as an external bot posts
 // them — shows the compactions as they settle, then an edit and a delivery receipt that arrive
 // after their part of the history was compacted, and prints the chain, the composed request and
-// the chain's verification. It exits non-zero unless it ends with a verified chain of at least
-// three boundaries and an amendment.
+// the chain's verification, and ends with a question about an early fact the served context no
+// longer holds, answered from the memory pages extracted as the chain settled. It exits non-zero
+// unless it ends with a verified chain of at least three boundaries, an amendment, and that answer
+// in the memory envelope.
 //
 // Reads the URL, token and webhook secret `npm start` made (.wrangler/foldline/local.json);
 // FOLDLINE_URL, FOLDLINE_TOKEN and FOLDLINE_TELEGRAM_SECRET override them.
 import { parseArgs } from "node:util";
-import { DEMO_PROMPT, GROUP_TITLE, LATE_EDIT, PEOPLE, SESSIONS } from "./demo/conversation.mjs";
+import { DEMO_PROMPT, GROUP_TITLE, LATE_EDIT, MEMORY_QUESTIONS, PEOPLE, SESSIONS } from "./demo/conversation.mjs";
 import { DEMO_AGENT_ID, DEMO_COMPACTOR_ID, registerDemoAgent } from "./lib/demo-agent.mjs";
 import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, readLocalState } from "./lib/local-state.mjs";
 
@@ -262,11 +264,38 @@ async function report() {
   say(`   chain: ${audit.valid ? "VERIFIED" : "NOT VERIFIED"}`);
   say(`\nInspect it: ${BASE}/inspector/conversations/${encodeURIComponent(conversation)}?agent=${DEMO_AGENT_ID}`);
 
+  const recalled = await memoryQuestion(context);
+
   const problems = [];
+  if (!recalled) problems.push("the memory envelope did not hold the answer to the memory question");
   if (!audit.valid) problems.push("the chain does not verify");
   if (current.length < 3) problems.push(`only ${current.length} boundaries (expected at least 3)`);
   if (items.length === 0) problems.push("no amendment in the served context");
   if (problems.length > 0) throw new DemoError(problems.join("; "));
+}
+
+/**
+ * Asks the first memory question whose answer the served context no longer holds (or the last,
+ * when the chain still holds every one) and shows the memory envelope compose adds for it: the
+ * extracted pages and older turns recall found, as untrusted history, never as instructions.
+ * @param {{ messages: { content: unknown }[] }} context what `GET …/context` served
+ */
+async function memoryQuestion(context) {
+  const served = context.messages.map((m) => String(m.content)).join("\n");
+  const pick = MEMORY_QUESTIONS.find((q) => !served.includes(q.answer)) ?? MEMORY_QUESTIONS.at(-1);
+  const forgotten = !served.includes(pick.answer);
+  const listing = expectStatus("listing memory pages", await call("GET", `/v1/agents/${DEMO_AGENT_ID}/memory?limit=500`), [200]);
+  const extracted = (listing.pages ?? []).filter((p) => p.path.startsWith("extracted/"));
+  say(`\n── Memory: ${extracted.length} pages extracted as the chain settled (GET /v1/agents/${DEMO_AGENT_ID}/memory)`);
+  say(`   question: "${pick.question}"`);
+  say(`   "${pick.answer}" is ${forgotten ? "in neither the boundary nor the exact tail any more" : "still in the served context too"}`);
+  const composed = expectStatus("composing with recall", await call("POST", `${conversationPath}/compose`, { agent: DEMO_AGENT_ID, prompt: { text: pick.question } }), [200]);
+  const messages = composed.request?.messages ?? [];
+  const memory = messages.find((m) => typeof m.content === "string" && m.content.includes('kind="memory"'));
+  const listed = composed.manifest?.memory;
+  say(`   compose served a memory envelope of ${listed?.envelopeChars ?? 0} characters: ${listed?.pages?.map((p) => p.path).join(", ") || "no page"}${listed?.turns?.length ? ` and ${listed.turns.length} older turn(s)` : ""}`);
+  for (const line of String(memory?.content ?? "").split("\n").filter((l) => l.includes(pick.answer)).slice(0, 3)) say(`   │ ${clip(line, 116)}`);
+  return memory !== undefined && String(memory.content).includes(pick.answer);
 }
 
 /** Characters of every turn's text: what an agent without Foldline would be sent each time. */

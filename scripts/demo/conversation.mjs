@@ -91,3 +91,16 @@ export const LATE_EDIT = {
 
 /** The question the composed request ends with. */
 export const DEMO_PROMPT = "How many people are coming, where are we staying, and what is still open?";
+
+/**
+ * Questions about early facts, each with the words its answer must contain. The demo asks the
+ * first one whose answer the served context (boundary + tail) no longer holds, so the answer can
+ * only come from the memory pages extracted as the chain settled.
+ */
+export const MEMORY_QUESTIONS = [
+  { question: "Which venue was too far or had no breakout rooms, and what does Chen need for the sprint?", answer: "projector" },
+  { question: "Who is allergic to peanuts?", answer: "peanut" },
+  { question: "How far from the airport may the venue be?", answer: "30 minutes" },
+  { question: "Why not the 15th of April?", answer: "release freeze" },
+  { question: "What did finance approve per person?", answer: "1,400" },
+];

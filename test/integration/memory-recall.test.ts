@@ -304,7 +304,11 @@ describe("the memory envelope", () => {
     const elsewhere = await json<{ request: { messages: Message[] }; manifest: { memory?: MemoryManifest } }>(
       await call("POST", composePath, { token, body: { agent: agentId, prompt: { text: "Remind me about the keynote speaker" }, query: "buses lunch" } }),
     );
-    expect(elsewhere.manifest.memory?.pages).toEqual([]);
+    // Recalled for the query, not the prompt: no keynote page, only what extraction filed from the
+    // conversation's messages about buses and lunch.
+    const elsewherePages = elsewhere.manifest.memory?.pages.map((p) => p.path) ?? [];
+    expect(elsewherePages).not.toContain("people/keynote");
+    expect(elsewherePages.every((path) => path.startsWith("extracted/"))).toBe(true);
 
     // A plain call is unchanged by all this: the same messages, byte for byte.
     expect(await json<Served>(await call("GET", contextPath, { token }))).toEqual(plain);
