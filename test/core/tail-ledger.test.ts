@@ -148,10 +148,31 @@ describe("TailLedger", () => {
     expect(sorted(ledger.references(0))).toEqual({ messageIds: [], proposalIds: [] });
   });
 
-  it("refuses events out of order", () => {
+  it("never gives its reference version back an earlier value, and tracks the newest event added", () => {
+    // The engine caches amendments under the head and this version: a version that came back to a
+    // value it once had would serve amendments computed before the events in between.
+    fc.assert(
+      fc.property(windowedLog, ({ log, windowStart, policy }) => {
+        const ledger = new TailLedger(policy, windowStart);
+        expect(ledger.lastSeq).toBe(windowStart);
+        for (const event of log.filter((e) => e.seq > windowStart)) {
+          const before = ledger.refVersion;
+          ledger.add(event);
+          expect(ledger.refVersion).toBeGreaterThanOrEqual(before);
+          expect(ledger.lastSeq).toBe(event.seq);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("refuses events out of order, naming both sequence numbers", () => {
     const ledger = new TailLedger(EVERYTHING, 5);
     const [first] = storeAll([source("m1", "hi")], 5);
-    expect(() => ledger.add(first!)).toThrow(RangeError);
+    expect(() => ledger.add(first!)).toThrow(new RangeError("events must be added in order: 5 after 5"));
+    const [next] = storeAll([source("m1", "hi")], 6);
+    ledger.add(next!);
+    expect(() => ledger.add(next!)).toThrow(new RangeError("events must be added in order: 6 after 6"));
   });
 });
 
