@@ -166,6 +166,26 @@ describe("TailLedger", () => {
     );
   });
 
+  it("moves a proposal id from the reply it kept to an earlier one once that one's message arrives", () => {
+    // p1 first answers m2 (not held yet), then is sent again as a plain reply: the fold keeps the
+    // second until m2 arrives, then the first, so the id leaves m1's group for m2's.
+    const events = storeAll([
+      source("m1", "First."),
+      proposal("p1", "agent-a", "An answer to m2.", { replyTo: "m2", key: "a" }),
+      proposal("p1", "agent-a", "A plain answer, longer than the first one.", { key: "b" }),
+      delivered("p1"),
+      source("m2", "Second."),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    const seen: [number, number][] = [];
+    for (const event of events) {
+      ledger.add(event);
+      seen.push([ledger.tailChars, ledger.tailMessages]);
+    }
+    expect(seen).toEqual(events.map((_, i) => [foldedTailChars(events.slice(0, i + 1), EVERYTHING, 0), foldedTailMessages(events.slice(0, i + 1), EVERYTHING, 0)]));
+    expect(seen[3]).not.toEqual(seen[4]);
+  });
+
   it("refuses events out of order, naming both sequence numbers", () => {
     const ledger = new TailLedger(EVERYTHING, 5);
     const [first] = storeAll([source("m1", "hi")], 5);
