@@ -1,11 +1,11 @@
 /**
  * Mutation testing of the pure core (`npm run mutation`): every mutant of `src/core` is run against
- * the Node `core` project only (`vitest.core.config.ts`), since integration tests inside workerd
+ * the Node `core` project only (`vitest.core.config.ts`, with a longer test timeout: `test/core/vitest.mutation.config.ts`), since integration tests inside workerd
  * would take hours. Too slow for CI; run it after changing the core and read what survived.
  */
 export default {
   testRunner: "vitest",
-  vitest: { configFile: "vitest.core.config.ts" },
+  vitest: { configFile: "test/core/vitest.mutation.config.ts" },
   mutate: ["src/core/**/*.ts"],
   coverageAnalysis: "perTest",
   // Module-level mutants (zod schemas, constants) need every test re-run in a fresh process each:

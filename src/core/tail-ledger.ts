@@ -37,8 +37,8 @@ export class TailLedger {
   /** The first source of each message id: it opens the group; a later source reusing the id is never folded in. */
   readonly #sources = new Map<string, Source>();
   readonly #sourceByGroup = new Map<number, Source>();
-  /** Sequence numbers of those first sources, ascending (they arrive in order). */
-  readonly #sourceSeqs: number[] = [];
+  /** The sequence number of the newest of those first sources (0: none yet). */
+  #lastSourceSeq = 0;
   readonly #corrections = new Map<string, Correction[]>();
   /** Every proposal of an id, in order; the fold keeps the first one that is a tail event. */
   readonly #proposals = new Map<string, Proposal[]>();
@@ -119,7 +119,7 @@ export class TailLedger {
     if (this.#sources.has(messageId)) return;
     this.#sources.set(messageId, source);
     this.#sourceByGroup.set(source.seq, source);
-    this.#sourceSeqs.push(source.seq);
+    this.#lastSourceSeq = source.seq;
     const replies = this.#outsideReplies.get(messageId);
     const corrected = this.#outsideCorrections.delete(messageId);
     const repliedTo = this.#outsideReplies.delete(messageId);
@@ -184,19 +184,16 @@ export class TailLedger {
     return touched;
   }
 
-  /** The group a kept reply belongs to: its message's, else the latest message before it (as the fold decides). */
+  /**
+   * The group a kept reply belongs to: its message's, else the latest message before it (as the
+   * fold decides). A reply without a message to answer is elected only when it is added (it
+   * qualifies at once, so an earlier one of its id would already be kept), when every source the
+   * ledger holds precedes it: the latest message before it is the newest one.
+   */
   #groupOf(proposal: Proposal): number {
     const replyTo = proposal.body.replyToMessageId;
     const target = replyTo === undefined ? undefined : this.#sources.get(replyTo);
-    if (target !== undefined) return target.seq;
-    let lo = 0;
-    let hi = this.#sourceSeqs.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.#sourceSeqs[mid] ?? Infinity) < proposal.seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo === 0 ? 0 : (this.#sourceSeqs[lo - 1] ?? 0);
+    return target?.seq ?? this.#lastSourceSeq;
   }
 
   /** Folds one group from its own events, exactly as the whole-window fold would, and updates the total. */

@@ -233,15 +233,20 @@ export function world(links: readonly Built[], options: { log?: StoredEvent[]; c
 }
 
 /** Reads the in-memory bucket the way `readDocument` reads R2: missing, or re-hashed and refused on mismatch. */
+export function readPacket(w: World, boundary: AuditBoundary): PacketRead | undefined {
+  const location = packetLocation(boundary, w.plans.get(boundary.runId));
+  if (location === undefined) return undefined;
+  const text = w.bucket.get(location.key);
+  const outcome: PacketRead["outcome"] =
+    text === undefined ? { ok: false, reason: "missing" } : sha256Hex(text) === location.hash ? { ok: true, text } : { ok: false, reason: "hash_mismatch" };
+  return { ...location, outcome };
+}
+
 function readPackets(w: World, boundaries: readonly AuditBoundary[]): Map<string, PacketRead> {
   const packets = new Map<string, PacketRead>();
   for (const boundary of boundaries) {
-    const location = packetLocation(boundary, w.plans.get(boundary.runId));
-    if (location === undefined) continue;
-    const text = w.bucket.get(location.key);
-    const outcome: PacketRead["outcome"] =
-      text === undefined ? { ok: false, reason: "missing" } : sha256Hex(text) === location.hash ? { ok: true, text } : { ok: false, reason: "hash_mismatch" };
-    packets.set(boundary.id, { ...location, outcome });
+    const read = readPacket(w, boundary);
+    if (read !== undefined) packets.set(boundary.id, read);
   }
   return packets;
 }

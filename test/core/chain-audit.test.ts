@@ -286,6 +286,9 @@ describe("auditChain: epochs", () => {
 });
 
 describe("auditChain: properties", () => {
+  /** Hundreds of whole audits: seconds on a loaded machine, past vitest's default 5 s timeout. */
+  const HEAVY = 60_000;
+
   /** One variant per leaf of a JSON value, each leaf changed. */
   function leafVariants(value: unknown, path = ""): { path: string; value: unknown }[] {
     if (Array.isArray(value)) {
@@ -318,7 +321,7 @@ describe("auditChain: properties", () => {
       }),
       { numRuns: 200 },
     );
-  });
+  }, HEAVY);
 
   it("the report does not depend on the order rows arrive in", () => {
     const w = world([...links, buildLink({ n: 20, position: 2, triggerSeq: 9, throughSeq: 6, previous: links[0], summary: "A fork." })]);
@@ -329,5 +332,5 @@ describe("auditChain: properties", () => {
       }),
       { numRuns: 50 },
     );
-  });
+  }, HEAVY);
 });

@@ -148,10 +148,51 @@ describe("TailLedger", () => {
     expect(sorted(ledger.references(0))).toEqual({ messageIds: [], proposalIds: [] });
   });
 
-  it("refuses events out of order", () => {
+  it("never gives its reference version back an earlier value, and tracks the newest event added", () => {
+    // The engine caches amendments under the head and this version: a version that came back to a
+    // value it once had would serve amendments computed before the events in between.
+    fc.assert(
+      fc.property(windowedLog, ({ log, windowStart, policy }) => {
+        const ledger = new TailLedger(policy, windowStart);
+        expect(ledger.lastSeq).toBe(windowStart);
+        for (const event of log.filter((e) => e.seq > windowStart)) {
+          const before = ledger.refVersion;
+          ledger.add(event);
+          expect(ledger.refVersion).toBeGreaterThanOrEqual(before);
+          expect(ledger.lastSeq).toBe(event.seq);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("moves a proposal id from the reply it kept to an earlier one once that one's message arrives", () => {
+    // p1 first answers m2 (not held yet), then is sent again as a plain reply: the fold keeps the
+    // second until m2 arrives, then the first, so the id leaves m1's group for m2's.
+    const events = storeAll([
+      source("m1", "First."),
+      proposal("p1", "agent-a", "An answer to m2.", { replyTo: "m2", key: "a" }),
+      proposal("p1", "agent-a", "A plain answer, longer than the first one.", { key: "b" }),
+      delivered("p1"),
+      source("m2", "Second."),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    const seen: [number, number][] = [];
+    for (const event of events) {
+      ledger.add(event);
+      seen.push([ledger.tailChars, ledger.tailMessages]);
+    }
+    expect(seen).toEqual(events.map((_, i) => [foldedTailChars(events.slice(0, i + 1), EVERYTHING, 0), foldedTailMessages(events.slice(0, i + 1), EVERYTHING, 0)]));
+    expect(seen[3]).not.toEqual(seen[4]);
+  });
+
+  it("refuses events out of order, naming both sequence numbers", () => {
     const ledger = new TailLedger(EVERYTHING, 5);
     const [first] = storeAll([source("m1", "hi")], 5);
-    expect(() => ledger.add(first!)).toThrow(RangeError);
+    expect(() => ledger.add(first!)).toThrow(new RangeError("events must be added in order: 5 after 5"));
+    const [next] = storeAll([source("m1", "hi")], 6);
+    ledger.add(next!);
+    expect(() => ledger.add(next!)).toThrow(new RangeError("events must be added in order: 6 after 6"));
   });
 });
 

@@ -1,7 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { reconstruct } from "../../src/core/reconstruction";
-import { LogIndex, turnsAsOf } from "../../src/core/turn-pages";
+import type { StoredEvent } from "../../src/core/events";
+import type { ReconstructionPolicy, Turn } from "../../src/core/reconstruction";
+import type { PageResult } from "../../src/core/turn-pages";
+import { idsNamedBy, LogIndex, pageOfTurns, turnsAsOf } from "../../src/core/turn-pages";
 import { storeAll } from "./event-builders";
 import { inputArbOver, policyArb } from "./log-arbitraries";
 
@@ -36,4 +39,43 @@ describe("turnsAsOf", () => {
     const events = storeAll(Array.from({ length: 5 }, (_, i) => ({ kind: "source" as const, idempotencyKey: `k${i}`, sensitive: false, body: { messageId: `m${i}`, author: { id: "a" }, text: `t${i}` } })));
     expect(new LogIndex([...events].reverse()).range(1, 3).map((e) => e.seq)).toEqual([2, 3]);
   });
+});
+
+describe("pageOfTurns", () => {
+  /**
+   * The whole log read a page at a time the way storage reads D1: a window of `windowSize` events
+   * after the cursor with the events related to it, widened while the page cannot be decided.
+   */
+  function readPages(log: readonly StoredEvent[], policy: ReconstructionPolicy, limit: number, windowSize: number): Turn[][] {
+    const index = new LogIndex(log);
+    const last = log.at(-1)?.seq ?? 0;
+    const pages: Turn[][] = [];
+    for (let after: number | null = 0; after !== null; ) {
+      let page: PageResult = { complete: false };
+      for (let size = windowSize; !page.complete; size *= 2) {
+        const through = Math.min(after + size, last);
+        const window = index.range(after, through);
+        const ids = idsNamedBy(window);
+        page = pageOfTurns({ window, exhausted: through >= last, related: index.related(ids.messageIds, ids.proposalIds, Number.MAX_SAFE_INTEGER), policy, after, limit });
+      }
+      pages.push(page.turns);
+      after = page.nextAfter;
+    }
+    return pages;
+  }
+
+  it("pages through the log to exactly the whole fold, whole groups per page, at least `limit` turns on every page but the last", () => {
+    fc.assert(
+      fc.property(logWithPoints, fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 8 }), ({ log, policy }, limit, windowSize) => {
+        const pages = readPages(log, policy, limit, windowSize);
+        // Group 0 (replies before any message) lies before every cursor, as it does for `turnsAsOf`.
+        expect(pages.flat()).toEqual(reconstruct(log, policy).filter((turn) => turn.group > 0));
+        pages.slice(0, -1).forEach((page, i) => {
+          expect(page.length).toBeGreaterThanOrEqual(limit);
+          expect(pages[i + 1]?.[0]?.group ?? Infinity).toBeGreaterThan(page.at(-1)?.group ?? 0);
+        });
+      }),
+      { numRuns: 300 },
+    );
+  }, 60_000);
 });
