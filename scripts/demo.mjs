@@ -267,7 +267,7 @@ async function report() {
   const recalled = await memoryQuestion(context);
 
   const problems = [];
-  if (!recalled) problems.push("the memory envelope did not hold the answer to the memory question");
+  if (!recalled) problems.push("no memory page answered a question the served context could not");
   if (!audit.valid) problems.push("the chain does not verify");
   if (current.length < 3) problems.push(`only ${current.length} boundaries (expected at least 3)`);
   if (items.length === 0) problems.push("no amendment in the served context");
@@ -275,27 +275,33 @@ async function report() {
 }
 
 /**
- * Asks the first memory question whose answer the served context no longer holds (or the last,
- * when the chain still holds every one) and shows the memory envelope compose adds for it: the
- * extracted pages and older turns recall found, as untrusted history, never as instructions.
+ * Asks the memory questions whose answers the served context (boundary + tail) no longer holds,
+ * and ends on the first one a memory page answers: compose adds the memory envelope (extracted
+ * pages and older turns recall found, as untrusted history, never as instructions), and the
+ * answer must be in one of its pages. False when no forgotten fact is answered by a page.
  * @param {{ messages: { content: unknown }[] }} context what `GET …/context` served
  */
 async function memoryQuestion(context) {
   const served = context.messages.map((m) => String(m.content)).join("\n");
-  const pick = MEMORY_QUESTIONS.find((q) => !served.includes(q.answer)) ?? MEMORY_QUESTIONS.at(-1);
-  const forgotten = !served.includes(pick.answer);
   const listing = expectStatus("listing memory pages", await call("GET", `/v1/agents/${DEMO_AGENT_ID}/memory?limit=500`), [200]);
   const extracted = (listing.pages ?? []).filter((p) => p.path.startsWith("extracted/"));
   say(`\n── Memory: ${extracted.length} pages extracted as the chain settled (GET /v1/agents/${DEMO_AGENT_ID}/memory)`);
-  say(`   question: "${pick.question}"`);
-  say(`   "${pick.answer}" is ${forgotten ? "in neither the boundary nor the exact tail any more" : "still in the served context too"}`);
-  const composed = expectStatus("composing with recall", await call("POST", `${conversationPath}/compose`, { agent: DEMO_AGENT_ID, prompt: { text: pick.question } }), [200]);
-  const messages = composed.request?.messages ?? [];
-  const memory = messages.find((m) => typeof m.content === "string" && m.content.includes('kind="memory"'));
-  const listed = composed.manifest?.memory;
-  say(`   compose served a memory envelope of ${listed?.envelopeChars ?? 0} characters: ${listed?.pages?.map((p) => p.path).join(", ") || "no page"}${listed?.turns?.length ? ` and ${listed.turns.length} older turn(s)` : ""}`);
-  for (const line of String(memory?.content ?? "").split("\n").filter((l) => l.includes(pick.answer)).slice(0, 3)) say(`   │ ${clip(line, 116)}`);
-  return memory !== undefined && String(memory.content).includes(pick.answer);
+  for (const pick of MEMORY_QUESTIONS.filter((q) => !served.includes(q.answer))) {
+    const composed = expectStatus("composing with recall", await call("POST", `${conversationPath}/compose`, { agent: DEMO_AGENT_ID, prompt: { text: pick.question } }), [200]);
+    const memory = (composed.request?.messages ?? []).find((m) => typeof m.content === "string" && m.content.includes('kind="memory"'));
+    const page = String(memory?.content ?? "")
+      .split("\n\n")
+      .find((item) => item.startsWith("[memory page ") && item.includes(pick.answer));
+    if (page === undefined) continue;
+    const listed = composed.manifest?.memory;
+    say(`   question: "${pick.question}"`);
+    say(`   "${pick.answer}" is in neither the boundary nor the exact tail any more`);
+    say(`   compose served a memory envelope of ${listed?.envelopeChars ?? 0} characters (${listed?.pages?.length ?? 0} pages, ${listed?.turns?.length ?? 0} older turns); the answer is on a page:`);
+    for (const line of page.split("\n").filter((l) => l.startsWith("[memory page") || l.includes(pick.answer)).slice(0, 4)) say(`   │ ${clip(line, 116)}`);
+    return true;
+  }
+  say("   no fact the served context forgot is answered by a memory page");
+  return false;
 }
 
 /** Characters of every turn's text: what an agent without Foldline would be sent each time. */
