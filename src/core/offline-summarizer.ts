@@ -169,6 +169,8 @@ function choose(pool: readonly { candidate: Candidate; line: Line }[], pages: re
   return chosen;
 }
 
+// Longer than the house's ~60 lines: the draft (pinned line, lines, pointers, threads) is shared by
+// the closures of the shrink loop below; split apart, they would pass all four back and forth.
 export function offlineCompaction(packet: Packet): string {
   const projection = packet.outputMode === "projection";
   const budget = summaryBudget(packet);
