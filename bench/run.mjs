@@ -469,7 +469,7 @@ async function runMetrics(api, fake, current, restart) {
       const context = (await api.context(agents.big.conversation, agents.big.id)).json();
       const m = context.manifest;
       bigSamples.push({ batch, chars: ledgers.big.chars, totalsChars: m.totals.chars, omittedChars: m.omitted.chars, omittedGroups: m.omitted.groups, at: Date.now() });
-      if (batch % 25 === 0) log(`  ${fmt(ledgers.big.chars)} chars appended, served context ${fmt(m.totals.chars)} chars, ${fake.calls.filter((c) => c.model === "bench-big").length} compactor calls`);
+      if (batch % 25 === 0) log(`  ${fmt(ledgers.big.chars)} chars appended, served context ${fmt(m.totals.chars)} chars, ${fake.calls.filter((c) => c.model === "bench-big" && c.process === "compactor").length} compactor calls`);
     });
     bigIngestSeconds = (performance.now() - t0) / 1000;
     log(`[histories] appended ${fmt(ledgers.big.chars)} chars in ${bigIngestSeconds.toFixed(1)} s; waiting for compaction to catch up`);
@@ -622,7 +622,7 @@ async function runMetrics(api, fake, current, restart) {
     await follower.poll();
     const ledger = ledgers.big;
     const runs = follower.plannedRuns().sort((a, b) => a.planned.seq - b.planned.seq);
-    const calls = fake.calls.filter((c) => c.model === "bench-big");
+    const calls = fake.calls.filter((c) => c.model === "bench-big" && c.process === "compactor");
     const ok = calls.filter((c) => c.status === 200);
     const sum = (/** @type {number[]} */ v) => v.reduce((a, b) => a + b, 0);
     const input = sum(calls.map((c) => c.totalChars));
@@ -659,6 +659,9 @@ async function runMetrics(api, fake, current, restart) {
       replies,
       compactions: runs.length,
       modelRequests: calls.length,
+      // The memory extraction after each settled compaction, on the same model: its own cost.
+      extractionRequests: fake.calls.filter((c) => c.model === "bench-big" && c.process === "extractor").length,
+      extractionInputChars: sum(fake.calls.filter((c) => c.model === "bench-big" && c.process === "extractor").map((c) => c.totalChars)),
       coveredChars: ledger.charsThrough(coveredThrough),
       compactorInputChars: input,
       ratio: round(input / ledger.chars, 3),
@@ -779,7 +782,7 @@ async function runMetrics(api, fake, current, restart) {
     };
     // Compactor input at a conversational pace: each run freezes about trigger − retain characters,
     // the steady state a long-lived chat converges to (the bulk replay's catch-up runs freeze more).
-    const pacedCalls = fake.calls.filter((c) => c.model === "bench-prefix");
+    const pacedCalls = fake.calls.filter((c) => c.model === "bench-prefix" && c.process === "compactor");
     const pacedCovered = ledgers.prefix.charsThrough(Math.max(0, ...runs.filter((r) => r.completed !== undefined).map((r) => r.completed.detail.coveredThroughSeq)));
     const pacedInput = sum(pacedCalls.map((c) => c.totalChars));
     results.metrics.prefixStability.compactorInput = {
@@ -845,7 +848,7 @@ async function runMetrics(api, fake, current, restart) {
     }
     const duplicateBoundaries = [...byPrevious.values()].reduce((n, c) => n + (c - 1), 0);
     const runs = follower.plannedRuns();
-    const calls = fake.calls.filter((c) => c.model === "bench-flaky");
+    const calls = fake.calls.filter((c) => c.model === "bench-flaky" && c.process === "compactor");
     const verifyStarted = performance.now();
     const audit = await api.verify(a.conversation, a.id);
     const verifyMs = performance.now() - verifyStarted;

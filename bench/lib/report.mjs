@@ -255,7 +255,8 @@ export function renderMarkdown(r) {
     const k = ci.breakdown;
     return [
       `Replay: ${n(ci.conversationChars)} conversation characters (${n(ci.replies)} question/reply groups plus the latency probes), rendered as the agent is sent them. ` +
-        `Foldline planned ${ci.compactions} compactions; the fake model received ${ci.modelRequests} requests, and **every character of every request (system + user message) was counted at the model's edge**. ` +
+        `Foldline planned ${ci.compactions} compactions; the fake model received ${ci.modelRequests} compaction requests, and **every character of every request (system + user message) was counted at the model's edge**. ` +
+        (ci.extractionRequests === undefined ? "" : `The memory extraction after each settled compaction sent ${n(ci.extractionRequests)} more requests (${n(ci.extractionInputChars)} characters, ${n(ci.extractionInputChars / ci.conversationChars, 3)} per conversation character), told apart by their system prompt and not counted as compactor input. `) +
         "Baselines are computed on the same replay and the same coverage points.",
       "",
       table(

@@ -25,8 +25,9 @@ import type { AddressInfo } from "node:net";
  * import it in-process): `calls` counts the characters of every completion request section by
  * section, so the compactor-input metric is measured at the model's edge; `summaryChars` sizes the
  * default reply; `delayMs` holds every answer (a slow model, so that a crash can land during a
- * call); and a request for the model `FLAKY_MODEL` fails with 500 on the first attempt at every
- * slice, so the queue redelivers the same packet.
+ * call); and a compaction request for the model `FLAKY_MODEL` fails with 500 on the first attempt
+ * at every slice, so the queue redelivers the same packet. Each call says which process sent it
+ * (`process`), so the memory extraction that follows a compaction is counted apart.
  */
 
 export interface ScriptStep {
@@ -68,6 +69,8 @@ interface Session {
 interface ModelCall {
   readonly at: number;
   readonly model: string;
+  /** Which of Foldline's processes asked, by its system prompt: a compaction, or the memory extraction after it. */
+  readonly process: "compactor" | "extractor";
   readonly systemChars: number;
   readonly userChars: number;
   readonly totalChars: number;
@@ -101,6 +104,8 @@ export interface FakeOpenAi {
 
 /** The model that fails the first attempt at every slice. */
 const FLAKY_MODEL = "bench-flaky";
+/** How the memory extractor's system prompt begins (src/core/extractor-io.ts). */
+const EXTRACTOR_PROMPT_START = "You are the memory extractor";
 
 function readBody(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -169,6 +174,7 @@ function callOf(body: Record<string, unknown>): ModelCall {
   return {
     at: Date.now(),
     model: typeof body["model"] === "string" ? body["model"] : "",
+    process: system.startsWith(EXTRACTOR_PROMPT_START) ? "extractor" : "compactor",
     systemChars: system.length,
     userChars: user.length,
     totalChars: system.length + user.length,
@@ -268,7 +274,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     if (!isRecord(body) || typeof body["model"] !== "string" || !Array.isArray(body["messages"])) return send(response, 400, errorBody(400));
     const call = callOf(body);
     calls.push(call);
-    if (call.model === FLAKY_MODEL && step.status === undefined && !failedOnce.has(call.sliceKey)) {
+    if (call.model === FLAKY_MODEL && call.process === "compactor" && step.status === undefined && !failedOnce.has(call.sliceKey)) {
       failedOnce.add(call.sliceKey);
       call.status = 500;
       return send(response, 500, errorBody(500));
