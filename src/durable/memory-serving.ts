@@ -1,7 +1,7 @@
 import type { Group } from "../core/compaction-plan";
 import type { AgentDeclaration } from "../core/declarations";
 import type { MemoryManifest, MemoryPack } from "../core/recall";
-import { DEFAULT_MEMORY_BUDGET_CHARS, memoryManifest, packMemory } from "../core/recall";
+import { DEFAULT_MEMORY_BUDGET_CHARS, memoryManifest, mergeHits, packMemory } from "../core/recall";
 import type { NativeMessage } from "../core/render";
 import { messageChars } from "../core/render";
 import type { Selection, SelectionFailure } from "../core/selection";
@@ -21,15 +21,16 @@ export interface ServedWithMemory {
 type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: SelectionFailure };
 
 /**
- * The selection, and with a `query` a memory envelope for it: the agent's best pages, then (if budget
- * remains) its best turns older than the served tail, whole, within `memoryBudgetChars`
- * (envelope included), reserved after the boundary and amendment envelopes and before the tail.
- * The budget is capped by what the agent's own caps leave, so memory never makes a context fail.
+ * The selection, and with a `query` a memory envelope for it: the agent's pages and its turns older
+ * than the served tail, in one bm25 order, whole, within `memoryBudgetChars` (envelope included),
+ * reserved after the boundary and amendment envelopes and before the tail. The budget is capped by
+ * what the agent's own caps leave, so memory never makes a context fail.
  *
- * "Older than the served tail" needs the tail, which needs the reservation: the tail is selected
- * with the pages alone first, turns are taken from before its first group, and the final selection
- * with pages and turns can only start its tail later (a larger reservation), never earlier, so no
- * recalled turn is ever also in the tail.
+ * "Older than the served tail" needs the tail, which needs the reservation. The tail of the
+ * selection without memory starts at or before the tail of any selection with it (a reservation
+ * only ever pushes the tail's start later), so turns recalled from before it are never also in the
+ * tail, whatever the envelope's size. Pages and turns then compete in one rank order: packing pages
+ * first let a few large pages shut out the turns that held the answer.
  */
 export async function selectWithMemory(
   db: D1Database,
@@ -50,13 +51,10 @@ export async function selectWithMemory(
   const match = recallMatchExpression(query);
   if (budget === 0 || match === undefined) return select({ hits: [], envelope: undefined });
 
-  const pages = packMemory(await searchPages(db, agent.id, match, MEMORY_CANDIDATES), budget);
-  const first = select(pages);
-  if (!first.ok) return first;
-  const tailStart = first.value.selection.tail.groups[0]?.seq;
+  const plain = selectContext({ envelopes, groups, policy });
+  if (!plain.ok) return plain;
+  const tailStart = plain.value.tail.groups[0]?.seq;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive, ...(tailStart === undefined ? {} : { beforeSeq: tailStart }) };
-  const turns = await searchTurns(db, input.conversationId, match, view, MEMORY_CANDIDATES);
-  // The chosen pages fit on their own, so packing them again first keeps every one of them.
-  const both = packMemory([...pages.hits, ...turns], budget);
-  return both.hits.length === pages.hits.length ? first : select(both);
+  const [pages, turns] = await Promise.all([searchPages(db, agent.id, match, MEMORY_CANDIDATES), searchTurns(db, input.conversationId, match, view, MEMORY_CANDIDATES)]);
+  return select(packMemory(mergeHits(pages, turns, pages.length + turns.length), budget));
 }

@@ -249,6 +249,32 @@ const MEMORY_FRAME = '<untrusted-history-summary kind="memory">';
 const isMemory = (m: Message): boolean => m.content.startsWith(MEMORY_FRAME);
 
 describe("the memory envelope", () => {
+  it("ranks pages and turns together: a large page that barely matches does not shut out the turn that answers", async () => {
+    const conversation = freshConversation("api:recall");
+    const agentId = `recall-${crypto.randomUUID().slice(0, 8)}`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const base = pair({ agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true });
+    const body = { ...base, agent: { ...base.agent, context: { ...base.agent.context, memoryBudgetChars: 1_500 } } };
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token, body })).status).toBe(201);
+    // A page that mentions the ferry once among 1,200 characters of other things: it fits the
+    // budget alone, and leaves no room for anything else.
+    const filler = Array.from({ length: 24 }, (_, i) => `Item ${i}: chairs, tables and cables for room ${i}.`).join(" ");
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/logistics/inventory`, { token, body: { content: `${filler} Also a ferry map.` } })).status).toBe(201);
+    // The answer, in the oldest message, which a boundary will cover.
+    await post(token, conversation, sourceEvent("m0", "0", "The ferry to the island leaves at 07:45 from pier 3."));
+    for (let i = 1; i < 36; i++) {
+      await post(token, conversation, sourceEvent(`m${i}`, `${i}`, `Message ${i}: logistics for the offsite, buses at ${8 + (i % 4)}:00 and lunch for ${20 + i} people.`));
+    }
+    await settledChain(conversation, agentId, 1);
+    const served = await json<Served>(
+      await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/context?agent=${agentId}&query=${encodeURIComponent("when does the ferry to the island leave")}`, { token }),
+    );
+    const memory = served.messages.find(isMemory);
+    expect(memory?.content).toContain("07:45");
+    expect(served.manifest.memory?.turns.map((t) => t.messageId)).toContain("0");
+    expect(served.manifest.memory?.envelopeChars).toBeLessThanOrEqual(1_500);
+  });
+
   it("serves pages and turns older than the tail for a query, after the boundary and before the tail, within budget and in the manifest", async () => {
     const conversation = freshConversation("api:recall");
     const agentId = `recall-${crypto.randomUUID().slice(0, 8)}`;
