@@ -26,12 +26,17 @@ let counter = 0;
 async function setup() {
   const conversation = freshConversation();
   const agentId = `anchor-${Date.now().toString(36)}-${counter++}`;
+/**
+ * Each message states a fact of its own (a guest, a room, a price): the offline compactor folds
+ * restatements of one fact into its latest value, so a thread of one fact restated settles into a
+ * one-line boundary, and how many compactions follow would depend on timing.
+ */
   const token = await tokenFor(conversation, `agent:${agentId}`);
   expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true })).status).toBe(201);
   return { conversation, agentId, token };
 }
 
-const line = (i: number): string => `Message ${i}: the offsite is in ${i % 2 === 0 ? "Lisbon" : "Porto"}, budget ${1000 + i * 10} euros per person, flights included.`;
+const line = (i: number): string => `Message ${i}: guest ${i} stays in room ${100 + i} in ${i % 2 === 0 ? "Lisbon" : "Porto"}, budget ${1000 + i * 10} euros, flights included.`;
 
 async function say(token: string, conversation: string, from: number, to: number): Promise<void> {
   for (let i = from; i < to; i++) expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, line(i)) })).status).toBe(201);

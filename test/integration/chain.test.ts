@@ -11,8 +11,13 @@ import { insertPlan, settledChain, waitFor } from "../support/chain";
 let agentCounter = 0;
 const freshAgent = (): string => `chain-${Date.now().toString(36)}-${agentCounter++}`;
 
+/**
+ * Each message states a fact of its own (a guest, a room, a price): the offline compactor folds
+ * restatements of one fact into its latest value, so a thread of one fact restated settles into a
+ * one-line boundary, and how many compactions follow would depend on timing.
+ */
 const talk = (i: number): string =>
-  `Message ${i}: about the offsite venue, ${i % 3 === 0 ? "Lisbon" : "Porto"} is preferred, with a budget of ${1000 + i * 10} euros for the team.`;
+  `Message ${i}: about the offsite venue, ${i % 3 === 0 ? "Lisbon" : "Porto"} is preferred by guest ${i}, who books room ${100 + i} on a budget of ${1000 + i * 10} euros.`;
 
 async function say(token: string, conversation: string, from: number, to: number): Promise<void> {
   for (let i = from; i < to; i++) {
