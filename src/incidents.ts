@@ -1,18 +1,11 @@
 import { operatorChat } from "./config";
 import { telegramRoute } from "./core/conversation-id";
-import type { IncidentKind } from "./storage/compaction-store";
+import type { IncidentRecord } from "./storage/compaction-store";
 import { insertIncidentStatement } from "./storage/compaction-store";
 import type { NoticeJob } from "./core/jobs";
 
-export interface Incident {
-  readonly conversationId: string;
-  readonly agentId: string;
-  readonly runId: string | null;
-  readonly kind: IncidentKind;
-  readonly code: string;
-  readonly message: string;
-  readonly createdAt: string;
-}
+/** An incident to record: the stored record's fields, with its conversation and without the id storage gives it. */
+export type Incident = Omit<IncidentRecord, "id"> & { readonly conversationId: string };
 
 /**
  * Records an incident: a private row, and — when `OPERATOR_CHAT` names one — a one-line summary

@@ -217,7 +217,7 @@ const isEnvelope = (/** @type {string} */ content) => content.startsWith("<untru
 /** What the agent reads: every message's content; its size is their total length. @param {Message[]} messages */
 const served = (messages) => ({ text: messages.map((m) => m.content).join("\n"), chars: messages.reduce((n, m) => n + m.content.length, 0) });
 
-/** @param {boolean[]} answered @param {{ updated: boolean }[]} facts @param {(f: any) => boolean} keep */
+/** @template {{ updated: boolean }} F @param {boolean[]} answered @param {F[]} facts @param {(f: F) => boolean} keep */
 function shareOf(answered, facts, keep) {
   const picked = answered.filter((_, i) => facts[i] !== undefined && keep(facts[i]));
   return picked.length === 0 ? null : round(picked.filter(Boolean).length / picked.length, 4);
