@@ -3,8 +3,9 @@ import { scopesAllow } from "../core/conversation-id";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
-import type { RecallHit } from "../core/recall";
-import { mergeHits, recallQueryTextSchema } from "../core/recall";
+import { recallQueryTextSchema } from "../core/recall";
+import type { RecallHit } from "../core/recall-rank";
+import { mergeHits } from "../core/recall-rank";
 import { currentDeclaration } from "../storage/compaction-store";
 import { recallMatchExpression } from "../storage/memory-store";
 import { readFactSources } from "../storage/extraction-store";
@@ -17,7 +18,7 @@ import { validate } from "./validation";
 
 /**
  * Recall search for one agent in one conversation: its memory pages and the conversation's exact
- * turns that it could be served, in one bm25-ranked list. Scoped like the conversation and like
+ * turns that it could be served, each bm25-ranked, in one list fused by rank (`mergeHits`). Scoped like the conversation and like
  * the agent: the token needs both, so it reads neither another conversation's turns nor another
  * agent's pages.
  */

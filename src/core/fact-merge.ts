@@ -29,7 +29,7 @@ interface Line {
   readonly ref: string;
 }
 
-interface Entry {
+export interface Entry {
   current: Line;
   previous: Line[];
 }
@@ -41,7 +41,7 @@ const CURRENT = /^- ([a-z0-9]+(?:-[a-z0-9]+)*): (.*) \(msg (.+), ref ([0-9a-f]{1
 const PREVIOUS = /^ {2}previously: (.*) \(msg (.+), ref ([0-9a-f]{12})\)$/;
 
 /** A message id as the page shows it: one line, without the characters its suffix is parsed by. */
-const shownId = (id: string): string => oneLine(id, 64).replace(/[(),]/g, "_") || "_";
+export const shownId = (id: string): string => oneLine(id, 64).replace(/[(),]/g, "_") || "_";
 
 const render = (line: Line): string => `${line.statement} (msg ${line.messageId}, ref ${line.ref})`;
 
@@ -66,13 +66,13 @@ export function parsePage(content: string): Map<string, Entry> {
   return entries;
 }
 
+/** One entry's lines: its current statement, then the ones it superseded. */
+export function renderEntry(key: string, entry: Entry): string {
+  return [`- ${key}: ${render(entry.current)}`, ...entry.previous.map((line) => `  previously: ${render(line)}`)].join("\n");
+}
+
 export function renderPage(path: string, entries: ReadonlyMap<string, Entry>): string {
-  const lines = [header(path)];
-  for (const [key, entry] of entries) {
-    lines.push(`- ${key}: ${render(entry.current)}`);
-    for (const line of entry.previous) lines.push(`  previously: ${render(line)}`);
-  }
-  return lines.join("\n");
+  return [header(path), ...[...entries].map(([key, entry]) => renderEntry(key, entry))].join("\n");
 }
 
 export interface MergeResult {

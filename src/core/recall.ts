@@ -1,11 +1,13 @@
 import { z } from "zod";
-import { authorLabel, renderEnvelope } from "./render";
+import { authorLabel, escapeEnvelopeText, renderEnvelope } from "./render";
 import type { NativeMessage } from "./render";
+import type { RecallCandidate, RecalledTurnHit } from "./recall-rank";
+import { restates, wordsOf } from "./recall-rank";
 
 /**
  * Recall for the agent: what a search over its memory pages and the conversation's exact turns
  * found, as search results and as the memory envelope served beside the boundary. Pure: the hits
- * come from storage (`storage/recall-store`), ranked there by bm25.
+ * come from storage (`storage/recall-store`), ranked there by bm25, and are ordered by `recall-rank`.
  *
  * What recall serves is derived from history (pages are extracted from it or written about it), so
  * it goes in the same untrusted user-role frame as the boundary, escaped, never as system content.
@@ -17,75 +19,80 @@ export const recallQueryTextSchema = z.string().min(1).max(2_000).refine((s) => 
 /** Memory served when a context policy does not say (`memoryBudgetChars`). */
 export const DEFAULT_MEMORY_BUDGET_CHARS = 4_000;
 
-export interface RecalledPageHit {
-  readonly type: "page";
-  readonly path: string;
-  readonly version: number;
-  readonly contentHash: string;
-  readonly content: string;
-  readonly snippet: string;
-  readonly rank: number;
-}
-
-export interface RecalledTurnHit {
-  readonly type: "turn";
-  readonly role: "user" | "assistant";
-  readonly messageId: string;
-  readonly seq: number;
-  readonly authorId: string;
-  readonly authorName: string | null;
-  readonly content: string;
-  readonly snippet: string;
-  readonly rank: number;
-}
-
-export type RecallHit = RecalledPageHit | RecalledTurnHit;
-
-/**
- * Pages and turns in one list, best bm25 first (ties: pages before turns, then path or sequence),
- * at most `limit`. The two indexes score on their own statistics, so the order across them is an
- * approximation; within each it is exact.
- */
-export function mergeHits(pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[], limit: number): RecallHit[] {
-  const key = (hit: RecallHit): string => (hit.type === "page" ? `0:${hit.path}` : `1:${String(hit.seq).padStart(16, "0")}`);
-  return [...pages, ...turns]
-    .sort((a, b) => a.rank - b.rank || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
-    .slice(0, Math.max(0, limit));
-}
-
 /** A turn's id as reconstruction names it (`s<seq>` for a message, `p<seq>` for a reply). */
 export const turnIdOf = (hit: Pick<RecalledTurnHit, "role" | "seq">): string => `${hit.role === "user" ? "s" : "p"}${hit.seq}`;
 
-/** One recalled item as the agent reads it inside the memory envelope. */
-export function renderRecalled(hit: RecallHit): string {
-  if (hit.type === "page") return `[memory page ${hit.path} (version ${hit.version})]\n${hit.content}`;
+const SEPARATOR = "\n\n";
+
+const pageHeader = (hit: { readonly path: string; readonly version: number }): string => `[memory page ${hit.path} (version ${hit.version})]`;
+
+/** A turn as the agent reads it inside the memory envelope. */
+function renderTurn(hit: RecalledTurnHit): string {
   const speaker = hit.role === "user" ? authorLabel({ id: hit.authorId, ...(hit.authorName === null ? {} : { name: hit.authorName }) }) : `reply of ${hit.authorId}`;
   return `[earlier message ${hit.messageId}] ${speaker}: ${hit.content}`;
 }
 
-const SEPARATOR = "\n\n";
+/**
+ * The envelope's body for the chosen items: a whole page under its header, the entries taken from
+ * one page together under that page's header (where its first entry ranked), turns one by one.
+ */
+export function renderRecalled(hits: readonly RecallCandidate[]): string {
+  const blocks: string[] = [];
+  const pageBlocks = new Map<string, number>();
+  for (const hit of hits) {
+    if (hit.type === "turn") blocks.push(renderTurn(hit));
+    else if (hit.type === "page") blocks.push(`${pageHeader(hit)}\n${hit.content}`);
+    else {
+      const at = pageBlocks.get(hit.path);
+      if (at === undefined) {
+        pageBlocks.set(hit.path, blocks.length);
+        blocks.push(`${pageHeader(hit)}\n${hit.content}`);
+      } else blocks[at] = `${blocks[at] ?? ""}\n${hit.content}`;
+    }
+  }
+  return blocks.join(SEPARATOR);
+}
 
 export interface MemoryPack {
-  readonly hits: RecallHit[];
+  readonly hits: RecallCandidate[];
   /** Absent when nothing was chosen. */
   readonly envelope: NativeMessage | undefined;
 }
 
+/** Characters `text` takes once escaped in an envelope (escaping is per character, so sizes add up). */
+const escapedChars = (text: string): number => escapeEnvelopeText(text).length;
+
 /**
- * Takes hits in order while the whole envelope (frame, notice and escaped body) stays within
- * `budgetChars`; a hit that would overflow is skipped and the next tried, so a large page does not
- * shut out smaller ones further down. Items are whole: a page or a turn is never cut.
+ * Takes candidates in order while the whole envelope (frame, notice and escaped body) stays within
+ * `budgetChars`; one that would overflow is skipped and the next tried, so a large page does not
+ * shut out smaller items further down. Items are whole: a page, an entry or a turn is never cut.
+ * Nothing is said twice: a turn or an entry whose words a chosen one already holds
+ * (`restates`: the same message again, by whoever, or an entry and the turn it was taken from) is
+ * skipped for the next. Sizes are added up as items are taken (the body is rendered once), so
+ * packing hundreds of candidates stays linear.
  */
-export function packMemory(hits: readonly RecallHit[], budgetChars: number): MemoryPack {
-  const chosen: RecallHit[] = [];
-  let envelope: NativeMessage | undefined;
-  for (const hit of hits) {
-    const candidate = renderEnvelope("memory", [...chosen, hit].map(renderRecalled).join(SEPARATOR));
-    if (candidate.content.length > budgetChars) continue;
+export function packMemory(candidates: readonly RecallCandidate[], budgetChars: number): MemoryPack {
+  const chosen: RecallCandidate[] = [];
+  const pagesServed = new Set<string>();
+  const said: Set<string>[] = [];
+  let chars = renderEnvelope("memory", "").content.length;
+  for (const hit of candidates) {
+    const words = hit.type === "page" ? undefined : wordsOf(hit);
+    if (words !== undefined && said.some((earlier) => restates(words, earlier))) continue;
+    const separator = chosen.length === 0 ? 0 : SEPARATOR.length;
+    const added =
+      hit.type === "turn"
+        ? separator + escapedChars(renderTurn(hit))
+        : hit.type === "entry" && pagesServed.has(hit.path)
+          ? 1 + escapedChars(hit.content)
+          : separator + escapedChars(`${pageHeader(hit)}\n${hit.content}`);
+    if (chars + added > budgetChars) continue;
+    chars += added;
     chosen.push(hit);
-    envelope = candidate;
+    if (words !== undefined) said.push(words);
+    if (hit.type === "entry") pagesServed.add(hit.path);
   }
-  return { hits: chosen, envelope };
+  return { hits: chosen, envelope: chosen.length === 0 ? undefined : renderEnvelope("memory", renderRecalled(chosen)) };
 }
 
 const count = z.number().int().nonnegative();
@@ -94,16 +101,30 @@ const count = z.number().int().nonnegative();
 export const memoryManifestSchema = z.strictObject({
   envelopeChars: count,
   budgetChars: count,
-  pages: z.array(z.strictObject({ path: z.string(), version: z.number().int().positive(), contentHash: z.string(), chars: count })),
+  /** Each page served from: whole, or (with `keys`) only the entries under those keys, `chars` of them. */
+  pages: z.array(z.strictObject({ path: z.string(), version: z.number().int().positive(), contentHash: z.string(), chars: count, keys: z.array(z.string()).optional() })),
   turns: z.array(z.strictObject({ turnId: z.string(), messageId: z.string(), seq: count, chars: count })),
 });
 export type MemoryManifest = z.infer<typeof memoryManifestSchema>;
 
 export function memoryManifest(pack: MemoryPack, budgetChars: number): MemoryManifest {
+  const pages = new Map<string, MemoryManifest["pages"][number]>();
+  for (const hit of pack.hits) {
+    if (hit.type === "page") pages.set(hit.path, { path: hit.path, version: hit.version, contentHash: hit.contentHash, chars: hit.content.length });
+    if (hit.type !== "entry") continue;
+    const seen = pages.get(hit.path);
+    pages.set(hit.path, {
+      path: hit.path,
+      version: hit.version,
+      contentHash: hit.contentHash,
+      chars: (seen?.chars ?? 0) + hit.content.length,
+      keys: [...(seen?.keys ?? []), hit.key],
+    });
+  }
   return {
     envelopeChars: pack.envelope?.content.length ?? 0,
     budgetChars,
-    pages: pack.hits.flatMap((hit) => (hit.type === "page" ? [{ path: hit.path, version: hit.version, contentHash: hit.contentHash, chars: hit.content.length }] : [])),
+    pages: [...pages.values()],
     turns: pack.hits.flatMap((hit) => (hit.type === "turn" ? [{ turnId: turnIdOf(hit), messageId: hit.messageId, seq: hit.seq, chars: hit.content.length }] : [])),
   };
 }

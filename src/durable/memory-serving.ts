@@ -1,7 +1,8 @@
 import type { Group } from "../core/compaction-plan";
 import type { AgentDeclaration } from "../core/declarations";
 import type { MemoryManifest, MemoryPack } from "../core/recall";
-import { DEFAULT_MEMORY_BUDGET_CHARS, memoryManifest, mergeHits, packMemory } from "../core/recall";
+import { DEFAULT_MEMORY_BUDGET_CHARS, memoryManifest, packMemory } from "../core/recall";
+import { rankCandidates } from "../core/recall-rank";
 import type { NativeMessage } from "../core/render";
 import { messageChars } from "../core/render";
 import type { Selection, SelectionFailure } from "../core/selection";
@@ -9,8 +10,18 @@ import { selectContext } from "../core/selection";
 import { recallMatchExpression } from "../storage/memory-store";
 import { searchPages, searchTurns } from "../storage/recall-store";
 
-/** Ranked candidates read per store before packing: a budget of a few thousand characters holds far fewer. */
-const MEMORY_CANDIDATES = 20;
+/** Pages read before packing: each yields its matching entries, so a few pages fill a budget. */
+const PAGE_CANDIDATES = 20;
+/**
+ * Turns are read as if each took this many characters: chat turns are short (a budget of a few
+ * thousand characters holds dozens), and packing skips the ones that say again what a chosen one
+ * said, so the candidates need room beyond what fits.
+ */
+const MIN_TURN_CHARS = 20;
+const MAX_TURN_CANDIDATES = 400;
+
+/** Turns read before packing for a memory budget: enough to fill it with short turns, bounded. */
+const turnCandidates = (budgetChars: number): number => Math.min(MAX_TURN_CANDIDATES, Math.max(PAGE_CANDIDATES, Math.ceil(budgetChars / MIN_TURN_CHARS)));
 
 export interface ServedWithMemory {
   readonly selection: Selection;
@@ -21,16 +32,18 @@ export interface ServedWithMemory {
 type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: SelectionFailure };
 
 /**
- * The selection, and with a `query` a memory envelope for it: the agent's pages and its turns older
- * than the served tail, in one bm25 order, whole, within `memoryBudgetChars` (envelope included),
+ * The selection, and with a `query` a memory envelope for it: the entries of the agent's pages that
+ * match (pages a person wrote whole) and its turns older than the served tail, in one order
+ * (`rankCandidates`), within `memoryBudgetChars` (envelope included),
  * reserved after the boundary and amendment envelopes and before the tail. The budget is capped by
  * what the agent's own caps leave, so memory never makes a context fail.
  *
  * "Older than the served tail" needs the tail, which needs the reservation. The tail of the
  * selection without memory starts at or before the tail of any selection with it (a reservation
  * only ever pushes the tail's start later), so turns recalled from before it are never also in the
- * tail, whatever the envelope's size. Pages and turns then compete in one rank order: packing pages
- * first let a few large pages shut out the turns that held the answer.
+ * tail, whatever the envelope's size. Pages and turns then take turns in one order: packing pages
+ * first, or comparing the two stores' bm25 scores, let a few large pages shut out the turns that
+ * held the answer.
  */
 export async function selectWithMemory(
   db: D1Database,
@@ -55,6 +68,6 @@ export async function selectWithMemory(
   if (!plain.ok) return plain;
   const tailStart = plain.value.tail.groups[0]?.seq;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive, ...(tailStart === undefined ? {} : { beforeSeq: tailStart }) };
-  const [pages, turns] = await Promise.all([searchPages(db, agent.id, match, MEMORY_CANDIDATES), searchTurns(db, input.conversationId, match, view, MEMORY_CANDIDATES)]);
-  return select(packMemory(mergeHits(pages, turns, pages.length + turns.length), budget));
+  const [pages, turns] = await Promise.all([searchPages(db, agent.id, match, PAGE_CANDIDATES), searchTurns(db, input.conversationId, match, view, turnCandidates(budget))]);
+  return select(packMemory(rankCandidates(query, pages, turns), budget));
 }

@@ -104,7 +104,9 @@ const getContext = operation({
     conversation,
     ...queryParameters(contextQuery, {
       agent: "the agent whose view is served",
-      query: "free text to recall memory for: the agent's best pages, then its best turns older than the tail, within its `memoryBudgetChars`",
+      query:
+        "free text to recall memory for: the matching current statements of the agent's extracted pages (pages a person wrote whole) " +
+        "and its best turns older than the tail, taken in turn, nothing said twice, within its `memoryBudgetChars`",
     }),
   ],
   responses: {
@@ -161,8 +163,8 @@ const searchMemoryRoute = operation({
   tags: ["memory"],
   summary: "Search the agent's memory and the conversation's turns",
   description:
-    "Recall: the agent's memory pages and the conversation's exact turns (edits applied, deletions removed) in one bm25-ranked " +
-    "list, each with a snippet of the match (matched terms between « and »), its whole content, and the messages it comes from. " +
+    "Recall: the agent's memory pages and the conversation's exact turns (edits applied, deletions removed), each bm25-ranked, " +
+    "fused by rank into one list, each with a snippet of the match (matched terms between « and »), its whole content, and the messages it comes from. " +
     "Only what the agent could be served: replies of its admitted history agents, sensitive turns only if it admits them. " +
     "The query is free text, never search syntax. The token needs the conversation and the agent.",
   security: BEARER,

@@ -1,4 +1,5 @@
 import { sha256Hex } from "../core/hash";
+import { MAX_RECALL_TERMS, recallTerms } from "../core/recall-rank";
 
 /**
  * Every D1 statement on memory pages (migrations/0004_memory_pages.sql).
@@ -168,56 +169,19 @@ export async function deletePage(db: D1Database, agentId: string, path: string, 
 // ---------------------------------------------------------------------------------------------
 // Recall: the pages of one agent that best match a slice of conversation, within a budget.
 
-/** At most this many terms go into one MATCH: enough for a slice's topics, bounded in cost. */
-export const MAX_RECALL_TERMS = 32;
-/** Shorter words are mostly function words, and match too much to rank anything. */
-const MIN_TERM_CHARS = 3;
-/** Longer "words" are pasted ids or base64, not topics; the cap also bounds the query's size. */
-const MAX_TERM_CHARS = 64;
 /** Ranked candidates read before packing; small rows (no content), so a budget of a few large misses
  * can still be filled by smaller pages further down. */
 const RECALL_CANDIDATES = 200;
 
 /**
- * Common English words of at least MIN_TERM_CHARS letters. Dropping them keeps the term cap for
- * words that say what the slice is about; bm25 would rank them low anyway, but they would still
- * let every page into the candidates.
- */
-const STOP_WORDS = new Set(
-  (
-    "the and for are but not you all any can had her was one our out has have his how its may new now " +
-    "see two who did get him let say she too use that this with from they will would there their what " +
-    "about which when make like time just know take into year your some could them than then look only " +
-    "come over think also back after work first well even want because these give most been were said " +
-    "does yes yeah okay here where why very much more such should shall being each other those through " +
-    "while again same"
-  ).split(" "),
-);
-
-// Letters, marks and digits: the characters unicode61 keeps in tokens. Anything the tokenizer
-// would still split is harmless, because each term is quoted.
-const WORD = /[\p{L}\p{M}\p{N}]+/gu;
-
-/**
  * An FTS5 MATCH expression for a slice of conversation, or undefined when no word qualifies.
- * Never passes the text through as query syntax: each term is a run of letters/marks/digits,
+ * Never passes the text through as query syntax: each term (`recallTerms`) is a run of letters/marks/digits,
  * which cannot contain `"`, so quoting it as a phrase (`"term"`) leaves AND, NEAR, `*`, `:`,
  * `^`, parentheses and column filters in the slice as plain words or nothing. Terms are the
  * slice's most frequent qualifying words (ties: first seen), OR-ed so that any one can recall a page.
  */
 export function recallMatchExpression(text: string, maxTerms = MAX_RECALL_TERMS): string | undefined {
-  const seen = new Map<string, { count: number; first: number }>();
-  for (const [word] of text.toLowerCase().matchAll(WORD)) {
-    const length = [...word].length;
-    if (length < MIN_TERM_CHARS || length > MAX_TERM_CHARS || STOP_WORDS.has(word)) continue;
-    const entry = seen.get(word);
-    if (entry === undefined) seen.set(word, { count: 1, first: seen.size });
-    else entry.count += 1;
-  }
-  const terms = [...seen]
-    .sort(([, a], [, b]) => b.count - a.count || a.first - b.first)
-    .slice(0, Math.max(0, maxTerms))
-    .map(([term]) => `"${term}"`);
+  const terms = recallTerms(text, maxTerms).map((term) => `"${term}"`);
   return terms.length === 0 ? undefined : terms.join(" OR ");
 }
 

@@ -1,4 +1,4 @@
-import type { RecalledPageHit, RecalledTurnHit } from "../core/recall";
+import type { RecalledPageHit, RecalledTurnHit } from "../core/recall-rank";
 
 /**
  * Recall's D1 statements: bm25 searches over an agent's live memory pages (`memory_fts`,
@@ -71,7 +71,7 @@ export async function searchPages(db: D1Database, agentId: string, match: string
   }));
 }
 
-/** The conversation's live turns matching `match` that `view` may be served, best first. */
+/** The conversation's live turns matching `match` that `view` may be served, best first; ties the later turn first (a later statement supersedes an earlier one). */
 export async function searchTurns(db: D1Database, conversationId: string, match: string, view: TurnView, limit: number): Promise<RecalledTurnHit[]> {
   const { results } = await db
     .prepare(
@@ -84,7 +84,7 @@ export async function searchTurns(db: D1Database, conversationId: string, match:
          AND t.seq IS NOT NULL AND t.deleted = 0 AND t.seq < ?9
          AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
          AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0))
-       ORDER BY rank, t.seq
+       ORDER BY rank, t.seq DESC
        LIMIT ?10`,
     )
     .bind(

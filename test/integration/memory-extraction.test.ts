@@ -196,13 +196,15 @@ describe("extracted pages in recall", () => {
     expect(inHere?.sources).toEqual([]);
 
     // Asked about the date, the agent is served the page holding it, as untrusted history.
-    const composed = await json<{ request: { messages: { role: string; content: string }[] }; manifest: { memory?: { pages: { path: string }[] } } }>(
+    const composed = await json<{ request: { messages: { role: string; content: string }[] }; manifest: { memory?: { pages: { path: string; version: number; keys?: string[] }[] } } }>(
       await call("POST", `/v1/conversations/${encodeURIComponent(here)}/compose`, { token, body: { agent: agentId, prompt: { text: "When is the offsite?" } } }),
     );
-    expect(composed.manifest.memory?.pages.map((p) => p.path)).toContain(OFFSITE);
+    // Served by entry: the page's version and the key of the fact, its current statement only.
+    expect(composed.manifest.memory?.pages.find((p) => p.path === OFFSITE)).toEqual({ path: OFFSITE, version: 2, contentHash: expect.any(String) as unknown as string, chars: expect.any(Number) as unknown as number, keys: ["offsite-date"] });
     const memory = composed.request.messages.find((m) => m.content.includes('kind="memory"'));
     expect(memory?.role).toBe("user");
-    expect(memory?.content).toContain("March 10");
+    expect(memory?.content).toMatch(/- offsite-date: .*March 10\. \(msg m-there, ref [0-9a-f]{12}\)/);
+    expect(memory?.content).not.toContain("previously:");
     expect(composed.request.messages.filter((m) => m.role === "system").every((m) => !m.content.includes("March 10"))).toBe(true);
   });
 });

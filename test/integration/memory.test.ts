@@ -3,7 +3,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
 import { memoryPathSchema } from "../../src/core/memory-path";
-import { deletePage, getPage, MAX_RECALL_TERMS, putPage, recallMatchExpression, recallPages } from "../../src/storage/memory-store";
+import { MAX_RECALL_TERMS } from "../../src/core/recall-rank";
+import { deletePage, getPage, putPage, recallMatchExpression, recallPages } from "../../src/storage/memory-store";
 import type { ErrorBody } from "./helpers";
 import { call, json, tokenFor } from "./helpers";
 
