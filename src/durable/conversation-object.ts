@@ -9,6 +9,7 @@ import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import type { D1Reads } from "../storage/d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
+import { countAlarm, meteredEnv } from "../storage/usage-meter";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
 import type { ContextSelection } from "../core/context-manifest";
 import type { SettleError } from "../core/settle-checks";
@@ -58,7 +59,11 @@ export class ConversationObject extends DurableObject<Env> {
     super(ctx, env);
     this.#wakes = new WakeupBook(ctx.storage);
     // The benchmark's reads-per-request meter (storage/d1-meter): off unless the deployment says so.
-    if (d1MeterEnabled(env)) this.env = { ...env, DB: meteredD1(env.DB, this.#d1Meter) };
+    // The usage ledger (storage/usage-meter) counts every binding's use for the cost table.
+    if (d1MeterEnabled(env)) {
+      const metered = meteredEnv(env);
+      this.env = { ...metered, DB: meteredD1(metered.DB, this.#d1Meter) };
+    }
   }
 
   /** Starts counting this object's D1 reads for one metered request (`D1_METER`). */
@@ -149,6 +154,7 @@ export class ConversationObject extends DurableObject<Env> {
    * then the alarm is re-armed to the earliest that remains.
    */
   override async alarm(): Promise<void> {
+    countAlarm(this.env);
     await this.#exclusive(async () => {
       const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
       if (conversationId === undefined) return;

@@ -48,10 +48,17 @@ export const formatReads = (reads: D1Reads): string =>
 export class D1Meter {
   #armed = false;
   #reads: D1Reads = NO_READS;
+  /** Called with every result counted (the usage ledger reads D1's database size from it). */
+  onResult: ((result: D1Result) => void) | undefined;
 
   arm(): void {
     this.#armed = true;
     this.#reads = NO_READS;
+  }
+
+  /** What was read since `arm`, still counting. */
+  peek(): D1Reads {
+    return this.#reads;
   }
 
   /** What was read since `arm`, and disarms. */
@@ -65,6 +72,7 @@ export class D1Meter {
   /** One statement's result; `trip` when it is the first (or only) result of a call to D1. */
   record(result: D1Result, trip: boolean): void {
     if (!this.#armed) return;
+    this.onResult?.(result);
     this.#reads = addReads(this.#reads, {
       roundTrips: trip ? 1 : 0,
       statements: 1,

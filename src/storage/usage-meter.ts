@@ -1,0 +1,150 @@
+import type { D1Reads } from "./d1-meter";
+import { D1Meter, d1MeterEnabled, meteredD1 } from "./d1-meter";
+
+/**
+ * What the deployment has used since this isolate started, for the benchmark's cost table: every
+ * D1 statement (the Worker's, the queue consumer's and the conversation objects', requests and
+ * alarms alike), R2 operations by billing class, queue messages sent and delivered, Durable Object
+ * requests, and the bytes D1 and R2 hold. Counted only where `D1_METER = "on"` (the benchmark's
+ * worker); a deployment without it gets its bindings back untouched.
+ *
+ * The counts live in this module, one per isolate. Locally (`wrangler dev`, the benchmark) the
+ * Worker, its queue consumer and its objects share one isolate, so one ledger sees all of them;
+ * on Cloudflare each isolate would count only its own share, which is why nothing but the
+ * benchmark reads it.
+ */
+
+export interface Usage {
+  readonly d1: D1Reads;
+  /** D1's own `meta.size_after` of the last statement: the database's size in bytes. */
+  readonly d1Bytes: number;
+  /** R2 operations billed as Class A (put, list, multipart) and Class B (get, head). */
+  readonly r2ClassA: number;
+  readonly r2ClassB: number;
+  /** Bytes put into R2 (deletes are not subtracted: Foldline never deletes a document). */
+  readonly r2BytesPut: number;
+  readonly queueSent: number;
+  /** Messages handed to the consumer, each delivery counted (a retry is a second one). */
+  readonly queueDelivered: number;
+  readonly queueRetried: number;
+  /** RPC calls into conversation objects, and their alarms: each is one billed request. */
+  readonly objectRequests: number;
+}
+
+class UsageLedger {
+  readonly d1 = new D1Meter();
+  d1Bytes = 0;
+  r2ClassA = 0;
+  r2ClassB = 0;
+  r2BytesPut = 0;
+  queueSent = 0;
+  queueDelivered = 0;
+  queueRetried = 0;
+  objectRequests = 0;
+
+  constructor() {
+    this.d1.arm();
+    this.d1.onResult = (result) => {
+      if (typeof result.meta.size_after === "number") this.d1Bytes = result.meta.size_after;
+    };
+  }
+
+  snapshot(): Usage {
+    const { d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests } = this;
+    return { d1: this.d1.peek(), d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests };
+  }
+}
+
+const ledger = new UsageLedger();
+
+/** This isolate's usage so far. */
+export const usageSnapshot = (): Usage => ledger.snapshot();
+
+/** The response header a metered request (`x-foldline-d1-meter: on`) carries the usage in, as JSON. */
+export const USAGE_HEADER = "x-foldline-usage";
+
+const CLASS_A = new Set(["put", "list", "createMultipartUpload", "resumeMultipartUpload"]);
+const CLASS_B = new Set(["get", "head"]);
+
+function bytesOf(value: unknown): number {
+  if (typeof value === "string") return new TextEncoder().encode(value).byteLength;
+  if (value instanceof ArrayBuffer) return value.byteLength;
+  if (ArrayBuffer.isView(value)) return value.byteLength;
+  return 0;
+}
+
+function countedBucket(bucket: R2Bucket): R2Bucket {
+  return new Proxy(bucket, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function" || typeof property !== "string") return value;
+      return (...args: unknown[]) => {
+        if (CLASS_A.has(property)) ledger.r2ClassA += 1;
+        if (CLASS_B.has(property)) ledger.r2ClassB += 1;
+        if (property === "put") ledger.r2BytesPut += bytesOf(args[1]);
+        return Reflect.apply(value, target, args) as unknown;
+      };
+    },
+  });
+}
+
+function countedQueue<T>(queue: Queue<T>): Queue<T> {
+  return new Proxy(queue, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        if (property === "send") ledger.queueSent += 1;
+        if (property === "sendBatch") ledger.queueSent += Array.isArray(args[0]) ? args[0].length : 0;
+        return Reflect.apply(value, target, args) as unknown;
+      };
+    },
+  });
+}
+
+/** Every method call on a stub is one RPC session, which Cloudflare bills as one request. */
+function countedObjects(namespace: Env["CONVERSATION"]): Env["CONVERSATION"] {
+  return new Proxy(namespace, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (property !== "get" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      return (...args: unknown[]) => {
+        const stub = Reflect.apply(value, target, args) as object;
+        return new Proxy(stub, {
+          get(stubTarget, name) {
+            const method: unknown = Reflect.get(stubTarget, name);
+            if (typeof method !== "function") return method;
+            return (...callArgs: unknown[]) => {
+              ledger.objectRequests += 1;
+              return Reflect.apply(method, stubTarget, callArgs) as unknown;
+            };
+          },
+        });
+      };
+    },
+  });
+}
+
+/** `env` with its bindings counted, when the deployment meters (`D1_METER = "on"`); otherwise `env` itself. */
+export function meteredEnv(env: Env): Env {
+  if (!d1MeterEnabled(env)) return env;
+  return {
+    ...env,
+    DB: meteredD1(env.DB, ledger.d1),
+    DOCUMENTS: countedBucket(env.DOCUMENTS),
+    JOB_QUEUE: countedQueue(env.JOB_QUEUE),
+    CONVERSATION: countedObjects(env.CONVERSATION),
+  };
+}
+
+/** A batch handed to the queue consumer: its deliveries, and those that are retries. */
+export function countDeliveries(env: Env, messages: readonly { readonly attempts: number }[]): void {
+  if (!d1MeterEnabled(env)) return;
+  ledger.queueDelivered += messages.length;
+  ledger.queueRetried += messages.filter((m) => m.attempts > 1).length;
+}
+
+/** An alarm of a conversation object: a billed request that no stub call counted. */
+export function countAlarm(env: Env): void {
+  if (d1MeterEnabled(env)) ledger.objectRequests += 1;
+}
