@@ -401,8 +401,9 @@ describe("success responses", () => {
     await check("getMemoryPage", await call("GET", `${memoryPage}?version=1`, { token }));
     await check("searchMemory", await call("GET", `${conversationPath}/memory/search?agent=${agentId}&q=Lisbon`, { token }));
     // With a query, the context carries the memory envelope and the manifest lists it.
-    const recalled = await check<{ manifest: { memory?: { pages: unknown[] } } }>("getContext", await call("GET", `${conversationPath}/context?agent=${agentId}&query=Lisbon`, { token }));
-    expect(recalled.manifest.memory?.pages).toHaveLength(1);
+    // (Extraction after the settled boundary may have written pages of its own that mention Lisbon too.)
+    const recalled = await check<{ manifest: { memory?: { pages: { path: string }[] } } }>("getContext", await call("GET", `${conversationPath}/context?agent=${agentId}&query=Lisbon`, { token }));
+    expect(recalled.manifest.memory?.pages.map((p) => p.path)).toContain("decisions/venue");
 
     // Telegram: stored, redelivered, and an update kind that is not used.
     const updateId = 500_000_000 + Math.floor(Math.random() * 100_000_000);
