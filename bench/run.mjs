@@ -27,6 +27,7 @@ import { Api, LogFollower, sleep, waitForCatchUp } from "./lib/api.mjs";
 import { groupStream, probeEvent, userChars } from "./lib/conversation.mjs";
 import { startFakeOpenAi } from "../test/fake-openai/server.ts";
 import { renderMarkdown } from "./lib/report.mjs";
+import { runCostPhase } from "./lib/cost-phase.mjs";
 import { runMemoryPhase } from "./lib/memory-phase.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
 import { WorkerError, applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../scripts/lib/worker.mjs";
@@ -41,12 +42,12 @@ const { values: args } = parseArgs({
     "prefix-groups": { type: "string" },
     out: { type: "string", default: "bench/results" },
     keep: { type: "boolean", default: false },
-    // One section on its own: `memory` runs only §9 on its Worker and writes results/memory.{md,json}.
+    // The sections on Workers of their own: `memory` runs only §9 and §10 and writes results/memory.{md,json}.
     only: { type: "string" },
   },
 });
 if (args.only !== undefined && args.only !== "memory") {
-  console.error("--only: memory (the one section that runs on a Worker of its own)");
+  console.error("--only: memory (§9 and §10, the sections that run on Workers of their own)");
   process.exit(2);
 }
 if (args.source !== "worktree" && args.source !== "head") {
@@ -327,6 +328,10 @@ async function main() {
     results.started = true;
     await phase("memory", async () => {
       results.metrics.memory = await runMemoryPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+    });
+    // §10 on a third Worker of its own, so its usage ledger holds only the cost run's appends.
+    await phase("cost", async () => {
+      results.metrics.cost = await runCostPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
     });
   } finally {
     await fake.close(); // nothing else may keep the process alive after a failure

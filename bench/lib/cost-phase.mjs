@@ -2,11 +2,14 @@
 // A generated group chat (lib/memory-conversation.mjs, 8 people and the agent's replies) is appended
 // the way a Telegram webhook delivers it, one event per request, with compaction and memory
 // extraction running behind it; the Worker's usage ledger (src/storage/usage-meter.ts, D1_METER on)
-// is read before and after, once everything the appends started has settled. Every figure per 1,000
+// is read before and after, once everything the appends started has settled. It runs on a Worker of
+// its own (fresh D1/R2/queue state, no model key), so nothing else's usage is in the ledger. Every figure per 1,000
 // messages is that difference, measured; the monthly cost is computed from it (lib/cost-report.mjs).
+import { join } from "node:path";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
 import { memoryConversation, memoryEvents } from "./memory-conversation.mjs";
 import { round } from "./stats.mjs";
+import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
 
 const CONVERSATION = "api:bench:cost";
 const AGENT = "b-cost";
@@ -70,9 +73,44 @@ async function settledUsage(api) {
 }
 
 /**
+ * Starts the cost section's own Worker (D1_METER on, no OPENAI_API_KEY), measures, stops it.
+ * @param {{ root: string, appDir: string, workDir: string, fake: { baseUrl: string }, log: (line: string) => void, quick: boolean }} o
+ */
+export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) {
+  const persistDir = join(workDir, "cost-state");
+  const envFile = join(workDir, "cost.env");
+  applyMigrations(root, appDir, persistDir);
+  const token = createToken(root, appDir, persistDir, ["api:*", "agent:*"], "bench-cost");
+  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, COMPACTION_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on" });
+  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8795), logPath: join(workDir, "wrangler-cost.log"), log });
+  try {
+    return await measureCost(new Api(worker.url, token), log, quick);
+  } finally {
+    await worker.stop();
+  }
+}
+
+/**
+ * The statements' share of the rows, per 1,000 messages: what `after` holds beyond `before` for each.
+ * @param {any} before @param {any} after @param {number} messages
+ */
+function statementsPer1000(before, after, messages) {
+  /** @type {Map<string, any>} */
+  const earlier = new Map(before.statements.map((/** @type {any} */ s) => [s.sql, s]));
+  return after.statements
+    .map((/** @type {any} */ s) => {
+      const b = earlier.get(s.sql) ?? { calls: 0, rowsRead: 0, rowsWritten: 0 };
+      const per = (/** @type {number} */ v) => round((v / messages) * 1000, 1);
+      return { sql: s.sql, calls: per(s.calls - b.calls), rowsRead: per(s.rowsRead - b.rowsRead), rowsWritten: per(s.rowsWritten - b.rowsWritten) };
+    })
+    .filter((/** @type {any} */ s) => s.rowsRead + s.rowsWritten > 0)
+    .sort((/** @type {any} */ a, /** @type {any} */ b) => b.rowsRead - a.rowsRead);
+}
+
+/**
  * @param {Api} api @param {(line: string) => void} log @param {boolean} quick
  */
-export async function measureCost(api, log, quick) {
+async function measureCost(api, log, quick) {
   await api.registerAgent({ agentId: AGENT, sources: [CONVERSATION], model: MODEL, policy: POLICY });
   const conversation = memoryConversation({ seed: SEED, targetChars: quick ? 40_000 : 110_000 });
   const events = memoryEvents(conversation.turns, AGENT);
@@ -108,6 +146,7 @@ export async function measureCost(api, log, quick) {
     compactions,
     workerRequestsPer1000Messages: round((requests / messages) * 1000, 1),
     per1000Messages: per1000(before, after, messages, reads, one),
+    statementsPer1000Messages: statementsPer1000(before, after, messages),
     usageRead: { ...one, reads },
     seconds: round(seconds, 1),
   };

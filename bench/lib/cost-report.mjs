@@ -92,6 +92,12 @@ export function costSection(c) {
     `| Durable Object requests | ${n(u.objectRequests)} |`,
     `| Worker requests | ${n(c.workerRequestsPer1000Messages)} |`,
     "",
+    "Where the D1 rows go, per 1,000 messages: the statements that read the most (SQL cut at 120 characters; the ledger keeps the 25 heaviest):",
+    "",
+    "| statement | calls | rows read | rows written |",
+    "| --- | --- | --- | --- |",
+    ...(c.statementsPer1000Messages ?? []).slice(0, 8).map((/** @type {any} */ s) => `| \`${s.sql.replaceAll("|", "\\|")}\` | ${n(s.calls)} | ${n(s.rowsRead)} | ${n(s.rowsWritten)} |`),
+    "",
   ];
   for (const months of [1, 12]) {
     const bill = monthlyBill(c, messages, months);

@@ -6,7 +6,6 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
-import { measureCost } from "./cost-phase.mjs";
 import { bm25Index, newestWithin, packRanked } from "./memory-baselines.mjs";
 import { memoryConversation, memoryEvents, renderedTurn } from "./memory-conversation.mjs";
 import { max, mean, round } from "./stats.mjs";
@@ -40,10 +39,7 @@ export async function runMemoryPhase({ root, appDir, workDir, fake, log, quick }
   /** @type {Record<string, any>} */
   let metrics;
   try {
-    const api = new Api(worker.url, token);
-    metrics = await measure(api, log, quick);
-    // §10 on the same Worker once §9 has settled: its usage is read before and after its own appends.
-    metrics.cost = await measureCost(api, log, quick);
+    metrics = await measure(new Api(worker.url, token), log, quick);
   } finally {
     await worker.stop();
   }

@@ -103,7 +103,7 @@ export function renderMarkdown(r) {
   if (r.only === "memory") {
     out.push("> **Only §9 and §10 (`--only memory`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], memoryTargets(m.memory)), "");
     section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
-    section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "memory", () => costSection(m.memory?.cost));
+    section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
     if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
     return `${out.join("\n").trim()}\n`;
   }
@@ -387,7 +387,7 @@ export function renderMarkdown(r) {
     }
   }
   section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
-  section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "memory", () => costSection(m.memory?.cost));
+  section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
 
   if (r.errors.length > 0) {
     out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");

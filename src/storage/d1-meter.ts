@@ -48,8 +48,8 @@ export const formatReads = (reads: D1Reads): string =>
 export class D1Meter {
   #armed = false;
   #reads: D1Reads = NO_READS;
-  /** Called with every result counted (the usage ledger reads D1's database size from it). */
-  onResult: ((result: D1Result) => void) | undefined;
+  /** Called with every result counted and its statement's SQL (the usage ledger's size and per-statement counts). */
+  onResult: ((result: D1Result, query: string) => void) | undefined;
 
   arm(): void {
     this.#armed = true;
@@ -70,9 +70,9 @@ export class D1Meter {
   }
 
   /** One statement's result; `trip` when it is the first (or only) result of a call to D1. */
-  record(result: D1Result, trip: boolean): void {
+  record(result: D1Result, trip: boolean, query = ""): void {
     if (!this.#armed) return;
-    this.onResult?.(result);
+    this.onResult?.(result, query);
     this.#reads = addReads(this.#reads, {
       roundTrips: trip ? 1 : 0,
       statements: 1,
@@ -90,14 +90,15 @@ export class D1Meter {
  */
 export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
   const real = new WeakMap<object, D1PreparedStatement>();
-  const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
+  const queries = new WeakMap<object, string>();
+  const wrap = (statement: D1PreparedStatement, query: string): D1PreparedStatement => {
     const proxy = new Proxy(statement, {
       get(target, property) {
-        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values), query);
         if (property === "all" || property === "run") {
           return async () => {
             const result = property === "all" ? await target.all() : await target.run();
-            meter.record(result, true);
+            meter.record(result, true, query);
             return result;
           };
         }
@@ -105,7 +106,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
           return async (column?: string) => {
             if (column !== undefined) return target.first(column);
             const result = await target.all();
-            meter.record(result, true);
+            meter.record(result, true, query);
             return result.results[0] ?? null;
           };
         }
@@ -114,15 +115,16 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
       },
     });
     real.set(proxy, statement);
+    queries.set(proxy, query);
     return proxy;
   };
   return new Proxy(db, {
     get(target, property) {
-      if (property === "prepare") return (query: string) => wrap(target.prepare(query));
+      if (property === "prepare") return (query: string) => wrap(target.prepare(query), query);
       if (property === "batch") {
         return async (statements: D1PreparedStatement[]) => {
           const results = await target.batch(statements.map((s) => real.get(s) ?? s));
-          for (const [index, result] of results.entries()) meter.record(result, index === 0);
+          for (const [index, result] of results.entries()) meter.record(result, index === 0, queries.get(statements[index] ?? {}) ?? "");
           return results;
         };
       }

@@ -29,7 +29,20 @@ export interface Usage {
   readonly queueRetried: number;
   /** RPC calls into conversation objects, and their alarms: each is one billed request. */
   readonly objectRequests: number;
+  /** Per statement (its SQL, whitespace collapsed, at most STATEMENT_CHARS), the statements that read or wrote most rows, at most TOP_STATEMENTS. */
+  readonly statements: readonly StatementUsage[];
 }
+
+export interface StatementUsage {
+  readonly sql: string;
+  readonly calls: number;
+  readonly rowsRead: number;
+  readonly rowsWritten: number;
+}
+
+const STATEMENT_CHARS = 120;
+/** Enough to name where the rows go, small enough for a response header. */
+const TOP_STATEMENTS = 25;
 
 class UsageLedger {
   readonly d1 = new D1Meter();
@@ -41,17 +54,25 @@ class UsageLedger {
   queueDelivered = 0;
   queueRetried = 0;
   objectRequests = 0;
+  readonly #statements = new Map<string, { calls: number; rowsRead: number; rowsWritten: number }>();
 
   constructor() {
     this.d1.arm();
-    this.d1.onResult = (result) => {
+    this.d1.onResult = (result, query) => {
       if (typeof result.meta.size_after === "number") this.d1Bytes = result.meta.size_after;
+      const sql = query.replace(/\s+/g, " ").trim().slice(0, STATEMENT_CHARS);
+      const seen = this.#statements.get(sql) ?? { calls: 0, rowsRead: 0, rowsWritten: 0 };
+      this.#statements.set(sql, { calls: seen.calls + 1, rowsRead: seen.rowsRead + (result.meta.rows_read ?? 0), rowsWritten: seen.rowsWritten + (result.meta.rows_written ?? 0) });
     };
   }
 
   snapshot(): Usage {
     const { d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests } = this;
-    return { d1: this.d1.peek(), d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests };
+    const statements = [...this.#statements]
+      .map(([sql, counts]) => ({ sql, ...counts }))
+      .sort((a, b) => b.rowsRead + b.rowsWritten - (a.rowsRead + a.rowsWritten))
+      .slice(0, TOP_STATEMENTS);
+    return { d1: this.d1.peek(), d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests, statements };
   }
 }
 
