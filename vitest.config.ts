@@ -74,6 +74,9 @@ function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, injec
         // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
         BOT_HMAC_SECRET: inject("fakeBotSecret"),
         BOT_HMAC_WRONG: "not-the-fake-bots-key",
+        // The D1 meter (storage/d1-meter) is available to a request that asks for it, so the tests
+        // can count an append's round trips in the Worker and in the conversation's object.
+        D1_METER: "on",
       },
       serviceBindings: { ECHO_BOT: { name: "echo-bot", entrypoint: "EchoBot" } },
       workers: [{ name: "echo-bot", modules: true, script: ECHO_BOT_SCRIPT, compatibilityDate: "2026-11-01" }],

@@ -1,7 +1,7 @@
 // The cost section (§10): what a group conversation costs on Cloudflare, from what the Worker used.
 // A generated group chat (lib/memory-conversation.mjs, 8 people and the agent's replies) is appended
 // the way a Telegram webhook delivers it, one event per request, with compaction and memory
-// extraction running behind it; the Worker's usage ledger (src/storage/usage-meter.ts, D1_METER on)
+// extraction running behind it; the Worker's usage ledger (src/storage/usage-meter.ts, USAGE_METER on)
 // is read before and after, once everything the appends started has settled. It runs on a Worker of
 // its own (fresh D1/R2/queue state, no model key), so nothing else's usage is in the ledger. Every figure per 1,000
 // messages is that difference, measured; the monthly cost is computed from it (lib/cost-report.mjs).
@@ -30,7 +30,7 @@ async function usage(api) {
   usageReads += 1;
   const { response } = await api.metered("usage", [200], "GET", `/v1/agents/${AGENT}`);
   const header = response.headers.get("x-foldline-usage");
-  if (header === null) throw new Error("no x-foldline-usage header: is D1_METER on in this Worker?");
+  if (header === null) throw new Error("no x-foldline-usage header: are D1_METER and USAGE_METER on in this Worker?");
   return JSON.parse(header);
 }
 
@@ -73,7 +73,7 @@ async function settledUsage(api) {
 }
 
 /**
- * Starts the cost section's own Worker (D1_METER on, no OPENAI_API_KEY), measures, stops it.
+ * Starts the cost section's own Worker (D1_METER and USAGE_METER on, no OPENAI_API_KEY), measures, stops it.
  * @param {{ root: string, appDir: string, workDir: string, fake: { baseUrl: string }, log: (line: string) => void, quick: boolean }} o
  */
 export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) {
@@ -81,7 +81,7 @@ export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) 
   const envFile = join(workDir, "cost.env");
   applyMigrations(root, appDir, persistDir);
   const token = createToken(root, appDir, persistDir, ["api:*", "agent:*"], "bench-cost");
-  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, COMPACTION_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on" });
+  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, COMPACTION_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on", USAGE_METER: "on" });
   const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8795), logPath: join(workDir, "wrangler-cost.log"), log });
   try {
     return await measureCost(new Api(worker.url, token), log, quick);

@@ -77,7 +77,7 @@ export function costSection(c) {
     `A generated group chat (seed 16, 8 people and the agent's replies, ${n(c.conversation.chars)} characters): ${n(c.conversation.messages)} messages and ${n(c.conversation.replies)} replies (a proposal and a delivery each), ` +
       `appended one event per request as a webhook delivers them (${n(c.conversation.events)} requests), policy trigger ${n(c.policy.triggerInputChars)} / retain ${n(c.policy.retainInputChars)}: ` +
       `${n(c.compactions)} compactions by the offline compactor, each followed by memory extraction, in ${n(c.seconds, 1)} s. ` +
-      "Usage is the Worker's usage ledger (`src/storage/usage-meter.ts`, on only where `D1_METER = \"on\"`): every D1 statement's `meta.rows_read`/`rows_written` and D1's own `size_after` (Worker, queue consumer and the conversation's object, requests and alarms), R2 calls by billing class and bytes put, queue messages sent and delivered, and calls into the conversation's object; " +
+      "Usage is the Worker's usage ledger (`src/storage/usage-meter.ts`, on only where `USAGE_METER = \"on\"`): every D1 statement's `meta.rows_read`/`rows_written` and D1's own `size_after` (Worker, queue consumer and the conversation's object, requests and alarms), R2 calls by billing class and bytes put, queue messages sent and delivered, and calls into the conversation's object; " +
       `read before the first append and after the usage stopped moving, less the ${n(c.usageRead.reads)} usage reads' own D1 use.`,
     "",
     "| per 1,000 messages | measured |",

@@ -136,6 +136,11 @@ export function renderMarkdown(r) {
           d ? exactlyOnce(d).measured : "–",
           yes(d ? exactlyOnce(d).met : undefined),
         ],
+        [
+          "≤ 2 D1 round trips per source append below the trigger (measured, §2: Worker and Durable Object, token check included)",
+          m.d1PerAppend ? `mean ${n(m.d1PerAppend.perKind.source.roundTrips, 2)}, at most ${m.d1PerAppend.perKind.source.roundTripsMax} over ${m.d1PerAppend.perKind.source.n} appends` : "–",
+          yes(m.d1PerAppend ? m.d1PerAppend.perKind.source.roundTripsMax <= 2 : undefined),
+        ],
         ...memoryTargets(m.memory),
       ],
     ),
@@ -192,7 +197,9 @@ export function renderMarkdown(r) {
     const s = d1.perKind.source;
     return [
       "Every figure is counted by the Worker's D1 meter (`D1_METER = \"on\"` in the bench's worker, header `x-foldline-d1-meter: on`): each call that waits on D1 is a round trip (`all`/`run`/`first`, or one `batch` whatever it holds), each statement's `meta.rows_read` and `meta.rows_written` are summed, over the Worker and the conversation's Durable Object. " +
-        `Case: a conversation with one agent/compactor pair, its object and chain warm, well below the trigger (${d1.plannedRuns} run(s) planned during the samples); each group appended as its three events one at a time, then an edit of its message; then one batch request.`,
+        `Case: a conversation with one agent/compactor pair, its object and chain warm, well below the trigger (${d1.plannedRuns} run(s) planned during the samples); each group appended as its three events one at a time, then an edit of its message; then one batch request. ` +
+        "The token check is held by the Worker's isolate for 30 s after it read the token's row (`src/api/token-cache.ts`), so a request costs one round trip more when its isolate does not hold it (a token's first request there, or one every 30 s). " +
+        "A source the object is warm for is preflighted from its chains' running totals before it is written and goes to D1 in one batch with its skipped runs, which are inserted only if the source was and the declarations' revision still matches the one the object holds its declarations at (a changed declaration falls back to reading them and preflighting after the write).",
       "",
       table(
         ["append", "samples", "round trips (mean)", "round trips (max)", "statements", "rows read", "rows written"],

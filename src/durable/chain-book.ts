@@ -8,7 +8,7 @@ import type { Activation } from "../storage/compaction-store-activations";
 import { insertActivation, readActivation } from "../storage/compaction-store-activations";
 import { readHeadBoundary } from "../storage/compaction-store-boundaries";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
-import { servingDeclarations } from "../storage/compaction-store-declarations";
+import { declarationRevision, servingDeclarationsAt } from "../storage/compaction-store-declarations";
 import { readOpenPlan } from "../storage/compaction-store-plans";
 import { putDocument } from "../storage/document-store";
 import { frontierDocumentKey } from "../storage/document-keys";
@@ -21,6 +21,12 @@ import type { Watchdogs } from "./watchdogs";
 /** Log events per read when a chain's window is loaded. */
 const WINDOW_PAGE = 1_000;
 
+/** The declarations serving the conversation, as of a declarations revision. */
+export interface HeldServing {
+  readonly revision: number;
+  readonly declarations: StoredDeclaration[];
+}
+
 /**
  * Activation and loading: which declarations serve this conversation, and each one's chain, from
  * this object's memory or else from D1. An epoch is activated on its first eligible source turn
@@ -29,6 +35,7 @@ const WINDOW_PAGE = 1_000;
  */
 export class ChainBook {
   readonly #chains = new Map<string, HotChain>();
+  #serving: HeldServing | undefined;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -40,11 +47,26 @@ export class ChainBook {
     return this.#chains.values();
   }
 
+  /**
+   * The enabled declarations serving this conversation. Held with the declarations' revision they
+   * were read at (migration 0014) and revalidated by reading that revision alone: they are read
+   * again only when it moved, so a declaration change is seen by the next call.
+   */
   async serving(): Promise<StoredDeclaration[]> {
     const { env, conversationId } = this.deps;
-    return (await servingDeclarations(env.DB, conversationId)).filter(
-      (d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, conversationId),
-    );
+    if (this.#serving !== undefined && (await declarationRevision(env.DB)) === this.#serving.revision) return this.#serving.declarations;
+    const read = await servingDeclarationsAt(env.DB, conversationId);
+    const declarations = read.declarations.filter((d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, conversationId));
+    this.#serving = { revision: read.revision, declarations };
+    return declarations;
+  }
+
+  /**
+   * The serving declarations as last read and the revision they are as of, without asking D1: the
+   * one-round-trip source append revalidates that revision inside its own write.
+   */
+  heldServing(): HeldServing | undefined {
+    return this.#serving;
   }
 
   cached(declaration: StoredDeclaration): HotChain | undefined {

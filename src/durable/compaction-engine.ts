@@ -10,6 +10,7 @@ import type { StoredDeclaration } from "../storage/compaction-store-declarations
 import { ActiveReader } from "./active-history";
 import { ChainBook } from "./chain-book";
 import type { Append, EngineDeps } from "./engine-deps";
+import type { HotChain } from "./hot-chain";
 import { observe } from "./hot-chain";
 import { Planner } from "./planner";
 import { ContextServer } from "./context-server";
@@ -93,6 +94,38 @@ export class CompactionEngine {
     }
     await this.#planner.flushSkips(skips);
     return serving;
+  }
+
+  /**
+   * Preflight of one source before it is written, for the one-round-trip append: from the serving
+   * declarations this object holds and each one's hot chain, exactly as `afterAppend` would decide
+   * it once the source is durable. Undefined when the object does not hold what that needs (the
+   * declarations, and an activated chain for each one the source is eligible for); nothing has
+   * changed then. Otherwise every held chain has observed `source`, so the caller must either see
+   * it written at its sequence number or drop this engine; `skips` are its skipped runs, in the
+   * order `afterAppend` writes them, or undefined when a chain is due to plan (the caller writes
+   * the source, then `afterAppend` plans). `revision` is the declarations' revision they are as of.
+   */
+  async preflightAhead(source: StoredEvent, now: Date): Promise<{ revision: number; serving: StoredDeclaration[]; skips: EventInput[] | undefined } | undefined> {
+    const held = this.#book.heldServing();
+    if (held === undefined) return undefined;
+    const chains: { chain: HotChain; eligible: boolean }[] = [];
+    for (const declaration of held.declarations) {
+      const eligible = !source.sensitive || declaration.registration.agent.admitSensitive;
+      const chain = this.#book.cached(declaration);
+      if (eligible && (chain === undefined || chain.provisional)) return undefined;
+      if (chain !== undefined) chains.push({ chain, eligible });
+    }
+    const skips: EventInput[] = [];
+    let planDue = false;
+    for (const { chain, eligible } of chains) {
+      observe(chain, [source]);
+      if (!eligible || source.seq < chain.activation.activatingSeq) continue;
+      const decision = await this.#planner.decide(chain, source.seq, now);
+      if (decision.action === "skip") skips.push(decision.event);
+      else planDue = true;
+    }
+    return { revision: held.revision, serving: held.declarations, skips: planDue ? undefined : skips };
   }
 
   /**

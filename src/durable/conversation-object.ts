@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { HashedInput } from "../core/append";
+import type { HashedInput, PlannedInsert } from "../core/append";
 import { decideAppend } from "../core/append";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -10,7 +10,9 @@ import type { CompactionContent } from "../core/packet";
 import type { D1Reads } from "../storage/d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
 import { countAlarm, meteredEnv } from "../storage/usage-meter";
-import { insertEvents, readEventsByKeys, readHead } from "../storage/event-store";
+import type { SourceWrite } from "../storage/event-store";
+import { insertEvents, insertSourceWithRuns, readEventsByKeys, readHead, storedForm } from "../storage/event-store";
+import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 import type { ContextSelection } from "../core/context-manifest";
 import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";
@@ -22,6 +24,8 @@ import { WakeupBook } from "./wakeups";
 const WAKE_RETRY_MS = 30_000;
 /** After a failed preflight, bookkeeping catches up this soon. */
 const CATCH_UP_MS = 1_000;
+/** Idempotency keys the object remembers writing, so a retry of one is not preflighted ahead. */
+const RECENT_KEYS = 256;
 
 export interface AppendRequest {
   readonly conversationId: string;
@@ -53,17 +57,16 @@ export class ConversationObject extends DurableObject<Env> {
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
   readonly #d1Meter = new D1Meter();
+  readonly #recentKeys = new Set<string>();
   readonly #wakes: WakeupBook;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#wakes = new WakeupBook(ctx.storage);
-    // The benchmark's reads-per-request meter (storage/d1-meter): off unless the deployment says so.
-    // The usage ledger (storage/usage-meter) counts every binding's use for the cost table.
-    if (d1MeterEnabled(env)) {
-      const metered = meteredEnv(env);
-      this.env = { ...metered, DB: meteredD1(metered.DB, this.#d1Meter) };
-    }
+    // The benchmark's meters, off unless the deployment says so: the usage ledger of every binding
+    // (storage/usage-meter, USAGE_METER) and the reads-per-request meter (storage/d1-meter, D1_METER).
+    const metered = meteredEnv(env);
+    this.env = d1MeterEnabled(env) ? { ...metered, DB: meteredD1(metered.DB, this.#d1Meter) } : metered;
   }
 
   /** Starts counting this object's D1 reads for one metered request (`D1_METER`). */
@@ -78,31 +81,103 @@ export class ConversationObject extends DurableObject<Env> {
 
   /**
    * Appends in order; D1 outages reject the promise (nothing acknowledged, nothing half-written).
-   * Once the events are durable, every admitted new source gets its compaction preflight.
+   * Once the events are durable, every admitted new source gets its compaction preflight: a single
+   * source this object is warm for is preflighted before its write and written with its outcome
+   * (`#appendSource`), anything else is written first and preflighted after.
    */
   async append(request: AppendRequest): Promise<Result<AppendResponse>> {
     return this.#exclusive(async () => {
       const bound = await this.#bind(request.conversationId);
       if (!bound.ok) return bound;
+      const now = new Date();
+      const quick = await this.#appendSource(request, now);
+      if (quick !== undefined) return quick;
       const appended = await this.#appendOrReset(request);
       if (!appended.ok) return appended;
-      const fresh = appended.value.results.filter((r) => !r.duplicate).map((r) => r.event);
-      if (fresh.length > 0) {
-        try {
-          const serving = await this.#compaction(request.conversationId).afterAppend(fresh, new Date());
-          const jobs = replyJobs(request.conversationId, serving, fresh);
-          if (jobs.length > 0) await this.env.JOB_QUEUE.sendBatch(jobs.map((body) => ({ body })));
-        } catch (error) {
-          // The events are durable and acknowledged; compaction bookkeeping catches up from an
-          // alarm rather than failing an append that already succeeded (a retry would only
-          // replay it and skip the preflight).
-          console.error("preflight failed; an alarm will catch up", error);
-          this.#engine = undefined;
-          await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
-        }
-      }
+      await this.#afterWrite(request.conversationId, appended.value.results.filter((r) => !r.duplicate).map((r) => r.event), now);
       return appended;
     });
+  }
+
+  /**
+   * A single source in one D1 round trip when this object holds the declarations serving the
+   * conversation and their chains: its preflight is decided from the chains' running totals before
+   * the write (`CompactionEngine.preflightAhead`), and its skipped runs go in the same batch,
+   * written only if the source was and the declarations' revision is still the one the object
+   * holds. A replay or a conflict is answered from what the batch read back; a moved revision or a
+   * due plan falls back to the preflight after the write. Undefined (nothing done) when this path
+   * does not apply.
+   */
+  async #appendSource(request: AppendRequest, now: Date): Promise<Result<AppendResponse> | undefined> {
+    const { conversationId, events, expectedSeq } = request;
+    const [input] = events;
+    const engine = this.#engine;
+    // A key this object wrote lately is most likely a retry: the general path answers it without
+    // letting the chains see a source that will not be written.
+    if (events.length !== 1 || input?.kind !== "source" || engine === undefined || this.#recentKeys.has(input.idempotencyKey)) return undefined;
+    const lastSeq = await this.#head();
+    const item: HashedInput = { input, hash: eventHash(conversationId, input) };
+    const decided = decideAppend([item], new Map(), lastSeq, expectedSeq);
+    const [planned] = decided.ok ? decided.value.inserts : [];
+    if (planned === undefined) return undefined;
+    const recordedAt = now.toISOString();
+    let ahead: Awaited<ReturnType<CompactionEngine["preflightAhead"]>>;
+    let runs: PlannedInsert[] = [];
+    let written: SourceWrite;
+    try {
+      ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
+      if (ahead === undefined) return undefined;
+      runs = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
+      written = await insertSourceWithRuns(this.env.DB, conversationId, planned, runs, recordedAt, ahead.revision);
+    } catch (error) {
+      // Nothing was written, but the chains may have seen the source: both are read again.
+      this.#lastSeq = undefined;
+      this.#engine = undefined;
+      throw error;
+    }
+    const stored = written.rows.get(input.idempotencyKey);
+    if (written.applied[0] !== true || stored === undefined) {
+      // The chains saw a source that was not written: they are rebuilt from D1 on the next call.
+      this.#engine = undefined;
+      return this.#replayed([item], written.rows, lastSeq, expectedSeq);
+    }
+    const runsWritten = written.applied.slice(1).filter(Boolean).length;
+    this.#lastSeq = planned.seq + runsWritten;
+    this.#remember([input.idempotencyKey]);
+    const decidedHere = ahead.skips !== undefined && written.revision === ahead.revision && runsWritten === runs.length;
+    await this.#afterWrite(conversationId, [stored], now, decidedHere ? ahead.serving : undefined);
+    return ok({ results: [{ event: stored, duplicate: false }], lastSeq: planned.seq });
+  }
+
+  /** A single append whose key the log already held: a replay of the same payload, or a conflict. */
+  #replayed(items: HashedInput[], rows: ReadonlyMap<string, StoredEvent>, lastSeq: number, expectedSeq: number | undefined): Result<AppendResponse> {
+    const replay = decideAppend(items, rows, lastSeq, expectedSeq);
+    if (!replay.ok) return replay;
+    const [outcome] = replay.value.outcomes;
+    const event = rows.get(items[0]?.input.idempotencyKey ?? "");
+    if (replay.value.inserts.length > 0 || outcome === undefined || event === undefined || event.seq !== outcome.seq) return fail("internal", "the log changed under a serialized append");
+    this.#lastSeq = replay.value.lastSeq;
+    return ok({ results: [{ event, duplicate: true }], lastSeq: replay.value.lastSeq });
+  }
+
+  /**
+   * After new events are durable: each admitted new source's preflight (unless `decided`, the
+   * serving declarations of a source whose preflight was written with it), then the reply jobs.
+   */
+  async #afterWrite(conversationId: string, fresh: readonly StoredEvent[], now: Date, decided?: readonly StoredDeclaration[]): Promise<void> {
+    if (fresh.length === 0) return;
+    try {
+      const serving = decided ?? (await this.#compaction(conversationId).afterAppend(fresh, now));
+      const jobs = replyJobs(conversationId, serving, fresh);
+      if (jobs.length > 0) await this.env.JOB_QUEUE.sendBatch(jobs.map((body) => ({ body })));
+    } catch (error) {
+      // The events are durable and acknowledged; compaction bookkeeping catches up from an
+      // alarm rather than failing an append that already succeeded (a retry would only
+      // replay it and skip the preflight).
+      console.error("preflight failed; an alarm will catch up", error);
+      this.#engine = undefined;
+      await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
+    }
   }
 
   /** The queue consumer's validated output for a planned run: becomes the next boundary, or is refused. */
@@ -227,6 +302,7 @@ export class ConversationObject extends DurableObject<Env> {
       }
     }
     this.#lastSeq = decision.value.lastSeq;
+    this.#remember(decision.value.inserts.map((insert) => insert.input.idempotencyKey));
 
     const results: AppendedEvent[] = [];
     for (const [index, outcome] of decision.value.outcomes.entries()) {
@@ -235,6 +311,18 @@ export class ConversationObject extends DurableObject<Env> {
       results.push({ event, duplicate: outcome.duplicate });
     }
     return ok({ results, lastSeq: decision.value.lastSeq });
+  }
+
+  /** Keeps the newest `RECENT_KEYS` idempotency keys this object wrote. */
+  #remember(keys: readonly string[]): void {
+    for (const key of keys) {
+      this.#recentKeys.delete(key);
+      this.#recentKeys.add(key);
+    }
+    for (const key of this.#recentKeys) {
+      if (this.#recentKeys.size <= RECENT_KEYS) break;
+      this.#recentKeys.delete(key);
+    }
   }
 
   async #head(): Promise<number> {

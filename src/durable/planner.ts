@@ -6,6 +6,7 @@ import { canonicalJson } from "../core/hash";
 import type { Packet } from "../core/packet";
 import { pageBudget } from "../core/packet";
 import { buildPacket, freezeSlice, sliceRecallText } from "../core/packet-builder";
+import type { PreflightDecision } from "../core/preflight-decider";
 import { compactionDue, decidePreflight, mayPlan, skippedRun } from "../core/preflight-decider";
 import { wakeKey } from "../core/wakeups";
 import type { PlanRecord } from "../storage/compaction-store-plans";
@@ -50,16 +51,29 @@ export class Planner {
 
   /** One admitted source: its skip is queued in `skips`, or the chain plans now. */
   async preflight(chain: HotChain, sourceSeq: number, now: Date, skips: EventInput[]): Promise<void> {
-    const { compactor, agent } = chain.declaration.registration;
-    const active = await this.reader.size(chain, sourceSeq);
-    const input = { compactorId: compactor.id, sourceSeq, active, policy: compactor.policy, caps: agent.context };
-    const decision = decidePreflight({ ...input, planOpen: chain.openPlan !== undefined, backoffUntil: chain.backoffUntil, now: now.getTime() });
+    const { decision, input } = await this.#decide(chain, sourceSeq, now);
     if (decision.action === "skip") {
       skips.push(decision.event);
       return;
     }
     await this.flushSkips(skips);
     if ((await this.plan(chain, sourceSeq, now)) === "nothing_to_freeze") skips.push(skippedRun(input, "nothing_to_freeze"));
+  }
+
+  /**
+   * What preflight decides for the source at `sourceSeq` (which the chain has observed), writing
+   * nothing: a skip to record, or a plan. The one-round-trip append decides with it before its write.
+   */
+  async decide(chain: HotChain, sourceSeq: number, now: Date): Promise<PreflightDecision> {
+    return (await this.#decide(chain, sourceSeq, now)).decision;
+  }
+
+  async #decide(chain: HotChain, sourceSeq: number, now: Date) {
+    const { compactor, agent } = chain.declaration.registration;
+    const active = await this.reader.size(chain, sourceSeq);
+    const input = { compactorId: compactor.id, sourceSeq, active, policy: compactor.policy, caps: agent.context };
+    const decision = decidePreflight({ ...input, planOpen: chain.openPlan !== undefined, backoffUntil: chain.backoffUntil, now: now.getTime() });
+    return { decision, input };
   }
 
   async planIfDue(chain: HotChain, sourceSeq: number, now: Date): Promise<void> {

@@ -1,15 +1,19 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { ScopedConversationId } from "../api/access";
 import { agentInScope, authenticate, conversationInScope } from "../api/access";
+import { isolateTokens } from "../api/token-cache";
 import type { Result } from "../core/errors";
 import { problem } from "./errors";
 import type { AppEnv } from "./types";
 
 const BEARER = /^Bearer (\S*)$/;
 
-/** Every /v1 route: a bearer token whose hash is on file and not revoked (`api/access`). */
+/**
+ * Every /v1 route: a bearer token whose hash is on file and not revoked (`api/access`), as this
+ * isolate last read it within `TOKEN_CACHE_TTL_MS` (`api/token-cache`).
+ */
 export const requireToken: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const principal = await authenticate(c.env.DB, BEARER.exec(c.req.header("authorization") ?? "")?.[1]);
+  const principal = await authenticate(c.env.DB, BEARER.exec(c.req.header("authorization") ?? "")?.[1], isolateTokens);
   if (!principal.ok) {
     c.header("WWW-Authenticate", 'Bearer realm="foldline"');
     return problem(c, principal.error);

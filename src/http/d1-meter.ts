@@ -2,7 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { conversationStub } from "../durable/stub";
 import type { D1Reads } from "../storage/d1-meter";
 import { addReads, D1_METER_HEADER, D1_READS_HEADER, D1Meter, d1MeterEnabled, formatReads, meteredD1, NO_READS } from "../storage/d1-meter";
-import { USAGE_HEADER, usageSnapshot } from "../storage/usage-meter";
+import { USAGE_HEADER, usageMeterEnabled, usageSnapshot } from "../storage/usage-meter";
 import type { AppEnv } from "./types";
 
 /**
@@ -19,7 +19,7 @@ export const meterD1Reads = createMiddleware<AppEnv>(async (c, next) => {
   c.set("objectD1Reads", async () => NO_READS);
   await next();
   c.res.headers.set(D1_READS_HEADER, formatReads(addReads(meter.take(), await c.get("objectD1Reads")())));
-  c.res.headers.set(USAGE_HEADER, JSON.stringify(usageSnapshot()));
+  if (usageMeterEnabled(c.env)) c.res.headers.set(USAGE_HEADER, JSON.stringify(usageSnapshot()));
 });
 
 /**

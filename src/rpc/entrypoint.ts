@@ -7,6 +7,7 @@ import { listChain, verifyChain, verifyLinks } from "../api/chain";
 import type { Composed, IngestedBatch, IngestedEvent } from "../api/conversations";
 import { composeRequest, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
 import type { IncidentPage } from "../api/incidents";
+import { isolateTokens } from "../api/token-cache";
 import { searchMemory } from "../api/recall";
 import type { memorySearchSchema, Wire } from "../api/responses";
 import { listIncidents } from "../api/incidents";
@@ -156,7 +157,7 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
     operation: (conversation: ScopedConversationId, principal: ApiPrincipal) => Promise<Result<T>>,
   ): Promise<RpcResult<T>> {
     try {
-      const principal = await authenticate(this.env.DB, token);
+      const principal = await authenticate(this.env.DB, token, isolateTokens);
       if (!principal.ok) return toRpc(principal);
       const conversation = conversationInScope(principal.value, conversationId);
       if (!conversation.ok) return toRpc(conversation);

@@ -60,8 +60,37 @@ export async function currentDeclaration(db: D1Database, agentId: string): Promi
  * `scopeAllows`; callers still check, since serving the wrong agent is not a query's risk to take.
  */
 export async function servingDeclarations(db: D1Database, conversationId: string): Promise<StoredDeclaration[]> {
+  const { results } = await servingStatement(db, conversationId).all<DeclarationRow>();
+  return results.map(toDeclaration);
+}
+
+/**
+ * The declarations' revision (migration 0014): a counter every declaration or source row written
+ * moves, inside the statement that wrote it. Equal revisions mean the same declarations.
+ */
+export function declarationRevisionStatement(db: D1Database): D1PreparedStatement {
+  return db.prepare("SELECT revision FROM declaration_revision WHERE id = 1");
+}
+
+/** The revision a `declarationRevisionStatement` result reads (0 before any declaration). */
+export function revisionOf(result: D1Result | undefined): number {
+  const row = result?.results[0] as { revision?: unknown } | undefined;
+  return typeof row?.revision === "number" ? row.revision : 0;
+}
+
+export async function declarationRevision(db: D1Database): Promise<number> {
+  return revisionOf(await declarationRevisionStatement(db).all());
+}
+
+/** The serving declarations and the revision they are as of, read in one transaction (one round trip). */
+export async function servingDeclarationsAt(db: D1Database, conversationId: string): Promise<{ revision: number; declarations: StoredDeclaration[] }> {
+  const [revision, serving] = await db.batch([declarationRevisionStatement(db), servingStatement(db, conversationId)]);
+  return { revision: revisionOf(revision), declarations: ((serving?.results ?? []) as DeclarationRow[]).map(toDeclaration) };
+}
+
+function servingStatement(db: D1Database, conversationId: string): D1PreparedStatement {
   const prefixes = Array.from({ length: conversationId.length + 1 }, (_, i) => conversationId.slice(0, i));
-  const { results } = await db
+  return db
     .prepare(
       `SELECT DISTINCT d.* FROM declaration_sources s
        JOIN declarations d ON d.agent_id = s.agent_id AND d.revision = s.revision
@@ -69,9 +98,7 @@ export async function servingDeclarations(db: D1Database, conversationId: string
          AND s.revision = (SELECT MAX(revision) FROM declarations WHERE agent_id = s.agent_id)
        ORDER BY d.agent_id`,
     )
-    .bind(conversationId, JSON.stringify(prefixes))
-    .all<DeclarationRow>();
-  return results.map(toDeclaration);
+    .bind(conversationId, JSON.stringify(prefixes));
 }
 
 /** Who already uses an id as agent or compactor (another agent's current pair), for uniqueness. */
@@ -130,7 +157,9 @@ export async function insertDeclaration(
         .bind(agentId, revision, pattern, isPrefix ? pattern.slice(0, -1) : pattern, isPrefix ? 1 : 0, epoch.id);
     }),
   ]);
-  if ((inserted?.meta.changes ?? 0) === 1) {
+  // D1 counts what the insert's triggers wrote too (the declarations' revision, migration 0014); a
+  // revision that lost the race inserted nothing and fired no trigger, so it counts 0.
+  if ((inserted?.meta.changes ?? 0) > 0) {
     return { kind: "created", declaration: { agentId, revision, registration, epoch, prompt, promptHash, createdAt: now } };
   }
   const winner = await currentDeclaration(db, agentId);

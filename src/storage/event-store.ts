@@ -2,6 +2,7 @@ import type { PlannedInsert } from "../core/append";
 import type { StoredEvent } from "../core/events";
 import { eventInputSchema } from "../core/events";
 import { canonicalJson } from "../core/hash";
+import { declarationRevisionStatement, revisionOf } from "./compaction-store-declarations";
 
 /**
  * Every D1 statement on the event log. Rows are only ever inserted (the schema's triggers refuse
@@ -48,6 +49,19 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
     .bind(conversationId, JSON.stringify(keys));
 }
 
+/** One event row; a key that already exists inserts nothing (and fires no trigger). */
+function insertStatement(db: D1Database): D1PreparedStatement {
+  return db.prepare(
+    `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
+  );
+}
+
+/** The values of `EVENT_COLUMNS`, in order, for a planned row. */
+function rowValues(conversationId: string, { input, hash, seq }: PlannedInsert, recordedAt: string): (string | number)[] {
+  return [conversationId, seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, canonicalJson(input.body), hash, recordedAt];
+}
+
 export interface InsertResult {
   /** Whether each planned row was written (false: its idempotency key already existed). */
   readonly applied: readonly boolean[];
@@ -68,25 +82,11 @@ export async function insertEvents(
   /** Statements that must commit with these events or not at all (a boundary with its receipt). */
   together: readonly D1PreparedStatement[] = [],
 ): Promise<InsertResult> {
-  const insert = db.prepare(
-    `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
-  );
+  const insert = insertStatement(db);
   const statements = [
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
     ...together,
-    ...planned.map(({ input, hash, seq }) =>
-      insert.bind(
-        conversationId,
-        seq,
-        input.kind,
-        input.idempotencyKey,
-        input.sensitive ? 1 : 0,
-        canonicalJson(input.body),
-        hash,
-        recordedAt,
-      ),
-    ),
+    ...planned.map((row) => insert.bind(...rowValues(conversationId, row, recordedAt))),
     selectByKeys(
       db,
       conversationId,
@@ -99,6 +99,65 @@ export async function insertEvents(
   const applied = planned.map((_, i) => (results[i + 1 + together.length]?.meta.changes ?? 0) > 0);
   const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
   return { applied, rows };
+}
+
+/** The event a planned row becomes once stored, exactly as `toStoredEvent` reads it back. */
+export function storedForm(conversationId: string, { input, hash, seq }: PlannedInsert, recordedAt: string): StoredEvent {
+  return toStoredEvent({
+    conversation_id: conversationId,
+    seq,
+    kind: input.kind,
+    idempotency_key: input.idempotencyKey,
+    sensitive: input.sensitive ? 1 : 0,
+    body: canonicalJson(input.body),
+    hash,
+    recorded_at: recordedAt,
+  });
+}
+
+/** What a source append wrote: the source, its followers, and the declarations' revision it saw. */
+export interface SourceWrite extends InsertResult {
+  readonly revision: number;
+}
+
+/**
+ * A source and the run events its preflight decided, in one D1 batch (one transaction, one round
+ * trip). The source is skipped if its key exists (a replay or a conflict, which the caller decides
+ * from `rows`); each follower is written only if the source was (its row now at its planned
+ * sequence number) and the declarations' revision is still `revision`, the one the preflight was
+ * decided under. The revision as the transaction saw it is returned, so the caller knows which.
+ */
+export async function insertSourceWithRuns(
+  db: D1Database,
+  conversationId: string,
+  source: PlannedInsert,
+  runs: readonly PlannedInsert[],
+  recordedAt: string,
+  revision: number,
+): Promise<SourceWrite> {
+  const follower = db.prepare(
+    `INSERT INTO events (${EVENT_COLUMNS})
+     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+     WHERE EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?9 AND idempotency_key = ?10 AND hash = ?11)
+       AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?12
+     ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
+  );
+  const statements = [
+    db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
+    insertStatement(db).bind(...rowValues(conversationId, source, recordedAt)),
+    ...runs.map((run) => follower.bind(...rowValues(conversationId, run, recordedAt), source.seq, source.input.idempotencyKey, source.hash, revision)),
+    declarationRevisionStatement(db),
+    selectByKeys(db, conversationId, [source, ...runs].map((p) => p.input.idempotencyKey)),
+  ];
+  const results = await db.batch<EventRow>(statements);
+  const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
+  // Written by this batch: the key's row is at the planned sequence number, which was free before
+  // it (a statement that inserted nothing does not reliably report 0 changes after one that did).
+  const applied = [source, ...runs].map(({ input, seq, hash }) => {
+    const row = rows.get(input.idempotencyKey);
+    return row !== undefined && row.seq === seq && row.hash === hash && row.recordedAt === recordedAt;
+  });
+  return { applied, rows, revision: revisionOf(results.at(-2)) };
 }
 
 export async function listEvents(

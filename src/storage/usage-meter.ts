@@ -1,11 +1,11 @@
 import type { D1Reads } from "./d1-meter";
-import { D1Meter, d1MeterEnabled, meteredD1 } from "./d1-meter";
+import { D1Meter, meteredD1 } from "./d1-meter";
 
 /**
  * What the deployment has used since this isolate started, for the benchmark's cost table: every
  * D1 statement (the Worker's, the queue consumer's and the conversation objects', requests and
  * alarms alike), R2 operations by billing class, queue messages sent and delivered, Durable Object
- * requests, and the bytes D1 and R2 hold. Counted only where `D1_METER = "on"` (the benchmark's
+ * requests, and the bytes D1 and R2 hold. Counted only where `USAGE_METER = "on"` (the benchmark's
  * worker); a deployment without it gets its bindings back untouched.
  *
  * The counts live in this module, one per isolate. Locally (`wrangler dev`, the benchmark) the
@@ -78,6 +78,12 @@ class UsageLedger {
 
 const ledger = new UsageLedger();
 
+export function usageMeterEnabled(env: Pick<Env, "USAGE_METER">): boolean {
+  // Typed by wrangler.toml's default ("off"); a deployment's var may say otherwise.
+  const setting: string = env.USAGE_METER;
+  return setting === "on";
+}
+
 /** This isolate's usage so far. */
 export const usageSnapshot = (): Usage => ledger.snapshot();
 
@@ -146,9 +152,9 @@ function countedObjects(namespace: Env["CONVERSATION"]): Env["CONVERSATION"] {
   });
 }
 
-/** `env` with its bindings counted, when the deployment meters (`D1_METER = "on"`); otherwise `env` itself. */
+/** `env` with its bindings counted, when the deployment keeps the ledger (`USAGE_METER = "on"`); otherwise `env` itself. */
 export function meteredEnv(env: Env): Env {
-  if (!d1MeterEnabled(env)) return env;
+  if (!usageMeterEnabled(env)) return env;
   return {
     ...env,
     DB: meteredD1(env.DB, ledger.d1),
@@ -160,12 +166,12 @@ export function meteredEnv(env: Env): Env {
 
 /** A batch handed to the queue consumer: its deliveries, and those that are retries. */
 export function countDeliveries(env: Env, messages: readonly { readonly attempts: number }[]): void {
-  if (!d1MeterEnabled(env)) return;
+  if (!usageMeterEnabled(env)) return;
   ledger.queueDelivered += messages.length;
   ledger.queueRetried += messages.filter((m) => m.attempts > 1).length;
 }
 
 /** An alarm of a conversation object: a billed request that no stub call counted. */
 export function countAlarm(env: Env): void {
-  if (d1MeterEnabled(env)) ledger.objectRequests += 1;
+  if (usageMeterEnabled(env)) ledger.objectRequests += 1;
 }

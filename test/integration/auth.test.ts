@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { isolateTokens, TOKEN_CACHE_TTL_MS } from "../../src/api/token-cache";
 import { sha256Hex } from "../../src/core/hash";
+import { D1_METER_HEADER, D1_READS_HEADER } from "../../src/storage/d1-meter";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
 
@@ -51,10 +53,33 @@ describe("bearer tokens scoped to conversations", () => {
     expect((await call("GET", eventsPath(`${base}x`), { token })).status).toBe(403);
   });
 
-  it("refuses a revoked token", async () => {
+  it("refuses a revoked token once the isolate's cached check has expired, and re-reads no token within it", async () => {
     const conversation = freshConversation();
     const token = await tokenFor(conversation);
-    expect((await call("GET", eventsPath(conversation), { token })).status).toBe(200);
+    let now = Date.now();
+    isolateTokens.setClock(() => now);
+    try {
+      const metered = { token, headers: { [D1_METER_HEADER]: "on" } };
+      const trips = (res: Response) => Number(/round-trips=(\d+)/.exec(res.headers.get(D1_READS_HEADER) ?? "")?.[1]);
+      const first = await call("GET", eventsPath(conversation), metered);
+      expect(first.status).toBe(200);
+      // The token's row, then the page of the log; within the TTL, the page alone.
+      expect(trips(first)).toBe(2);
+      await env.DB.prepare("UPDATE api_tokens SET revoked_at = ? WHERE token_hash = ?").bind(new Date().toISOString(), sha256Hex(token)).run();
+      now += TOKEN_CACHE_TTL_MS - 1;
+      const cached = await call("GET", eventsPath(conversation), metered);
+      expect(cached.status).toBe(200);
+      expect(trips(cached)).toBe(1);
+      now += 1;
+      expect((await call("GET", eventsPath(conversation), { token })).status).toBe(401);
+    } finally {
+      isolateTokens.setClock(Date.now);
+    }
+  });
+
+  it("refuses a token revoked before it was ever presented at once", async () => {
+    const conversation = freshConversation();
+    const token = await tokenFor(conversation);
     await env.DB.prepare("UPDATE api_tokens SET revoked_at = ? WHERE token_hash = ?").bind(new Date().toISOString(), sha256Hex(token)).run();
     expect((await call("GET", eventsPath(conversation), { token })).status).toBe(401);
   });

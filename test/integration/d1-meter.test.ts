@@ -71,6 +71,7 @@ describe("the /v1 D1 meter", () => {
     const token = await tokenFor(conversation);
     const request = (headers: Record<string, string>) => new Request(`http://foldline.test${eventsPath(conversation)}?limit=10`, { headers: { authorization: `Bearer ${token}`, ...headers } });
     const on = { ...env, D1_METER: "on" } as unknown as Env;
+    const off = { ...env, D1_METER: "off" } as unknown as Env;
 
     const metered = await app.fetch(request({ [D1_METER_HEADER]: "on" }), on);
     expect(metered.status).toBe(200);
@@ -83,7 +84,7 @@ describe("the /v1 D1 meter", () => {
     expect(reads["bytes-read"]).toBeGreaterThan(0);
 
     expect((await app.fetch(request({}), on)).headers.get(D1_READS_HEADER)).toBeNull();
-    expect((await app.fetch(request({ [D1_METER_HEADER]: "on" }), env)).headers.get(D1_READS_HEADER)).toBeNull();
+    expect((await app.fetch(request({ [D1_METER_HEADER]: "on" }), off)).headers.get(D1_READS_HEADER)).toBeNull();
     // A request that is refused still answers as it would have, metered or not.
     const refused = await app.fetch(new Request(`http://foldline.test${eventsPath(conversation)}`, { headers: { [D1_METER_HEADER]: "on" } }), on);
     expect(refused.status).toBe(401);

@@ -7,13 +7,13 @@ import { D1_METER_HEADER } from "../../src/storage/d1-meter";
 import { eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
- * The benchmark's usage ledger (the cost table's source): with `D1_METER = "on"` every binding's
+ * The benchmark's usage ledger (the cost table's source): with `USAGE_METER = "on"` every binding's
  * use is counted in this isolate — D1 statements and rows, R2 operations by billing class, queue
  * messages, calls into conversation objects — and a deployment without it gets its bindings back
  * untouched.
  */
 
-const on = { ...env, D1_METER: "on" } as unknown as Env;
+const on = { ...env, D1_METER: "on", USAGE_METER: "on" } as unknown as Env;
 const context = { waitUntil: () => undefined, passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
 
 describe("the usage ledger", () => {
@@ -59,12 +59,16 @@ describe("the usage ledger", () => {
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json", [D1_METER_HEADER]: "on" };
     const append = (key: string, metered: boolean) =>
       worker.fetch(new Request(`http://foldline.test${eventsPath(conversation)}`, { method: "POST", headers: { ...headers, [D1_METER_HEADER]: metered ? "on" : "off" }, body: JSON.stringify(sourceEvent(key, key, `message ${key}`)) }), on, context);
+    const before = usageSnapshot();
     const first = await append("1", true);
     expect(first.status).toBe(201);
     const second = await append("2", true);
     const [a, b] = [JSON.parse(first.headers.get(USAGE_HEADER) ?? "null"), JSON.parse(second.headers.get(USAGE_HEADER) ?? "null")] as [Usage, Usage];
-    // The second request's token check (the Worker's D1 read) is in the later snapshot and not in the earlier one.
-    expect(b.d1.statements).toBeGreaterThan(a.d1.statements);
+    // The new token's row was read (the Worker's D1 statement) before the first snapshot was taken,
+    // and each append is a call into the conversation's object.
+    expect(a.d1.statements).toBeGreaterThan(before.d1.statements);
+    expect(a.statements.some((s) => s.sql.includes("api_tokens"))).toBe(true);
+    expect(a.objectRequests).toBeGreaterThan(before.objectRequests);
     expect(b.objectRequests).toBeGreaterThan(a.objectRequests);
     // A request that does not ask for the meter carries no usage.
     expect((await append("3", false)).headers.get(USAGE_HEADER)).toBeNull();
