@@ -116,11 +116,14 @@ export async function recordExtractionRun(db: D1Database, run: ExtractionRunReco
     .run();
 }
 
-/** The hashes of a conversation's events at these sequence numbers. */
+/**
+ * The hashes of a conversation's events at these sequence numbers, each sought by its key (`IN`
+ * over the list: joined from the list, SQLite walked the conversation once per number).
+ */
 export async function readEventHashes(db: D1Database, conversationId: string, seqs: readonly number[]): Promise<Map<number, string>> {
   if (seqs.length === 0) return new Map();
   const { results } = await db
-    .prepare("SELECT e.seq AS seq, e.hash AS hash FROM json_each(?2) j JOIN events e ON e.conversation_id = ?1 AND e.seq = j.value")
+    .prepare("SELECT seq, hash FROM events WHERE conversation_id = ?1 AND seq IN (SELECT value FROM json_each(?2))")
     .bind(conversationId, JSON.stringify(seqs))
     .all<{ seq: number; hash: string }>();
   return new Map(results.map((r) => [r.seq, r.hash]));

@@ -120,11 +120,14 @@ export async function getPage(db: D1Database, agentId: string, path: string, ver
   return row === null ? undefined : toPage(row);
 }
 
-/** Which of these paths are live pages of the agent (a memory reference may name one recall did not find). */
+/**
+ * Which of these paths are live pages of the agent (a memory reference may name one recall did not
+ * find), each sought by its key: joined from the list, SQLite walked the agent's versions per path.
+ */
 export async function livePagePaths(db: D1Database, agentId: string, paths: readonly string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   const { results } = await db
-    .prepare(`SELECT p.path AS path FROM ${HEAD} JOIN json_each(?2) r ON p.path = r.value WHERE p.agent_id = ?1 AND v.deleted = 0`)
+    .prepare(`SELECT p.path AS path FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path IN (SELECT value FROM json_each(?2)) AND v.deleted = 0`)
     .bind(agentId, JSON.stringify(paths))
     .all<{ path: string }>();
   return new Set(results.map((row) => row.path));
@@ -233,12 +236,13 @@ export async function recallPages(
   if (chosen.length === 0) return [];
 
   // Versions are immutable, so reading the content of exactly the ranked versions is consistent
-  // even if a page was rewritten between the two statements.
+  // even if a page was rewritten between the two statements. CROSS JOIN keeps the list outside:
+  // each version is sought by its key, where SQLite's own order walked all the agent's versions.
   const { results: bodies } = await db
     .prepare(
       `SELECT v.path AS path, v.version AS version, v.content AS content
        FROM json_each(?2) j
-       JOIN memory_page_versions v
+       CROSS JOIN memory_page_versions v
          ON v.agent_id = ?1 AND v.path = json_extract(j.value, '$[0]') AND v.version = json_extract(j.value, '$[1]')`,
     )
     .bind(agentId, JSON.stringify(chosen.map((page) => [page.path, page.version])))
