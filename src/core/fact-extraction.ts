@@ -112,7 +112,8 @@ export function topicOf(sentence: string): string {
   const copula = COPULA.exec(body);
   if (copula?.[1] !== undefined) {
     const subject = copula[1].replace(SUBJECT_NOISE, "").trim();
-    if (!/^(?:it|this|that|there|he|she|they|we|i|you)$/i.test(subject)) return slugOf(subject, 4);
+    // A pronoun or a question word ("when is the offsite?") names no subject: the words after it do.
+    if (!/^(?:it|this|that|there|he|she|they|we|i|you|what|when|where|which|who|whom|whose|why|how)$/i.test(subject)) return slugOf(subject, 4);
   }
   const words = body
     .toLowerCase()
