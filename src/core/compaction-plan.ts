@@ -39,9 +39,7 @@ export function groupTurns(turns: readonly Turn[]): Group[] {
  */
 export function frontierStartSeq(groups: readonly Group[], policy: Pick<CompactionPolicy, "triggerInputChars">): number {
   let chars = 0;
-  for (let i = groups.length - 1; i >= 0; i--) {
-    const group = groups[i];
-    if (group === undefined) break;
+  for (const group of groups.toReversed()) {
     chars += group.chars;
     if (chars >= policy.triggerInputChars) return group.seq;
   }
