@@ -99,7 +99,7 @@ interface Folded {
 }
 
 function foldEvents(ordered: readonly StoredEvent[]): Folded {
-  const folded: Folded = { sourceByMessage: new Map(), deleted: new Set(), latestEdit: new Map(), proposals: [], deliveredAt: new Map(), sourceSeqs: [] };
+  const folded: Omit<Folded, "sourceSeqs"> = { sourceByMessage: new Map(), deleted: new Set(), latestEdit: new Map(), proposals: [], deliveredAt: new Map() };
   const seenProposal = new Set<string>();
   for (const event of ordered) {
     switch (event.kind) {
@@ -130,9 +130,8 @@ function foldEvents(ordered: readonly StoredEvent[]): Folded {
         break;
     }
   }
-  for (const source of folded.sourceByMessage.values()) folded.sourceSeqs.push(source.seq);
-  folded.sourceSeqs.sort((a, b) => a - b);
-  return folded;
+  // Sources were folded in sequence order, so their sequence numbers ascend.
+  return { ...folded, sourceSeqs: [...folded.sourceByMessage.values()].map((source) => source.seq) };
 }
 
 function userTurns({ sourceByMessage, deleted, latestEdit }: Folded, policy: ReconstructionPolicy, hashOf: HashOf): Turn[] {
