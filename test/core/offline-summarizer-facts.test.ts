@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
 import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
 import { offlineCompaction } from "../../src/core/offline-summarizer";
+import type { Fact } from "../../src/core/offline-summarizer-facts";
+import { factOf, significantWords, stem, valuesOf } from "../../src/core/offline-summarizer-facts";
 import type { TurnSpec } from "../support/packet-fixture";
 import { ADA, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
 
@@ -236,5 +238,76 @@ describe("offlineCompaction over one recurring topic", () => {
     expect(result.summary).toContain("Message 19: about the offsite venue, Porto is preferred, with a budget of 1190 euros");
     expect(result.summary).not.toContain("1170 euros");
     expect(result.summary.length).toBeGreaterThan(result.preview.length);
+  });
+});
+
+describe("reading one sentence", () => {
+  it.each([
+    ["invoices", "invoic"],
+    ["invoicing", "invoic"],
+    ["invoice", "invoic"],
+    ["booked", "book"],
+    ["ada's", "ada"],
+    // A suffix is stripped only when three letters stay.
+    ["uses", "use"],
+    ["bed", "bed"],
+    ["sing", "sing"],
+  ])("stems %s to %s", (word, stemmed) => {
+    expect(stem(word)).toBe(stemmed);
+  });
+
+  it("takes lower-cased words of three letters or more, apostrophes made plain, without stopwords", () => {
+    expect(significantWords("Ada’s invoices: the BIG ones")).toEqual(["ada's", "invoices", "big", "ones"]);
+  });
+
+  it.each([
+    ["The budget is 45K, paid on 2026-03-03.", ["45k", "2026-03-03"]],
+    ["Offsite on May 3, in EUR.", ["3", "eur", "may"]],
+    ["We may go Friday.", ["friday"]],
+    ["Call me at 10:30.", ["10:30"]],
+  ])("reads the values of %s", (text, values) => {
+    expect([...valuesOf(text)]).toEqual(values);
+  });
+
+  const read = (fact: Fact) => ({ ...fact, key: [...fact.key], subjects: [...fact.subjects], values: [...fact.values] });
+
+  it("reads a sentence in the first person as about its speaker", () => {
+    expect(read(factOf("I prefer the window seat.", "Ada"))).toEqual({
+      key: ["prefer", "window", "seat"],
+      subjects: ["ada"],
+      named: false,
+      values: [],
+      decision: false,
+      commitment: false,
+      preference: true,
+      question: false,
+    });
+    expect(read(factOf("The window seat is taken.", "Ada")).subjects).toEqual([]);
+  });
+
+  it("reads whom a sentence names (a possessive first word, a numbered thing), its values, and a question", () => {
+    expect(read(factOf("Ada's flight 1043 lands at 10:30?  ", "bob"))).toEqual({
+      key: ["flight", "land"],
+      subjects: ["ada", "flight 1043"],
+      named: true,
+      values: ["1043", "10:30"],
+      decision: false,
+      commitment: false,
+      preference: false,
+      question: true,
+    });
+  });
+
+  it("reads a handle as a name, a commitment by a weekday, and a value glued to letters as no name", () => {
+    expect(read(factOf("Send Q3 numbers to @Carla by Friday.", "bob"))).toEqual({
+      key: ["send", "number"],
+      subjects: ["carla"],
+      named: true,
+      values: ["3", "friday"],
+      decision: false,
+      commitment: true,
+      preference: false,
+      question: false,
+    });
   });
 });
