@@ -4,7 +4,7 @@ import { renderBoundaryBody, validateCompactorOutput } from "../../src/core/comp
 import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
 import { offlineCompaction } from "../../src/core/offline-summarizer";
 import type { Fact } from "../../src/core/offline-summarizer-facts";
-import { factOf, significantWords, stem, valuesOf } from "../../src/core/offline-summarizer-facts";
+import { covers, factOf, salienceOf, sameFact, significantWords, stem, valuesOf } from "../../src/core/offline-summarizer-facts";
 import type { TurnSpec } from "../support/packet-fixture";
 import { ADA, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
 
@@ -309,5 +309,74 @@ describe("reading one sentence", () => {
       preference: false,
       question: false,
     });
+  });
+});
+
+describe("weighing and comparing facts", () => {
+  const fact = (over: Partial<Fact> = {}): Fact => ({
+    key: new Set(),
+    subjects: new Set(),
+    named: false,
+    values: new Set(),
+    decision: false,
+    commitment: false,
+    preference: false,
+    question: false,
+    ...over,
+  });
+  const set = (...items: string[]) => new Set(items);
+
+  it("weighs values first (a little more for a second and third), then decisions, commitments, names and preferences; a question half", () => {
+    expect(salienceOf(fact())).toBe(0);
+    expect([1, 2, 3, 4].map((n) => salienceOf(fact({ values: set(...["1", "2", "3", "4"].slice(0, n)) })))).toEqual([3, 3.5, 4, 4]);
+    expect(salienceOf(fact({ decision: true }))).toBe(2.5);
+    expect(salienceOf(fact({ commitment: true }))).toBe(2);
+    expect(salienceOf(fact({ named: true }))).toBe(1.5);
+    expect(salienceOf(fact({ preference: true }))).toBe(1.5);
+    const everything = fact({ values: set("1"), decision: true, commitment: true, named: true, preference: true });
+    expect(salienceOf(everything)).toBe(10.5);
+    expect(salienceOf({ ...everything, question: true })).toBe(5.25);
+  });
+
+  it("counts two sentences as one fact only about the same subjects, both statements or both questions", () => {
+    const about = (subjects: Set<string>, question = false) => fact({ key: set("flight", "land"), subjects, question });
+    expect(sameFact(about(set("ada")), about(set("ada")))).toBe(true);
+    expect(sameFact(about(set("ada")), about(set("bob")))).toBe(false);
+    expect(sameFact(about(set("ada")), about(set("ada", "bob")))).toBe(false);
+    expect(sameFact(about(set("ada")), about(set("ada"), true))).toBe(false);
+  });
+
+  it("counts a fact with a value as restated from three fifths of its words, one without only from four fifths", () => {
+    const four = fact({ key: set("a", "b", "c", "d") });
+    const fiveOther = fact({ key: set("a", "b", "c", "d", "x") });
+    const three = fact({ key: set("a", "b", "c") });
+    const five = fact({ key: set("a", "b", "c", "d", "e") });
+    const six = fact({ key: set("a", "b", "c", "d", "e", "f") });
+    expect(sameFact(four, five)).toBe(true);
+    expect(sameFact(five, six)).toBe(true);
+    expect(sameFact(five, fiveOther)).toBe(false);
+    expect(sameFact(three, five)).toBe(false);
+    // A value on either side: an update of the same fact from three fifths of the words.
+    expect(sameFact({ ...three, values: set("5") }, five)).toBe(true);
+    expect(sameFact(three, { ...five, values: set("6") })).toBe(true);
+    expect(sameFact({ ...fact({ key: set("a", "b") }), values: set("5") }, five)).toBe(false);
+    // Nothing to compare but the value: the same fact; nothing at all: not a fact to merge.
+    expect(sameFact(fact({ values: set("5") }), fact({ values: set("6") }))).toBe(true);
+    expect(sameFact(fact(), fact())).toBe(false);
+  });
+
+  it("lets a page cover a fact that holds every value and two thirds of its terms", () => {
+    const page = (words: string[], values: string[] = []) => ({ words: new Set(words), values: new Set(values) });
+    const flight = fact({ key: set("flight", "land", "gate"), values: set("10:30") });
+    expect(covers(page(["flight", "land"], ["10:30"]), flight)).toBe(true);
+    expect(covers(page(["flight"], ["10:30"]), flight)).toBe(false);
+    expect(covers(page(["flight", "land", "gate"], ["11:00"]), flight)).toBe(false);
+    // Whom a named fact is about counts among its terms.
+    const named = fact({ key: set("flight"), subjects: set("ada"), named: true });
+    expect(covers(page(["flight"]), named)).toBe(false);
+    expect(covers(page(["flight", "ada"]), named)).toBe(true);
+    // One term with a value is enough; one term alone says too little to be covered.
+    expect(covers(page(["flight"], ["5"]), fact({ key: set("flight"), values: set("5") }))).toBe(true);
+    expect(covers(page(["flight"]), fact({ key: set("flight") }))).toBe(false);
   });
 });
