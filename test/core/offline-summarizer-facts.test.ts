@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
 import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
 import { offlineCompaction } from "../../src/core/offline-summarizer";
+import { cutAtWord, sentences } from "../../src/core/offline-summarizer-candidates";
 import type { Fact } from "../../src/core/offline-summarizer-facts";
 import { covers, factOf, salienceOf, sameFact, significantWords, stem, valuesOf } from "../../src/core/offline-summarizer-facts";
 import type { TurnSpec } from "../support/packet-fixture";
@@ -378,5 +379,20 @@ describe("weighing and comparing facts", () => {
     // One term with a value is enough; one term alone says too little to be covered.
     expect(covers(page(["flight"], ["5"]), fact({ key: set("flight"), values: set("5") }))).toBe(true);
     expect(covers(page(["flight"]), fact({ key: set("flight") }))).toBe(false);
+  });
+});
+
+describe("cutting lines and sentences", () => {
+  it("keeps a line of exactly the limit, and cuts a longer one after its last whole word, without the spaces before the cut", () => {
+    expect(cutAtWord("x".repeat(27), 27)).toBe("x".repeat(27));
+    expect(cutAtWord(`${"a".repeat(10)} ${"b".repeat(10)}  ${"c".repeat(10)}`, 27)).toBe(`${"a".repeat(10)} ${"b".repeat(10)}…`);
+  });
+
+  it("hard-cuts a single word longer than the limit, the mark included in the limit", () => {
+    expect(cutAtWord("x".repeat(30), 10)).toBe(`${"x".repeat(9)}…`);
+  });
+
+  it("splits text into sentences at line breaks and sentence ends, each on one line of single spaces", () => {
+    expect(sentences("\nAda  and\tBob met.  Then?\n\nThey left!   Done")).toEqual(["Ada and Bob met.", "Then?", "They left!", "Done"]);
   });
 });
