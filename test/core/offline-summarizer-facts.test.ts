@@ -364,6 +364,9 @@ describe("weighing and comparing facts", () => {
     // Nothing to compare but the value: the same fact; nothing at all: not a fact to merge.
     expect(sameFact(fact({ values: set("5") }), fact({ values: set("6") }))).toBe(true);
     expect(sameFact(fact(), fact())).toBe(false);
+    // A value with no words is not the same fact as a value with some.
+    expect(sameFact(fact({ values: set("5") }), fact({ key: set("a"), values: set("6") }))).toBe(false);
+    expect(sameFact(fact({ key: set("a"), values: set("6") }), fact({ values: set("5") }))).toBe(false);
   });
 
   it("lets a page cover a fact that holds every value and two thirds of its terms", () => {
