@@ -39,9 +39,7 @@ export function groupTurns(turns: readonly Turn[]): Group[] {
  */
 export function frontierStartSeq(groups: readonly Group[], policy: Pick<CompactionPolicy, "triggerInputChars">): number {
   let chars = 0;
-  for (let i = groups.length - 1; i >= 0; i--) {
-    const group = groups[i];
-    if (group === undefined) break;
+  for (const group of groups.toReversed()) {
     chars += group.chars;
     if (chars >= policy.triggerInputChars) return group.seq;
   }
@@ -99,9 +97,8 @@ export function cutTail(
   let start = groups.length;
   let tailChars = 0;
   let tailMessages = 0;
-  while (start > 0) {
-    const group = groups[start - 1];
-    if (group === undefined || tailChars + group.chars > policy.retainInputChars) break;
+  for (const group of groups.toReversed()) {
+    if (tailChars + group.chars > policy.retainInputChars) break;
     const overCaps = tailCaps !== undefined && (tailChars + group.chars > tailCaps.chars || tailMessages + group.turns.length > tailCaps.messages);
     if (overCaps && start < groups.length) break;
     tailChars += group.chars;
@@ -109,7 +106,8 @@ export function cutTail(
     start -= 1;
   }
   const eligible = groups.slice(0, start);
-  if (eligible.length === 0) {
+  const oldest = eligible[0];
+  if (oldest === undefined) {
     return { ok: false, error: { code: "nothing_to_freeze", message: "every uncovered group fits the tail; there is nothing to compact" } };
   }
   // When compaction fell behind (a run was in flight or backing off), more than one prefix's worth
@@ -126,12 +124,11 @@ export function cutTail(
     frozenEvents += events;
   }
   if (frozenCount === 0) {
-    const oldest = eligible[0];
     return {
       ok: false,
       error: {
         code: "frozen_prefix_too_large",
-        message: `the oldest uncovered group (${oldest?.chars ?? 0} characters, ${oldest === undefined ? 0 : eventsOf(oldest)} events) exceeds the frozen-prefix bounds (${policy.maxFrozenChars}, ${policy.maxFrozenEvents})`,
+        message: `the oldest uncovered group (${oldest.chars} characters, ${eventsOf(oldest)} events) exceeds the frozen-prefix bounds (${policy.maxFrozenChars}, ${policy.maxFrozenEvents})`,
       },
     };
   }

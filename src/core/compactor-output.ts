@@ -69,7 +69,7 @@ const UNABLE = /\bi(?: am|['’]m) unable to\b/i;
  * attributes it to a participant first (`@ada: I am unable to come` is history, not a refusal).
  */
 export function looksLikeRefusal(text: string): boolean {
-  const start = text.trimStart().replace(/^["'“‘*_>#\s]+/, "");
+  const start = text.replace(/^["'“‘*_>#\s]+/, "");
   if (REFUSAL_OPENING.test(start)) return true;
   const firstSentence = start.split(/(?<=[.!?])\s|\n/, 1)[0] ?? "";
   const unable = UNABLE.exec(firstSentence);

@@ -193,7 +193,7 @@ function refuseUnsafeIds(event: EventInput, ctx: z.RefinementCtx): void {
   const ids: [PropertyKey[], string | undefined][] = [];
   if (event.kind === "source") {
     ids.push([["body", "author", "id"], event.body.author.id], [["body", "author", "username"], event.body.author.username]);
-    (event.body.attachments ?? []).forEach((a, i) => ids.push([["body", "attachments", i, "fileId"], a.fileId], [["body", "attachments", i, "fileUniqueId"], a.fileUniqueId]));
+    event.body.attachments?.forEach((a, i) => ids.push([["body", "attachments", i, "fileId"], a.fileId], [["body", "attachments", i, "fileUniqueId"], a.fileUniqueId]));
   }
   if (event.kind === "run") ids.push([["body", "model"], event.body.model], [["body", "error", "code"], event.body.error?.code]);
   for (const [path, value] of ids) {

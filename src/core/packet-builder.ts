@@ -74,7 +74,17 @@ export function buildPacket(input: PacketInput): Packet {
   const { declaration, slice, head } = input;
   const { agent, compactor } = declaration.registration;
   const turns = slice.turns;
-  const rendered = turns.map(renderSliceLine);
+  const frozenTurns = turns.map((t) => ({
+    id: t.id,
+    messageId: t.messageId,
+    group: t.group,
+    role: t.role,
+    author: t.author,
+    text: t.text,
+    hash: t.hash,
+    rendered: renderSliceLine(t),
+    nativeChars: turnChars(t),
+  }));
   // The chat's type as its platform said it on the frozen sources, never guessed from who spoke.
   const frozenGroups = new Set(slice.frozen.map((g) => g.seq));
   const conversationType = sliceConversationType(input.window.flatMap((e) => (e.kind === "source" && frozenGroups.has(e.seq) ? [e.body.conversationType] : [])));
@@ -97,17 +107,7 @@ export function buildPacket(input: PacketInput): Packet {
     previousBoundary: head === undefined ? null : { id: head.body.id, hash: head.hash, coveredThroughSeq: head.coveredThroughSeq, body: renderBoundaryBody(head.body.content) },
     amendments: [...input.amendments],
     frozen: {
-      turns: turns.map((t, i) => ({
-        id: t.id,
-        messageId: t.messageId,
-        group: t.group,
-        role: t.role,
-        author: t.author,
-        text: t.text,
-        hash: t.hash,
-        rendered: rendered[i] ?? "",
-        nativeChars: turnChars(t),
-      })),
+      turns: frozenTurns,
       fromSeq: slice.frozen[0]?.seq ?? 0,
       throughSeq: slice.frozen.at(-1)?.seq ?? 0,
       throughTurnId: turns.at(-1)?.id ?? "",
@@ -115,7 +115,7 @@ export function buildPacket(input: PacketInput): Packet {
       eventCount: slice.frozenEvents,
       chars: slice.frozenChars,
       turnIdsHash: hashCanonical(turns.map((t) => t.id)),
-      renderedHash: hashCanonical(rendered),
+      renderedHash: hashCanonical(frozenTurns.map((t) => t.rendered)),
     },
     memoryPages: input.memoryPages.map((p) => ({ path: p.path, version: p.version, contentHash: p.contentHash, content: p.content })),
     documents: input.documents.map((d) => ({ name: d.name, hash: d.hash, content: d.content })),

@@ -51,12 +51,9 @@ function correctionTime(c: Correction): number {
   return at === undefined ? Number.NEGATIVE_INFINITY : Date.parse(at);
 }
 
-/** Newer of two corrections of one message: a later instant wins, then a later sequence. */
-function newer(a: Correction, b: Correction): Correction {
-  const ta = correctionTime(a);
-  const tb = correctionTime(b);
-  if (ta !== tb) return ta > tb ? a : b;
-  return a.seq > b.seq ? a : b;
+/** Newer of two corrections of one message, `later` folded after `earlier` (a later sequence): a later instant wins, then the later sequence. */
+function newer(earlier: Correction, later: Correction): Correction {
+  return correctionTime(earlier) > correctionTime(later) ? earlier : later;
 }
 
 export function turnHash(role: Turn["role"], author: Author, text: string): string {
@@ -90,10 +87,10 @@ function memoizedTurnHash(hashes: Map<string, string> | undefined): HashOf {
   };
 }
 
-/** What the events say, message by message: the first source of each id, its deletion and newest edit, each proposal once, and its first delivery. */
+/** What the events say, message by message: the first source of each id, whether it was deleted and its newest edit, each proposal once, and its first delivery. Runs shape no turn. */
 interface Folded {
   readonly sourceByMessage: Map<string, Source>;
-  readonly deletion: Map<string, Correction>;
+  readonly deleted: Set<string>;
   readonly latestEdit: Map<string, Correction>;
   readonly proposals: Proposal[];
   readonly deliveredAt: Map<string, number>;
@@ -102,7 +99,7 @@ interface Folded {
 }
 
 function foldEvents(ordered: readonly StoredEvent[]): Folded {
-  const folded: Folded = { sourceByMessage: new Map(), deletion: new Map(), latestEdit: new Map(), proposals: [], deliveredAt: new Map(), sourceSeqs: [] };
+  const folded: Omit<Folded, "sourceSeqs"> = { sourceByMessage: new Map(), deleted: new Set(), latestEdit: new Map(), proposals: [], deliveredAt: new Map() };
   const seenProposal = new Set<string>();
   for (const event of ordered) {
     switch (event.kind) {
@@ -113,7 +110,7 @@ function foldEvents(ordered: readonly StoredEvent[]): Folded {
       case "correction": {
         const target = event.body.targetMessageId;
         if (event.body.action === "delete") {
-          if (!folded.deletion.has(target)) folded.deletion.set(target, event);
+          folded.deleted.add(target);
         } else {
           const current = folded.latestEdit.get(target);
           folded.latestEdit.set(target, current === undefined ? event : newer(current, event));
@@ -131,20 +128,17 @@ function foldEvents(ordered: readonly StoredEvent[]): Folded {
           folded.deliveredAt.set(event.body.proposalId, event.seq);
         }
         break;
-      case "run":
-        break;
     }
   }
-  for (const source of folded.sourceByMessage.values()) folded.sourceSeqs.push(source.seq);
-  folded.sourceSeqs.sort((a, b) => a - b);
-  return folded;
+  // Sources were folded in sequence order, so their sequence numbers ascend.
+  return { ...folded, sourceSeqs: [...folded.sourceByMessage.values()].map((source) => source.seq) };
 }
 
-function userTurns({ sourceByMessage, deletion, latestEdit }: Folded, policy: ReconstructionPolicy, hashOf: HashOf): Turn[] {
+function userTurns({ sourceByMessage, deleted, latestEdit }: Folded, policy: ReconstructionPolicy, hashOf: HashOf): Turn[] {
   const turns: Turn[] = [];
   for (const source of sourceByMessage.values()) {
     const messageId = source.body.messageId;
-    if (deletion.has(messageId)) continue;
+    if (deleted.has(messageId)) continue;
     const edit = latestEdit.get(messageId);
     const sensitive = source.sensitive || (edit?.sensitive ?? false);
     if (sensitive && !policy.includeSensitive) continue;
@@ -205,5 +199,5 @@ function groupOf(proposal: Proposal, sources: ReadonlyMap<string, Source>, sourc
     if ((sourceSeqs[mid] ?? Infinity) < proposal.seq) lo = mid + 1;
     else hi = mid;
   }
-  return lo === 0 ? 0 : (sourceSeqs[lo - 1] ?? 0);
+  return sourceSeqs[lo - 1] ?? 0;
 }

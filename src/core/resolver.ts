@@ -97,29 +97,30 @@ export interface AnchoredRow {
   readonly contentHash: string | undefined;
 }
 
-type AnchorInput = readonly [ChainAnchor, AnchoredRow | undefined];
+type AnchorInput = readonly [ChainAnchor, AnchoredRow];
+
+/** The anchored head is not stored: `stored` says what the epoch's newest row is instead. */
+function missingHead(anchor: ChainAnchor, found: number | null, stored: string): Finding {
+  const detail = `boundary ${anchor.boundaryId} at position ${anchor.position}, settled by the log's newest completed run, is missing: ${stored}`;
+  return finding("position", anchor.position, found, detail);
+}
 
 const ANCHOR_STEPS: readonly (readonly [HeadCheckName, (input: AnchorInput) => Finding[]])[] = [
   [
     "anchor_head_stored",
-    ([anchor, newest]) => {
-      if (newest !== undefined && newest.epochId === anchor.epochId && newest.position >= anchor.position) return [];
-      const stored = newest === undefined ? "no boundary of its epoch is stored" : `the newest stored is ${newest.id} at position ${newest.position}`;
-      const detail = `boundary ${anchor.boundaryId} at position ${anchor.position}, settled by the log's newest completed run, is missing: ${stored}`;
-      return [finding("position", anchor.position, newest?.position ?? null, detail)];
-    },
+    ([anchor, newest]) =>
+      newest.epochId === anchor.epochId && newest.position >= anchor.position ? [] : [missingHead(anchor, newest.position, `the newest stored is ${newest.id} at position ${newest.position}`)],
   ],
   [
     "anchor_names_head",
     ([anchor, newest]) =>
-      newest === undefined || (newest.position === anchor.position && newest.id === anchor.boundaryId)
+      newest.position === anchor.position && newest.id === anchor.boundaryId
         ? []
         : [finding("id", anchor.boundaryId, newest.id, `boundary ${newest.id} at position ${newest.position} was settled by no completed run; the log's newest settled ${anchor.boundaryId} at position ${anchor.position}`)],
   ],
   [
     "anchor_hash",
     ([anchor, newest]) => {
-      if (newest === undefined) return [];
       const detail = (what: string): string => `boundary ${newest.id} is stored with another ${what} than its completed run settled`;
       return [...differs("contentHash", anchor.contentHash, newest.contentHash ?? null, detail("content hash")), ...differs("hash", anchor.boundaryHash, newest.hash, detail("hash"))];
     },
@@ -135,7 +136,9 @@ const ANCHOR_STEPS: readonly (readonly [HeadCheckName, (input: AnchorInput) => F
  * settled before runs carried anchors) leaves the rows to the other checks.
  */
 export function verifyAnchor(anchor: ChainAnchor | undefined, newest: AnchoredRow | undefined): Verdict {
-  return anchor === undefined ? PASS : firstFailure(ANCHOR_STEPS, [anchor, newest]);
+  if (anchor === undefined) return PASS;
+  if (newest === undefined) return failed("anchor_head_stored", missingHead(anchor, null, "no boundary of its epoch is stored"));
+  return firstFailure(ANCHOR_STEPS, [anchor, newest]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -234,7 +237,9 @@ function checkHeadAnchor({ evidence: e, facts: { row, body } }: HeadInput, step:
 /**
  * The order the resolver reports in: the row against its hashed body first (a forged or rewritten
  * row is named for what it is), then what the head claims to be, how it links, what planned and
- * settled it, and last the packet it was compacted from.
+ * settled it, and last the packet it was compacted from. `body_hash` refuses a head whose body is
+ * not a boundary event, so the checks after it always read a parsed body (their `body === undefined`
+ * guards narrow the type), and `packet_hash` refuses an unread packet before `packet_binding` runs.
  */
 const HEAD_STEPS: readonly (readonly [HeadCheckName, (input: HeadInput) => readonly Finding[]])[] = [
   linkStep("body_hash"),

@@ -85,9 +85,7 @@ export function trimStart(groups: readonly Group[], maxChars: number, maxMessage
   let suffixMessages = groups.reduce((n, g) => n + g.turns.length, 0);
   let segmentChars = 0;
   let segmentMessages = 0;
-  for (let i = 0; i < groups.length; i++) {
-    const group = groups[i];
-    if (group === undefined) break;
+  for (const [i, group] of groups.entries()) {
     const opensSegment = i === 0 || segmentChars + group.chars > stepChars || segmentMessages + group.turns.length > stepMessages;
     if (opensSegment) {
       if (suffixChars <= maxChars && suffixMessages <= maxMessages) return i;

@@ -44,9 +44,8 @@ export const wakeKey = {
 
 /** The time the alarm must be set to, or undefined when nothing is pending. */
 export function earliestWake(wakes: Iterable<Wake>): number | undefined {
-  let earliest: number | undefined;
-  for (const wake of wakes) if (earliest === undefined || wake.at < earliest) earliest = wake.at;
-  return earliest;
+  const deadlines = Array.from(wakes, (wake) => wake.at);
+  return deadlines.length === 0 ? undefined : Math.min(...deadlines);
 }
 
 /** The due wakes, earliest first. */

@@ -95,6 +95,32 @@ describe("validateCompactorOutput: failures", () => {
     const result = validateCompactorOutput(projection({ policy: { maxSummaryChars: 100 } }), stop(json({ summary: "a".repeat(101), salientFacts: {} })));
     expect(result).toMatchObject({ ok: false, error: { code: "output_too_long", message: expect.stringContaining("101") } });
   });
+
+  const NOT_ONE_OBJECT = "the reply is not a single JSON object (prose around it, or more than one code fence)";
+  it.each<[string, Packet, string, string | null, string | RegExp]>([
+    ["a reply cut at the token limit", projection(), GOOD, "length", "the model stopped at its output token limit"],
+    ["no text", plain(), " ", "stop", "the model returned no text"],
+    ["the content filter", plain(), "@ada said something", "content_filter", "the provider's content filter stopped the reply"],
+    ["an apology", plain(), "I'm sorry, but I can't help with that request.", "stop", "the reply is a refusal or an error message, not a summary"],
+    ["an apology in the summary", projection(), json({ summary: "I'm sorry, I can't summarize this.", salientFacts: {} }), "stop", "the summary is a refusal or an error message, not a summary"],
+    ["prose before the object", projection(), "Here is the projection: " + GOOD, "stop", NOT_ONE_OBJECT],
+    ["prose after the object", projection(), GOOD + "\nHope this helps.", "stop", NOT_ONE_OBJECT],
+    ["broken JSON", projection(), '{"summary": "x", salientFacts: {}}', "stop", /^the reply is not valid JSON: \S/],
+    ["a field of the wrong type", projection(), json({ summary: "s", salientFacts: { openThreads: "none" } }), "stop", "the reply does not have the projection shape at salientFacts.openThreads: Invalid input: expected array, received string"],
+    ["an extra top-level field", projection(), json({ summary: "s", salientFacts: {}, confidence: 0.9 }), "stop", 'the reply does not have the projection shape: Unrecognized key: "confidence"'],
+    ["a summary over the limit", plain({ policy: { maxSummaryChars: 100 } }), "b".repeat(101), "stop", "the summary has 101 characters; the policy allows 100"],
+    ["a summary as large as what it replaces", plain({ sizes: { replacedChars: 300 } }), "@ada chose vendor B. ".repeat(20), "stop", /^the boundary would take \d+ characters, not fewer than the 300 it replaces$/],
+  ])("says what was wrong with %s", (_name, packet, text, finishReason, message) => {
+    const result = validateCompactorOutput(packet, { text, finishReason });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    if (typeof message === "string") expect(result.error.message).toBe(message);
+    else expect(result.error.message).toMatch(message);
+  });
+
+  it("judges text that opens like a JSON object by the JSON rules, not as a refusal", () => {
+    expect(codeOf(projection(), "{I am unable to summarize this.}")).toBe("invalid_json");
+  });
 });
 
 describe("validateCompactorOutput: harmless formatting", () => {
@@ -102,6 +128,7 @@ describe("validateCompactorOutput: harmless formatting", () => {
     ["```json", "```json\n" + GOOD + "\n```"],
     ["a bare fence", "```\n" + GOOD + "\n```"],
     ["a fence with spaces around", "  ```JSON \n" + GOOD + "\n```  \n"],
+    ["an indented object", "```json\n  " + GOOD + "  \n```"],
   ])("accepts one surrounding code fence (%s) and reads the object inside", (_name, text) => {
     expect(validateCompactorOutput(projection(), stop(text))).toEqual(validateCompactorOutput(projection(), stop(GOOD)));
   });
@@ -141,6 +168,8 @@ describe("validateCompactorOutput: harmless formatting", () => {
   it("lists the paths a reply names that the packet did not recall, for the caller to look up", () => {
     expect(unrecalledMemoryRefs(projection(), refs("people/bob.md", "people/carla.md", "x.md"))).toEqual(["people/carla.md", "x.md"]);
     expect(unrecalledMemoryRefs(projection(), "```json\n" + refs("people/carla.md") + "\n```")).toEqual(["people/carla.md"]);
+    expect(unrecalledMemoryRefs(projection(), "\n  ```json\n" + refs("people/carla.md") + "\n```\n")).toEqual(["people/carla.md"]);
+    expect(unrecalledMemoryRefs(projection(), json({ summary: "@ada chose vendor B.", salientFacts: {} }))).toEqual([]);
     expect(unrecalledMemoryRefs(projection(), "not json")).toEqual([]);
     expect(unrecalledMemoryRefs(plain(), refs("people/carla.md"))).toEqual([]);
   });
@@ -188,7 +217,7 @@ describe("validateCompactorOutput: harmless formatting", () => {
 describe("validateCompactorOutput: projection success", () => {
   it("wraps the model's object in the output contract", () => {
     const result = validateCompactorOutput(projection(), stop(`  ${GOOD}\n`));
-    expect(result).toEqual({
+    expect(result).toStrictEqual({
       ok: true,
       value: {
         contract: OUTPUT_CONTRACT,
@@ -208,6 +237,8 @@ describe("validateCompactorOutput: projection success", () => {
   it("accepts seed 001's pure-noise answer, not degraded", () => {
     const result = validateCompactorOutput(projection({ memoryPages: [] }), stop(json({ summary: NO_SUBSTANTIVE_CONTENT, salientFacts: {} })));
     expect(result).toMatchObject({ ok: true, value: { summary: NO_SUBSTANTIVE_CONTENT, degraded: false, salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] } } });
+    // No reference proposed, none dropped.
+    expect(result.ok && result.value).not.toHaveProperty("droppedMemoryRefs");
   });
 
   it("accepts a quoted first-person sentence that is history, not a refusal", () => {
@@ -314,6 +345,16 @@ describe("derivePreview", () => {
     expect(line[kept.length]).toBe(" ");
   });
 
+  it("cuts at the last word boundary that fits, without the spaces before it", () => {
+    const line = `${"a".repeat(100)} ${"b".repeat(100)}  ${"c".repeat(100)}`;
+    expect(derivePreview(line)).toBe(`${"a".repeat(100)} ${"b".repeat(100)}…`);
+  });
+
+  it("is the first line that holds text, without the spaces around it", () => {
+    expect(derivePreview("\n\n  First line.  \nSecond line.")).toBe("First line.");
+    expect(derivePreview("First line.   \nSecond line.")).toBe("First line.");
+  });
+
   it("hard-cuts a single word longer than the preview", () => {
     const preview = derivePreview("y".repeat(400));
     expect(preview).toBe(`${"y".repeat(279)}…`);
@@ -363,6 +404,11 @@ describe("renderBoundaryBody", () => {
     );
   });
 
+  it("lists a memory reference by its trimmed note, and by its path alone when the note is blank", () => {
+    const refs = { ...content, summary: "s", salientFacts: { memoryRefs: [{ path: "a.md", note: "  vendor B  " }, { path: "b.md", note: " \n " }], openThreads: [], abandonedDirections: [] } };
+    expect(renderBoundaryBody(refs)).toBe("s\n\nMemory:\n- memory:a.md — vendor B\n- memory:b.md");
+  });
+
   it("is only the summary when every list is empty", () => {
     const bare = { ...content, salientFacts: { memoryRefs: [], openThreads: [], abandonedDirections: [] } };
     expect(renderBoundaryBody(bare)).toBe("Vendor settled.\n@bob drafts.");
@@ -382,6 +428,7 @@ describe("looksLikeRefusal", () => {
     ["@ada: I am unable to attend.", false],
     ["Ada said: I'm unable to attend.", false],
     ["Vendor B chosen; I cannot wait was Ada's reply.", false],
+    ["Unfortunately I am unable to process this: the input was empty.", true],
   ] as const)("%s → %s", (text, expected) => {
     expect(looksLikeRefusal(text)).toBe(expected);
   });

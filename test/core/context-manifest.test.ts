@@ -81,6 +81,18 @@ describe("buildContextManifest", () => {
     expect(manifest.totals.messages).toBe(5);
   });
 
+  it("carries what a call with a query recalled, and no memory key without one", () => {
+    const memory = {
+      envelopeChars: 120,
+      budgetChars: 4_000,
+      pages: [{ path: "people/ada", version: 2, contentHash: "d".repeat(64), chars: 40 }],
+      turns: [{ turnId: "s1", messageId: "m1", seq: 1, chars: 5 }],
+    };
+    expect(contextManifestSchema.parse(manifestOf({}, { memory })).memory).toEqual(memory);
+    expect(manifestOf({})).not.toHaveProperty("memory");
+    expect(manifestOf({}, { memory: undefined })).not.toHaveProperty("memory");
+  });
+
   it("says why a boundary was withheld", () => {
     expect(manifestOf({}, { withheld: true }).withheld).toBe(WITHHELD_NOTE);
   });

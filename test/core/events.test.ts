@@ -146,6 +146,39 @@ describe("eventInputSchema: rejects", () => {
   });
 });
 
+describe("eventInputSchema: unpaired surrogates", () => {
+  const UNPAIRED = "contains an unpaired UTF-16 surrogate";
+  const issues = (event: unknown) => {
+    const parsed = eventInputSchema.safeParse(event);
+    return parsed.success ? [] : parsed.error.issues.map(({ code, path, message }) => ({ code, path, message }));
+  };
+
+  it.each<[string, unknown, PropertyKey[]]>([
+    ["in a source's text", source("m1", "broken \ud800 text"), ["body", "text"]],
+    ["in an author's name", source("m1", "hi", { author: { id: "u1", name: "Ada \udc00" } }), ["body", "author", "name"]],
+    [
+      "in the second attachment's file id",
+      withBody(SOURCE, { attachments: [{ type: "photo", fileId: "f1" }, { type: "photo", fileId: "f2", fileUniqueId: "\ud83d" }] }),
+      ["body", "attachments", 1, "fileUniqueId"],
+    ],
+    ["in a run's detail label", withBody(run("r1", "a"), { detail: { label: "\udfff" } }), ["body", "detail", "label"]],
+  ])("refuses one %s, at the path of the string that holds it", (_name, event, path) => {
+    expect(issues(event)).toEqual([{ code: "custom", path, message: UNPAIRED }]);
+  });
+
+  it("names every string that holds one", () => {
+    expect(issues(source("m1", "\ud800", { author: { id: "u1", name: "\udc00" } }))).toEqual([
+      { code: "custom", path: ["body", "author", "name"], message: UNPAIRED },
+      { code: "custom", path: ["body", "text"], message: UNPAIRED },
+    ]);
+  });
+
+  it("accepts an optional field that code building an event set to undefined", () => {
+    const event = { ...SOURCE, body: { ...SOURCE.body, replyToMessageId: undefined } };
+    expect(issues(event)).toEqual([]);
+  });
+});
+
 describe("append request schemas", () => {
   it.each([0, 1, 42])("appendEventRequestSchema accepts expectedSeq %d", (expectedSeq) => {
     const parsed = appendEventRequestSchema.parse({ ...raw(SOURCE), expectedSeq });

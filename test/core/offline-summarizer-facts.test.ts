@@ -3,6 +3,9 @@ import { describe, expect, it } from "vitest";
 import { renderBoundaryBody, validateCompactorOutput } from "../../src/core/compactor-output";
 import type { Amendment, CompactionContent, Packet } from "../../src/core/packet";
 import { offlineCompaction } from "../../src/core/offline-summarizer";
+import { cutAtWord, sentences } from "../../src/core/offline-summarizer-candidates";
+import type { Fact } from "../../src/core/offline-summarizer-facts";
+import { covers, factOf, salienceOf, sameFact, significantWords, stem, valuesOf } from "../../src/core/offline-summarizer-facts";
 import type { TurnSpec } from "../support/packet-fixture";
 import { ADA, BOB, memoryPage, packetFixture, previousBoundary } from "../support/packet-fixture";
 
@@ -236,5 +239,163 @@ describe("offlineCompaction over one recurring topic", () => {
     expect(result.summary).toContain("Message 19: about the offsite venue, Porto is preferred, with a budget of 1190 euros");
     expect(result.summary).not.toContain("1170 euros");
     expect(result.summary.length).toBeGreaterThan(result.preview.length);
+  });
+});
+
+describe("reading one sentence", () => {
+  it.each([
+    ["invoices", "invoic"],
+    ["invoicing", "invoic"],
+    ["invoice", "invoic"],
+    ["booked", "book"],
+    ["ada's", "ada"],
+    // A suffix is stripped only when three letters stay.
+    ["uses", "use"],
+    ["bed", "bed"],
+    ["sing", "sing"],
+  ])("stems %s to %s", (word, stemmed) => {
+    expect(stem(word)).toBe(stemmed);
+  });
+
+  it("takes lower-cased words of three letters or more, apostrophes made plain, without stopwords", () => {
+    expect(significantWords("Ada’s invoices: the BIG ones")).toEqual(["ada's", "invoices", "big", "ones"]);
+  });
+
+  it.each([
+    ["The budget is 45K, paid on 2026-03-03.", ["45k", "2026-03-03"]],
+    ["Offsite on May 3, in EUR.", ["3", "eur", "may"]],
+    ["We may go Friday.", ["friday"]],
+    ["Call me at 10:30.", ["10:30"]],
+  ])("reads the values of %s", (text, values) => {
+    expect([...valuesOf(text)]).toEqual(values);
+  });
+
+  const read = (fact: Fact) => ({ ...fact, key: [...fact.key], subjects: [...fact.subjects], values: [...fact.values] });
+
+  it("reads a sentence in the first person as about its speaker", () => {
+    expect(read(factOf("I prefer the window seat.", "Ada"))).toEqual({
+      key: ["prefer", "window", "seat"],
+      subjects: ["ada"],
+      named: false,
+      values: [],
+      decision: false,
+      commitment: false,
+      preference: true,
+      question: false,
+    });
+    expect(read(factOf("The window seat is taken.", "Ada")).subjects).toEqual([]);
+  });
+
+  it("reads whom a sentence names (a possessive first word, a numbered thing), its values, and a question", () => {
+    expect(read(factOf("Ada's flight 1043 lands at 10:30?  ", "bob"))).toEqual({
+      key: ["flight", "land"],
+      subjects: ["ada", "flight 1043"],
+      named: true,
+      values: ["1043", "10:30"],
+      decision: false,
+      commitment: false,
+      preference: false,
+      question: true,
+    });
+  });
+
+  it("reads a handle as a name, a commitment by a weekday, and a value glued to letters as no name", () => {
+    expect(read(factOf("Send Q3 numbers to @Carla by Friday.", "bob"))).toEqual({
+      key: ["send", "number"],
+      subjects: ["carla"],
+      named: true,
+      values: ["3", "friday"],
+      decision: false,
+      commitment: true,
+      preference: false,
+      question: false,
+    });
+  });
+});
+
+describe("weighing and comparing facts", () => {
+  const fact = (over: Partial<Fact> = {}): Fact => ({
+    key: new Set(),
+    subjects: new Set(),
+    named: false,
+    values: new Set(),
+    decision: false,
+    commitment: false,
+    preference: false,
+    question: false,
+    ...over,
+  });
+  const set = (...items: string[]) => new Set(items);
+
+  it("weighs values first (a little more for a second and third), then decisions, commitments, names and preferences; a question half", () => {
+    expect(salienceOf(fact())).toBe(0);
+    expect([1, 2, 3, 4].map((n) => salienceOf(fact({ values: set(...["1", "2", "3", "4"].slice(0, n)) })))).toEqual([3, 3.5, 4, 4]);
+    expect(salienceOf(fact({ decision: true }))).toBe(2.5);
+    expect(salienceOf(fact({ commitment: true }))).toBe(2);
+    expect(salienceOf(fact({ named: true }))).toBe(1.5);
+    expect(salienceOf(fact({ preference: true }))).toBe(1.5);
+    const everything = fact({ values: set("1"), decision: true, commitment: true, named: true, preference: true });
+    expect(salienceOf(everything)).toBe(10.5);
+    expect(salienceOf({ ...everything, question: true })).toBe(5.25);
+  });
+
+  it("counts two sentences as one fact only about the same subjects, both statements or both questions", () => {
+    const about = (subjects: Set<string>, question = false) => fact({ key: set("flight", "land"), subjects, question });
+    expect(sameFact(about(set("ada")), about(set("ada")))).toBe(true);
+    expect(sameFact(about(set("ada")), about(set("bob")))).toBe(false);
+    expect(sameFact(about(set("ada")), about(set("ada", "bob")))).toBe(false);
+    expect(sameFact(about(set("ada")), about(set("ada"), true))).toBe(false);
+  });
+
+  it("counts a fact with a value as restated from three fifths of its words, one without only from four fifths", () => {
+    const four = fact({ key: set("a", "b", "c", "d") });
+    const fiveOther = fact({ key: set("a", "b", "c", "d", "x") });
+    const three = fact({ key: set("a", "b", "c") });
+    const five = fact({ key: set("a", "b", "c", "d", "e") });
+    const six = fact({ key: set("a", "b", "c", "d", "e", "f") });
+    expect(sameFact(four, five)).toBe(true);
+    expect(sameFact(five, six)).toBe(true);
+    expect(sameFact(five, fiveOther)).toBe(false);
+    expect(sameFact(three, five)).toBe(false);
+    // A value on either side: an update of the same fact from three fifths of the words.
+    expect(sameFact({ ...three, values: set("5") }, five)).toBe(true);
+    expect(sameFact(three, { ...five, values: set("6") })).toBe(true);
+    expect(sameFact({ ...fact({ key: set("a", "b") }), values: set("5") }, five)).toBe(false);
+    // Nothing to compare but the value: the same fact; nothing at all: not a fact to merge.
+    expect(sameFact(fact({ values: set("5") }), fact({ values: set("6") }))).toBe(true);
+    expect(sameFact(fact(), fact())).toBe(false);
+    // A value with no words is not the same fact as a value with some.
+    expect(sameFact(fact({ values: set("5") }), fact({ key: set("a"), values: set("6") }))).toBe(false);
+    expect(sameFact(fact({ key: set("a"), values: set("6") }), fact({ values: set("5") }))).toBe(false);
+  });
+
+  it("lets a page cover a fact that holds every value and two thirds of its terms", () => {
+    const page = (words: string[], values: string[] = []) => ({ words: new Set(words), values: new Set(values) });
+    const flight = fact({ key: set("flight", "land", "gate"), values: set("10:30") });
+    expect(covers(page(["flight", "land"], ["10:30"]), flight)).toBe(true);
+    expect(covers(page(["flight"], ["10:30"]), flight)).toBe(false);
+    expect(covers(page(["flight", "land", "gate"], ["11:00"]), flight)).toBe(false);
+    // Whom a named fact is about counts among its terms.
+    const named = fact({ key: set("flight"), subjects: set("ada"), named: true });
+    expect(covers(page(["flight"]), named)).toBe(false);
+    expect(covers(page(["flight", "ada"]), named)).toBe(true);
+    // One term with a value is enough; one term alone says too little to be covered.
+    expect(covers(page(["flight"], ["5"]), fact({ key: set("flight"), values: set("5") }))).toBe(true);
+    expect(covers(page(["flight"]), fact({ key: set("flight") }))).toBe(false);
+  });
+});
+
+describe("cutting lines and sentences", () => {
+  it("keeps a line of exactly the limit, and cuts a longer one after its last whole word, without the spaces before the cut", () => {
+    expect(cutAtWord("x".repeat(27), 27)).toBe("x".repeat(27));
+    expect(cutAtWord(`${"a".repeat(10)} ${"b".repeat(10)}  ${"c".repeat(10)}`, 27)).toBe(`${"a".repeat(10)} ${"b".repeat(10)}…`);
+  });
+
+  it("hard-cuts a single word longer than the limit, the mark included in the limit", () => {
+    expect(cutAtWord("x".repeat(30), 10)).toBe(`${"x".repeat(9)}…`);
+  });
+
+  it("splits text into sentences at line breaks and sentence ends, each on one line of single spaces", () => {
+    expect(sentences("\nAda  and\tBob met.  Then?\n\nThey left!   Done")).toEqual(["Ada and Bob met.", "Then?", "They left!", "Done"]);
   });
 });

@@ -57,6 +57,13 @@ describe("offlineCompaction", () => {
     expect(content.degraded).toBe(false);
   });
 
+  it("points only at a page a reference can name: a path neither empty nor over 200 characters", () => {
+    const at = (path: string) => memoryPage(path, VENDOR_PAGE.content);
+    const refs = (pages: Packet["memoryPages"]) => validated(packetFixture({ memoryPages: pages })).salientFacts.memoryRefs.map((r) => r.path);
+    expect(refs([at(`${"d".repeat(197)}.md`)])).toEqual([`${"d".repeat(197)}.md`]);
+    expect(refs([at(""), at(`${"d".repeat(198)}.md`)])).toEqual([]);
+  });
+
   it("is degraded when no page was recalled", () => {
     const content = validated(packetFixture({ memoryPages: [] }));
     expect(content.salientFacts.memoryRefs).toEqual([]);

@@ -5,14 +5,17 @@ import { groupTurns } from "../../src/core/compaction-plan";
 import type { CompactionPolicy } from "../../src/core/declarations";
 import type { EventInput } from "../../src/core/events";
 import { hashCanonical, sha256Hex } from "../../src/core/hash";
+import type { Amendment } from "../../src/core/packet";
 import { packetSchema } from "../../src/core/packet";
-import type { FrozenSlice } from "../../src/core/packet-builder";
+import type { FrozenSlice, PacketInput } from "../../src/core/packet-builder";
 import { buildPacket, freezeSlice, groupEvents, sliceRecallText } from "../../src/core/packet-builder";
+import { renderBoundaryBody } from "../../src/core/compactor-output";
 import { reconstruct } from "../../src/core/reconstruction";
 import { renderSliceLine } from "../../src/core/render";
 import { PROMPT, storedDeclaration } from "./declaration-fixture";
 import { CONVERSATION, source, storeAll, turn } from "./event-builders";
 import { logArb, policyArb } from "./log-arbitraries";
+import { FIRST } from "./resolver-fixture";
 
 const declaration = storedDeclaration();
 const { registration } = declaration;
@@ -23,7 +26,7 @@ const groupsOf = (texts: readonly string[]): Group[] => groupTurns(texts.map((te
 
 const policy = (overrides: Partial<CompactionPolicy> = {}): CompactionPolicy => ({ ...compactor.policy, ...overrides });
 
-function packetOf(slice: FrozenSlice, window: Parameters<typeof buildPacket>[0]["window"] = []) {
+function packetOf(slice: FrozenSlice, window: PacketInput["window"] = [], overrides: Partial<PacketInput> = {}) {
   return buildPacket({
     conversationId: CONVERSATION,
     declaration,
@@ -39,6 +42,7 @@ function packetOf(slice: FrozenSlice, window: Parameters<typeof buildPacket>[0][
     activeChars: 1_234,
     envelopeChars: 56,
     now: new Date("2026-01-02T03:04:05.000Z"),
+    ...overrides,
   });
 }
 
@@ -60,6 +64,16 @@ describe("freezeSlice", () => {
     ["an oldest group above the frozen-prefix bound", ["x".repeat(2_500), "y".repeat(100)], "frozen_prefix_too_large"],
   ] as const)("fails closed, tagged, on %s", (_, texts, code) => {
     expect(freezeSlice(groupsOf(texts), policy({ maxFrozenChars: 2_000 }), agent.context)).toMatchObject({ ok: false, error: { code } });
+  });
+
+  it("refuses a slice whose frozen groups hold no turn: there is nothing to freeze", () => {
+    // A group without turns ahead of one too large to freeze is all the bounds would let a run take.
+    const [, large, tail] = groupsOf(["", "x".repeat(2_500), "tail"]);
+    const empty: Group = { seq: 1, turns: [], chars: 0 };
+    expect(freezeSlice([empty, large!, tail!], policy({ retainInputChars: tail!.chars, maxFrozenChars: 2_000 }), agent.context)).toEqual({
+      ok: false,
+      error: { code: "nothing_to_freeze", message: "the slice holds no turn" },
+    });
   });
 
   it("counts the log events a group stands for: origins and the corrections or deliveries that shaped them", () => {
@@ -108,23 +122,38 @@ describe("buildPacket", () => {
   };
 
   it("is a packet the compactor can load, with the slice, its hashes and sizes bound", () => {
-    const frozen = slice(["first message", "second message"]);
+    const frozen = slice(["first message", "second message", "third message"]);
     const packet = packetSchema.parse(packetOf(frozen));
     const rendered = frozen.turns.map(renderSliceLine);
     expect(packet.frozen).toMatchObject({
       fromSeq: 1,
-      throughSeq: 2,
-      throughTurnId: "s2",
-      sourceCount: 2,
-      eventCount: 2,
+      throughSeq: 3,
+      throughTurnId: "s3",
+      sourceCount: 3,
+      eventCount: 3,
       chars: frozen.frozenChars,
-      turnIdsHash: hashCanonical(["s1", "s2"]),
+      turnIdsHash: hashCanonical(["s1", "s2", "s3"]),
       renderedHash: hashCanonical(rendered),
     });
     expect(packet.frozen.turns.map((t) => t.rendered)).toEqual(rendered);
     expect(packet.sizes).toEqual({ preCompactionChars: 1_234, retainedTailChars: frozen.tailChars, replacedChars: 56 + frozen.frozenChars });
     expect(packet).toMatchObject({ previousBoundary: null, historyAgents: ["agent-a", "agent-c"], triggerSeq: 99, promptHash: sha256Hex(PROMPT), createdAt: "2026-01-02T03:04:05.000Z" });
     expect(packet.documents).toEqual([{ name: "identity", hash: "d".repeat(64), content: "We are the finance team." }]);
+  });
+
+  it("follows the chain's head: names it as the previous boundary, with its summary as the compactor reads it", () => {
+    const head = { body: FIRST.body, hash: FIRST.hash, coveredThroughSeq: FIRST.body.coveredThrough.seq };
+    const packet = packetSchema.parse(packetOf(slice(["one", "two"]), [], { head }));
+    expect(packet.previousBoundary).toEqual({ id: "boundary-1", hash: FIRST.hash, coveredThroughSeq: FIRST.body.coveredThrough.seq, body: renderBoundaryBody(FIRST.body.content) });
+    expect(packet.previousBoundary?.body).toContain("Ada chose vendor B; Bob preferred vendor A on price.");
+  });
+
+  it("carries the amendments to turns the chain already covers", () => {
+    const amendments: Amendment[] = [
+      { turnId: "s1", group: 1, role: "user", kind: "edited", hashBefore: "b".repeat(64), hashAfter: "c".repeat(64), text: "hello again" },
+      { turnId: "s2", group: 2, role: "user", kind: "deleted", hashBefore: "e".repeat(64), hashAfter: null, text: null },
+    ];
+    expect(packetSchema.parse(packetOf(slice(["one", "two"]), [], { amendments })).amendments).toEqual(amendments);
   });
 
   it("takes the chat's type from the frozen sources only, never from later ones", () => {

@@ -560,6 +560,20 @@ describe("reconstruct with a shared turn-hash memo", () => {
       }
     });
 
+  it("keys each turn's hash by its id and the newest event that shaped it, and hashes a known key no more", () => {
+    const events = storeAll([source("m1", "hello"), proposal("p1", "helper", "hi Ada", { replyTo: "m1" }), delivered("p1"), edit("m1", "hello again")]);
+    const memo = new Map<string, string>();
+    const turns = reconstruct(events, EVERY, memo);
+    expect([...memo]).toEqual([
+      ["s1@4", turnHash("user", ADA, "hello again")],
+      ["p2@3", turnHash("assistant", { id: "helper" }, "hi Ada")],
+    ]);
+    expect(turns.map((t) => t.hash)).toEqual([...memo.values()]);
+    // A key the memo already holds is taken as it is: its turn is not hashed again.
+    const seeded = new Map([["s1@4", "0".repeat(64)]]);
+    expect(reconstruct(events, EVERY, seeded).map((t) => t.hash)).toEqual(["0".repeat(64), turnHash("assistant", { id: "helper" }, "hi Ada")]);
+  });
+
   it("gives exactly the turns of an unmemoized fold, for every prefix folded with one memo", () => {
     fc.assert(
       fc.property(ops, (list) => {

@@ -52,9 +52,9 @@ describe("free-form ids of a client's event", () => {
   const BIDI = "file\u202eexe";
   const issues = (event: unknown) => {
     const parsed = appendEventRequestSchema.safeParse(event);
-    return parsed.success ? [] : parsed.error.issues.map((i) => [i.path.join("."), i.message, (i as { params?: unknown }).params]);
+    return parsed.success ? [] : parsed.error.issues.map((i) => [i.path.join("."), i.code, i.message, (i as { params?: unknown }).params]);
   };
-  const unsafe = (path: string) => [[path, UNSAFE_MESSAGE, { code: "unsafe_characters" }]];
+  const unsafe = (path: string) => [[path, "custom", UNSAFE_MESSAGE, { code: "unsafe_characters" }]];
   const withAttachment = (attachment: object): EventInput => {
     const event = source("m1", "a photo");
     return { ...event, body: { ...event.body, attachments: [{ type: "photo", fileId: "f1", fileUniqueId: "u1" }, { type: "photo", ...attachment }] } } as EventInput;
@@ -63,6 +63,12 @@ describe("free-form ids of a client's event", () => {
     const event = run("r1", "helper", { key: "agent:r1" });
     return { ...event, body: { ...event.body, ...body } } as EventInput;
   };
+
+  it("refuse a control or bidi character in the author's id and username, by path", () => {
+    expect(issues(source("m1", "hi", { author: { id: "u1", name: "Ada", username: "ada" } }))).toEqual([]);
+    expect(issues(source("m1", "hi", { author: { id: BIDI, name: "Ada" } }))).toEqual(unsafe("body.author.id"));
+    expect(issues(source("m1", "hi", { author: { id: "u1", username: BIDI } }))).toEqual(unsafe("body.author.username"));
+  });
 
   it("refuse a control or bidi character in attachment file ids, by path", () => {
     expect(issues(withAttachment({ fileId: "f2", fileUniqueId: "u2" }))).toEqual([]);

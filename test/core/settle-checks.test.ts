@@ -52,6 +52,8 @@ describe("settle checks", () => {
     expect(checkAnchor(plan, undefined, undefined)).toBeUndefined();
     expect(checkAnchor(plan, anchor, "a".repeat(64))).toBeUndefined();
     expect(checkAnchor(plan, anchor, "b".repeat(64))).toEqual({ reason: "unanchored_head", previousBoundaryId: "bnd_1", anchoredBoundaryId: "bnd_1" });
+    // The hash alone does not do: the anchor must name the boundary the plan follows.
+    expect(checkAnchor(plan, { ...anchor, boundaryId: "bnd_0" }, "a".repeat(64))).toEqual({ reason: "unanchored_head", previousBoundaryId: "bnd_1", anchoredBoundaryId: "bnd_0" });
     expect(checkAnchor({ ...plan, previousBoundaryId: "" }, anchor, undefined)).toMatchObject({ reason: "unanchored_head", previousBoundaryId: "" });
   });
 

@@ -15,12 +15,13 @@ describe("wake-ups", () => {
     ]);
     expect(earliestWake(wakes.values())).toBe(5);
     expect(earliestWake([])).toBeUndefined();
+    expect(earliestWake([{ kind: "catch_up", at: 5 }, { kind: "catch_up", at: 7 }])).toBe(5);
     expect(dueWakes(wakes, 30_000).map(([key]) => key)).toEqual(["c", "r"]);
     expect(dueWakes(wakes, 4)).toEqual([]);
   });
 
   it("a plan found open without a watchdog is watched from now at the latest, never in the past", () => {
-    expect(armWatchdog(plan, 1, 1_000, policy).at).toBe(901_000);
+    expect(armWatchdog(plan, 1, 1_000, policy)).toEqual({ kind: "plan_watchdog", at: 901_000, agentId: "a", epochId: "e", runId: "cmp_1", planCreatedAt: 1_000, dispatches: 1, stalledReported: false });
     expect(armWatchdog(plan, 1, 5_000_000, policy).at).toBe(5_000_000);
   });
 
@@ -35,6 +36,12 @@ describe("wake-ups", () => {
     expect(late).toMatchObject({ action: "redispatch", stalled: true, next: { dispatches: 3, stalledReported: true } });
     if (late.action !== "redispatch") throw new Error("unreachable");
     expect(watchdogStep(late.next, "cmp_1", 9_000_000, policy)).toMatchObject({ action: "redispatch", stalled: false });
+  });
+
+  it("counts a plan's stall from when the plan was created", () => {
+    const recent = armWatchdog({ ...plan, createdAt: 50_000_000 }, 1, 50_000_000, policy);
+    expect(watchdogStep(recent, "cmp_1", 50_900_000, policy)).toMatchObject({ stalled: false });
+    expect(watchdogStep(recent, "cmp_1", 53_600_000, policy)).toMatchObject({ stalled: true });
   });
 
   it("however often it fires, a watchdog pages at most once per plan and always moves its deadline forward", () => {
@@ -59,5 +66,6 @@ describe("wake-ups", () => {
   it("backs off exponentially per consecutive failure, at most an hour", () => {
     expect([1, 2, 3, 4].map((n) => replanWake("a", "e", n, 30_000, 0).at)).toEqual([30_000, 60_000, 120_000, 240_000]);
     expect(replanWake("a", "e", 40, 30_000, 0).at).toBe(3_600_000);
+    expect(replanWake("a", "e", 2, 30_000, 1_000)).toEqual({ kind: "replan", agentId: "a", epochId: "e", failures: 2, at: 61_000 });
   });
 });
