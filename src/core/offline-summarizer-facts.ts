@@ -106,7 +106,8 @@ function namesOf(sentence: string): Set<string> {
 const IDENTIFIER = /\b(invoice|order|ticket|issue|room|release|version|flight|table|gate|seat|platform|bus|case|step|phase|sprint|item|task|ref|reference|pr|no\.?|number)\s*#?\s*(\d[\p{L}\p{N}.-]*)|#(\d+)/giu;
 
 function identifiersOf(sentence: string): string[] {
-  return [...sentence.matchAll(IDENTIFIER)].map((m) => (m[3] === undefined ? `${stem((m[1] ?? "").toLowerCase())} ${m[2] ?? ""}` : `#${m[3]}`));
+  // A sentence's closing mark is not part of the number: "invoice #88." names the invoice of "invoice 88 is paid".
+  return [...sentence.matchAll(IDENTIFIER)].map((m) => (m[3] === undefined ? `${stem((m[1] ?? "").toLowerCase())} ${(m[2] ?? "").replace(/[.-]+$/, "")}` : `#${m[3]}`));
 }
 
 /** A sentence in the first person is about its speaker; any other is about what it names, or the group's. */

@@ -75,6 +75,9 @@ describe("factOf", () => {
     expect(sorted(fact.subjects)).toEqual(["invoic 1043"]);
     expect(fact.decision).toBe(true);
     expect(sorted(factOf("Ticket #88 is done", "ada").subjects)).toEqual(["ticket 88"]);
+    // The sentence's closing mark is not part of the number: both name the same invoice, so the later one updates the earlier.
+    expect(sorted(factOf("We paid invoice 88.", "ada").subjects)).toEqual(["invoic 88"]);
+    expect(sameFact(factOf("Invoice 88 is due on May 3.", "ada"), factOf("Update: invoice 88 is due on May 10.", "ada"))).toBe(true);
   });
 
   it("takes an @handle as a name, and the first word of a sentence only as a possessive", () => {
