@@ -267,7 +267,7 @@ async function report() {
   const recalled = await memoryQuestion(context);
 
   const problems = [];
-  if (!recalled) problems.push("no memory page answered a question the served context could not");
+  if (!recalled) problems.push("no memory page held and served the answer to a question the served context could not answer");
   if (!audit.valid) problems.push("the chain does not verify");
   if (current.length < 3) problems.push(`only ${current.length} boundaries (expected at least 3)`);
   if (items.length === 0) problems.push("no amendment in the served context");
@@ -276,9 +276,11 @@ async function report() {
 
 /**
  * Asks the memory questions whose answers the served context (boundary + tail) no longer holds,
- * and ends on the first one a memory page answers: compose adds the memory envelope (extracted
- * pages and older turns recall found, as untrusted history, never as instructions), and the
- * answer must be in one of its pages. False when no forgotten fact is answered by a page.
+ * and ends on the first one an extracted memory page still holds: the memory search names the page
+ * and the messages its fact came from, and compose serves the answer in the memory envelope
+ * (recalled as the page's entry or as the exact older turn it was taken from, whichever recall
+ * ranked first; untrusted history either way, never instructions). False when no forgotten fact
+ * is both on a page and served.
  * @param {{ messages: { content: unknown }[] }} context what `GET …/context` served
  */
 async function memoryQuestion(context) {
@@ -287,20 +289,22 @@ async function memoryQuestion(context) {
   const extracted = (listing.pages ?? []).filter((p) => p.path.startsWith("extracted/"));
   say(`\n── Memory: ${extracted.length} pages extracted as the chain settled (GET /v1/agents/${DEMO_AGENT_ID}/memory)`);
   for (const pick of MEMORY_QUESTIONS.filter((q) => !served.includes(q.answer))) {
+    const search = expectStatus("searching memory", await call("GET", `${conversationPath}/memory/search?agent=${DEMO_AGENT_ID}&q=${encodeURIComponent(pick.question)}&limit=20`), [200]);
+    const page = (search.results ?? []).find((r) => r.type === "page" && String(r.path).startsWith("extracted/") && String(r.content).includes(pick.answer));
+    if (page === undefined) continue;
     const composed = expectStatus("composing with recall", await call("POST", `${conversationPath}/compose`, { agent: DEMO_AGENT_ID, prompt: { text: pick.question } }), [200]);
     const memory = (composed.request?.messages ?? []).find((m) => typeof m.content === "string" && m.content.includes('kind="memory"'));
-    const page = String(memory?.content ?? "")
-      .split("\n\n")
-      .find((item) => item.startsWith("[memory page ") && item.includes(pick.answer));
-    if (page === undefined) continue;
+    if (memory === undefined || !String(memory.content).includes(pick.answer)) continue;
     const listed = composed.manifest?.memory;
     say(`   question: "${pick.question}"`);
-    say(`   "${pick.answer}" is in neither the boundary nor the exact tail any more`);
-    say(`   compose served a memory envelope of ${listed?.envelopeChars ?? 0} characters (${listed?.pages?.length ?? 0} pages, ${listed?.turns?.length ?? 0} older turns); the answer is on a page:`);
-    for (const line of page.split("\n").filter((l) => l.startsWith("[memory page") || l.includes(pick.answer)).slice(0, 4)) say(`   │ ${clip(line, 116)}`);
+    say(`   "${pick.answer}" is in neither the boundary nor the exact tail any more; the page ${page.path} holds it:`);
+    for (const line of String(page.content).split("\n").filter((l) => l.includes(pick.answer)).slice(0, 2)) say(`   │ ${clip(line, 116)}`);
+    say(`   from message(s) ${(page.sources ?? []).map((s) => `${s.messageId} (seq ${s.seq})`).join(", ") || "of another conversation"}`);
+    say(`   compose served it in a memory envelope of ${listed?.envelopeChars ?? 0} characters (${listed?.pages?.length ?? 0} page entries, ${listed?.turns?.length ?? 0} older turns):`);
+    for (const line of String(memory.content).split("\n").filter((l) => l.includes(pick.answer)).slice(0, 2)) say(`   │ ${clip(line, 116)}`);
     return true;
   }
-  say("   no fact the served context forgot is answered by a memory page");
+  say("   no fact the served context forgot is held by a memory page and served");
   return false;
 }
 
