@@ -24,12 +24,22 @@ export default { fetch() { return new Response("echo-bot"); } };
 type Inject = <K extends "fakeOpenAiBaseUrl" | "fakeTelegramOrigin" | "fakeBotSecret">(key: K) => string;
 
 /** The Worker as every integration test runs it: real local bindings, loopback fakes at the edge. */
-function workers(migrations: Awaited<ReturnType<typeof readD1Migrations>>, inject: Inject) {
+type Migrations = { readonly control: Awaited<ReturnType<typeof readD1Migrations>>; readonly shard: Awaited<ReturnType<typeof readD1Migrations>> };
+
+/**
+ * The D1 databases of every test Worker: the control database and three shards (wrangler.toml binds
+ * two), so placement spreads conversations over more shards than the local default.
+ */
+const TEST_DATABASES = { DB: "foldline-control", DB_SHARD_0: "foldline-shard-0", DB_SHARD_1: "foldline-shard-1", DB_SHARD_2: "foldline-shard-2" };
+
+function workers(migrations: Migrations, inject: Inject) {
   return {
     wrangler: { configPath: "./wrangler.toml" },
     miniflare: {
+      d1Databases: TEST_DATABASES,
       bindings: {
-        TEST_MIGRATIONS: migrations,
+        TEST_MIGRATIONS_CONTROL: migrations.control,
+        TEST_MIGRATIONS_SHARD: migrations.shard,
         [`TELEGRAM_WEBHOOK_SECRET_${TEST_BOT_ID}`]: "test-webhook-secret-7001",
         // The loopback fake model endpoint (test/fake-openai). No OPENAI_API_KEY is bound, so
         // tests use the offline compactor unless they pass a key explicitly.
@@ -118,7 +128,10 @@ const EXCLUSIVE_TESTS = ["test/integration/telegram-dispatch.test.ts", "test/int
 const CORE_TESTS = "test/core/**/*.test.ts";
 
 export default defineConfig(async () => {
-  const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+  const migrations = {
+    control: await readD1Migrations(path.join(import.meta.dirname, "migrations", "control")),
+    shard: await readD1Migrations(path.join(import.meta.dirname, "migrations", "shard")),
+  };
   const test = {
     globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts", "./test/fake-bot/global-setup.ts"],
     setupFiles: ["./test/apply-migrations.ts"],

@@ -7,6 +7,7 @@ import "./offline-env.mjs";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { d1BindingsOf } from "./lib/d1-bindings.mjs";
 import { registerDemoAgent } from "./lib/demo-agent.mjs";
 import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, ROOT, ensureLocalState, wrangler } from "./lib/local-state.mjs";
 
@@ -38,13 +39,18 @@ if (keySource === undefined) {
   console.log(`Foldline (local): compactions call the model at ${baseUrl} with OPENAI_API_KEY from ${keySource}.\n`);
 }
 
-const migrate = wrangler(["d1", "migrations", "apply", "DB", "--local"], { capture: true });
-if (migrate.status !== 0) {
-  console.error(`${migrate.stdout}\n${migrate.stderr}\nFoldline: applying the migrations to the local D1 failed (above).`);
-  process.exit(migrate.status ?? 1);
+// The control database and every shard wrangler.toml binds (two locally), each with its own set.
+const databases = d1BindingsOf(join(ROOT, "wrangler.toml"));
+let applied = 0;
+for (const binding of databases) {
+  const migrate = wrangler(["d1", "migrations", "apply", binding, "--local"], { capture: true });
+  if (migrate.status !== 0) {
+    console.error(`${migrate.stdout}\n${migrate.stderr}\nFoldline: applying the migrations to the local ${binding} failed (above).`);
+    process.exit(migrate.status ?? 1);
+  }
+  applied += new Set(migrate.stdout.match(/\d{4}_[\w-]+\.sql/g) ?? []).size;
 }
-const applied = new Set(migrate.stdout.match(/\d{4}_[\w-]+\.sql/g) ?? []).size;
-console.log(`Local D1 (.wrangler/state): ${applied === 0 ? "migrations already applied" : `${applied} migration(s) applied`}.`);
+console.log(`Local D1 (.wrangler/state, ${databases.join(", ")}): ${applied === 0 ? "migrations already applied" : `${applied} migration(s) applied`}.`);
 
 const { state, created } = ensureLocalState();
 

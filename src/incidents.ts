@@ -3,6 +3,7 @@ import { telegramRoute } from "./core/conversation-id";
 import type { IncidentRecord } from "./storage/compaction-store";
 import { insertIncidentStatement } from "./storage/compaction-store";
 import type { NoticeJob } from "./core/jobs";
+import { conversationDb } from "./storage/shards";
 
 /** An incident to record: the stored record's fields, with its conversation and without the id storage gives it. */
 export type Incident = Omit<IncidentRecord, "id"> & { readonly conversationId: string };
@@ -14,7 +15,7 @@ export type Incident = Omit<IncidentRecord, "id"> & { readonly conversationId: s
  * did not get, its own failure notice, and its other members are not operators.
  */
 export async function recordIncident(env: Env, incident: Incident): Promise<void> {
-  await insertIncidentStatement(env.DB, incident).run();
+  await insertIncidentStatement(await conversationDb(env, incident.conversationId), incident).run();
   const notice = incidentNotice(env, incident);
   if (notice !== undefined) await env.JOB_QUEUE.send(notice);
 }

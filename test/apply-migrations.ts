@@ -1,4 +1,7 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { shardsOf } from "../src/storage/shards";
 
-await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+// The control set to the control database, the shard set to every shard (three in the tests).
+await applyD1Migrations(env.DB, env.TEST_MIGRATIONS_CONTROL);
+for (const shard of shardsOf(env)) await applyD1Migrations(shard.db, env.TEST_MIGRATIONS_SHARD);

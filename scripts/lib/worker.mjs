@@ -16,6 +16,7 @@ import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, readdir
 import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { d1BindingsOf } from "./d1-bindings.mjs";
 
 /** @typedef {{ url: string, port: number, pid: number, logPath: string, stop: () => Promise<void>, kill: () => Promise<void>, alive: () => boolean, workerdRssKiB: () => number | null }} RunningWorker */
 
@@ -83,7 +84,10 @@ function wranglerOnce(root, appDir, args) {
 
 /** @param {string} root @param {string} appDir @param {string} persistDir */
 export function applyMigrations(root, appDir, persistDir) {
-  wranglerOnce(root, appDir, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir]);
+  // The control database and every shard the snapshot's wrangler.toml binds, each with its own set.
+  for (const binding of d1BindingsOf(join(appDir, "wrangler.toml"))) {
+    wranglerOnce(root, appDir, ["d1", "migrations", "apply", binding, "--local", "--persist-to", persistDir]);
+  }
 }
 
 /**

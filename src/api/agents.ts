@@ -12,6 +12,8 @@ import type { ApiPrincipal } from "../storage/token-store";
 import { agentInScope } from "./access";
 import type { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema, Wire } from "./responses";
 import { validate } from "./validation";
+import { shardsOf } from "../storage/shards";
+import { publishRevision } from "../storage/compaction-store-declarations";
 
 /**
  * The agent operations: registering the declaration pair, reading it back, and the agent's
@@ -33,7 +35,8 @@ export interface Registered {
  * every subscribed document was uploaded. A concurrent registration of the same agent that was
  * stored first is a `declaration_conflict`, never a silent overwrite.
  */
-export async function registerAgent(db: D1Database, principal: ApiPrincipal, agentId: string, input: unknown): Promise<Result<Registered>> {
+export async function registerAgent(env: Env, principal: ApiPrincipal, agentId: string, input: unknown): Promise<Result<Registered>> {
+  const db = env.DB;
   const request = validate(registrationSchema, input);
   if (!request.ok) return request;
   const registration = canonicalRegistration(request.value);
@@ -66,6 +69,9 @@ export async function registerAgent(db: D1Database, principal: ApiPrincipal, age
       currentRevision: written.current?.revision ?? null,
     });
   }
+  // Created or unchanged alike: every shard's copy of the revision is raised before the answer,
+  // so a registration retried after a failure here still publishes what the first one wrote.
+  await publishRevision(db, shardsOf(env).map((shard) => shard.db));
   const { declaration } = written;
   return ok({
     created: written.kind === "created",

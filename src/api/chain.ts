@@ -16,6 +16,7 @@ import { readAllEvents, readEventRange, readEventsByKeys } from "../storage/even
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery, linkPageQuery } from "./queries";
+import { conversationDb } from "../storage/shards";
 
 /**
  * The operator's view of an agent's boundary chain in one conversation: `listChain` lists every
@@ -65,7 +66,7 @@ async function chainHealth(env: Env, conversationId: string, agentId: string, no
   const state = await conversationStub(env, conversationId).describeChain(conversationId, agentId);
   if (state === undefined) return null;
   const open = state.openPlan;
-  const { lastFailure, failedAttempts } = await readChainTrouble(env.DB, conversationId, agentId, open?.runId ?? null);
+  const { lastFailure, failedAttempts } = await readChainTrouble(await conversationDb(env, conversationId), conversationId, agentId, open?.runId ?? null);
   return {
     activated: state.activated,
     headId: state.headId,
@@ -92,7 +93,7 @@ export async function listChain(env: Env, conversationId: ScopedConversationId, 
   const agentId = parsed.value.agent;
   const declaration = await currentDeclaration(env.DB, agentId);
   if (declaration === undefined) return fail("not_found", "no declaration for this agent");
-  const rows = await readBoundaryAuditRows(env.DB, conversationId, agentId);
+  const rows = await readBoundaryAuditRows(await conversationDb(env, conversationId), conversationId, agentId);
   const currentEpochId = declaration.epoch.id;
   const health = await chainHealth(env, conversationId, agentId, new Date());
   return ok({ conversationId, agentId, currentEpochId, boundaries: rows.map((row) => boundaryView(row, currentEpochId)), health });
@@ -128,7 +129,8 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
   const declaration = await currentDeclaration(env.DB, agentId);
   if (declaration === undefined) return fail("not_found", "no declaration for this agent");
 
-  const { DB, DOCUMENTS } = env;
+  const { DOCUMENTS } = env;
+  const DB = await conversationDb(env, conversationId);
   const boundaries = await readBoundaryAuditRows(DB, conversationId, agentId);
   const plans = await readPlansByRunIds(DB, [...new Set(boundaries.map((b) => b.runId))]);
   // A long chain is many subrequests, which bounds how long a chain one request can audit:
@@ -156,7 +158,8 @@ export async function verifyLinks(env: Env, conversationId: ScopedConversationId
   if (declaration === undefined) return fail("not_found", "no declaration for this agent");
   const epochId = parsed.value.epoch ?? declaration.epoch.id;
 
-  const { DB, DOCUMENTS } = env;
+  const { DOCUMENTS } = env;
+  const DB = await conversationDb(env, conversationId);
   const page = await readBoundaryAuditPage(DB, conversationId, agentId, epochId, after, limit);
   const audited = page.rows.filter((row) => row.epochId === epochId && row.position > after && row.position <= page.through);
   const plans = await readPlansByRunIds(DB, [...new Set(audited.map((b) => b.runId))]);

@@ -6,6 +6,7 @@ import type { incidentPageSchema, Wire } from "./responses";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { pageQuery } from "./queries";
+import { conversationDb } from "../storage/shards";
 
 /**
  * A conversation's incidents: the private evidence of failed compactor and agent runs, plans that
@@ -28,7 +29,7 @@ export interface IncidentPage {
 export async function listIncidents(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<IncidentPage>> {
   const parsed = validate(pageQuery, query);
   if (!parsed.ok) return parsed;
-  const { incidents, more } = await readIncidentPage(env.DB, conversationId, parsed.value.after, parsed.value.limit);
+  const { incidents, more } = await readIncidentPage(await conversationDb(env, conversationId), conversationId, parsed.value.after, parsed.value.limit);
   const last = incidents.at(-1);
   return ok({ incidents, nextAfter: more && last !== undefined ? last.id : null } satisfies Wire<typeof incidentPageSchema>);
 }

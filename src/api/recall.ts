@@ -15,6 +15,7 @@ import type { ScopedConversationId } from "./access";
 import { agentInScope } from "./access";
 import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
 import { validate } from "./validation";
+import { conversationDb } from "../storage/shards";
 
 /**
  * Recall search for one agent in one conversation: its memory pages and the conversation's exact
@@ -54,10 +55,11 @@ async function pageSources(db: D1Database, agentId: string, conversationId: stri
 }
 
 /** `{ agent, q, limit? }`: the best pages and turns, at most `limit`. */
-export async function searchMemory(db: D1Database, principal: ApiPrincipal, conversationId: ScopedConversationId, query: unknown): Promise<Result<Wire<typeof memorySearchSchema>>> {
+export async function searchMemory(env: Env, principal: ApiPrincipal, conversationId: ScopedConversationId, query: unknown): Promise<Result<Wire<typeof memorySearchSchema>>> {
   const parsed = validate(memorySearchQuery, query);
   if (!parsed.ok) return parsed;
   const { q, limit } = parsed.value;
+  const db = env.DB;
   const agentId = await agentInScope(db, principal, parsed.value.agent);
   if (!agentId.ok) return agentId;
   const declaration = await currentDeclaration(db, agentId.value);
@@ -69,7 +71,7 @@ export async function searchMemory(db: D1Database, principal: ApiPrincipal, conv
   if (match === undefined) return ok({ results: [] });
   const [pages, turns] = await Promise.all([
     searchPages(db, agent.id, match, limit),
-    searchTurns(db, conversationId, match, { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive }, limit),
+    searchTurns(await conversationDb(env, conversationId), conversationId, match, { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive }, limit),
   ]);
   const hits = mergeHits(pages, turns, limit);
   const sources = await Promise.all(hits.map((hit) => pageSources(db, agent.id, conversationId, hit)));

@@ -39,7 +39,7 @@ export class ActiveReader {
     const value =
       messageIds.length === 0 && proposalIds.length === 0
         ? []
-        : deriveAmendments(await readRelatedEvents(this.deps.env.DB, this.deps.conversationId, messageIds, proposalIds), {
+        : deriveAmendments(await readRelatedEvents(this.deps.shard, this.deps.conversationId, messageIds, proposalIds), {
             absorbedThroughSeq: absorbed,
             frontierStartSeq: chain.activation.startSeq,
             coveredThroughSeq: head.coveredThroughSeq,

@@ -8,7 +8,7 @@ import type { Activation } from "../storage/compaction-store-activations";
 import { insertActivation, readActivation } from "../storage/compaction-store-activations";
 import { readHeadBoundary } from "../storage/compaction-store-boundaries";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
-import { declarationRevision, servingDeclarationsAt } from "../storage/compaction-store-declarations";
+import { declarationRevision, raiseRevisionStatement, servingDeclarationsAt } from "../storage/compaction-store-declarations";
 import { readOpenPlan } from "../storage/compaction-store-plans";
 import { putDocument } from "../storage/document-store";
 import { frontierDocumentKey } from "../storage/document-keys";
@@ -25,7 +25,18 @@ const WINDOW_PAGE = 1_000;
 export interface HeldServing {
   readonly revision: number;
   readonly declarations: StoredDeclaration[];
+  /** When the revision was last confirmed against the control database (epoch ms). */
+  readonly confirmedAt: number;
 }
+
+/**
+ * How long the one-round-trip append trusts the declarations it holds without asking the control
+ * database. Within it, the shard's copy of the revision (migrations/shard/0014) is what the append
+ * checks, and a registration raises that copy before it answers; past it, the next source append
+ * confirms against the control database itself, so a change is seen within this bound even if a
+ * registration failed between writing the declaration and raising the shards' copies.
+ */
+export const SERVING_CONFIRM_MS = 30_000;
 
 /**
  * Activation and loading: which declarations serve this conversation, and each one's chain, from
@@ -53,11 +64,18 @@ export class ChainBook {
    * again only when it moved, so a declaration change is seen by the next call.
    */
   async serving(): Promise<StoredDeclaration[]> {
-    const { env, conversationId } = this.deps;
-    if (this.#serving !== undefined && (await declarationRevision(env.DB)) === this.#serving.revision) return this.#serving.declarations;
+    const { env, shard, conversationId } = this.deps;
+    const held = this.#serving;
+    if (held !== undefined && (await declarationRevision(env.DB)) === held.revision) {
+      this.#serving = { ...held, confirmedAt: Date.now() };
+      return held.declarations;
+    }
     const read = await servingDeclarationsAt(env.DB, conversationId);
     const declarations = read.declarations.filter((d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, conversationId));
-    this.#serving = { revision: read.revision, declarations };
+    // A revision this object had not seen: the shard's copy is raised to it (if a registration did
+    // not get to), so the next append's guard compares against it.
+    if (held !== undefined) await raiseRevisionStatement(shard, read.revision).run();
+    this.#serving = { revision: read.revision, declarations, confirmedAt: Date.now() };
     return declarations;
   }
 
@@ -66,7 +84,8 @@ export class ChainBook {
    * one-round-trip source append revalidates that revision inside its own write.
    */
   heldServing(): HeldServing | undefined {
-    return this.#serving;
+    const held = this.#serving;
+    return held !== undefined && Date.now() - held.confirmedAt < SERVING_CONFIRM_MS ? held : undefined;
   }
 
   cached(declaration: StoredDeclaration): HotChain | undefined {
@@ -78,7 +97,7 @@ export class ChainBook {
   async chain(declaration: StoredDeclaration, now: Date): Promise<HotChain | undefined> {
     const cached = this.cached(declaration);
     if (cached !== undefined) return cached.provisional ? undefined : cached;
-    const activation = await readActivation(this.deps.env.DB, this.deps.conversationId, declaration.agentId, declaration.epoch.id);
+    const activation = await readActivation(this.deps.shard, this.deps.conversationId, declaration.agentId, declaration.epoch.id);
     return activation === undefined ? undefined : this.#load(declaration, activation, now, false);
   }
 
@@ -87,7 +106,7 @@ export class ChainBook {
     const chain = await this.chain(declaration, now);
     if (chain !== undefined) return chain;
     const activation =
-      (await readActivation(this.deps.env.DB, this.deps.conversationId, declaration.agentId, declaration.epoch.id)) ?? (await this.#activate(declaration, sourceSeq, now));
+      (await readActivation(this.deps.shard, this.deps.conversationId, declaration.agentId, declaration.epoch.id)) ?? (await this.#activate(declaration, sourceSeq, now));
     return this.#load(declaration, activation, now, false);
   }
 
@@ -100,10 +119,10 @@ export class ChainBook {
   }
 
   async #load(declaration: StoredDeclaration, activation: Activation, now: Date, provisional: boolean): Promise<HotChain> {
-    const { env, conversationId, wakes } = this.deps;
+    const { shard, conversationId, wakes } = this.deps;
     const epochId = declaration.epoch.id;
-    const head = provisional ? undefined : await readHeadBoundary(env.DB, conversationId, declaration.agentId, epochId);
-    const openPlan = provisional ? undefined : await readOpenPlan(env.DB, conversationId, declaration.agentId, epochId);
+    const head = provisional ? undefined : await readHeadBoundary(shard, conversationId, declaration.agentId, epochId);
+    const openPlan = provisional ? undefined : await readOpenPlan(shard, conversationId, declaration.agentId, epochId);
     const windowStart = Math.max(activation.startSeq - 1, head?.coveredThroughSeq ?? 0);
     const window = await this.#window(windowStart);
     // A backoff outlives the object: it is the re-plan deadline in the object's storage.
@@ -119,7 +138,7 @@ export class ChainBook {
   async #window(windowStart: number): Promise<StoredEvent[]> {
     const window: StoredEvent[] = [];
     for (let after = windowStart; ; ) {
-      const page = await listEvents(this.deps.env.DB, this.deps.conversationId, after, WINDOW_PAGE);
+      const page = await listEvents(this.deps.shard, this.deps.conversationId, after, WINDOW_PAGE);
       window.push(...page.filter((event) => TURN_KINDS.has(event.kind)));
       const last = page.at(-1);
       if (page.length < WINDOW_PAGE || last === undefined) break;
@@ -134,7 +153,7 @@ export class ChainBook {
    * after that source is new to the epoch, not established history to leave behind the frontier.
    */
   async #frontierStart(declaration: StoredDeclaration, throughSeq = Number.POSITIVE_INFINITY): Promise<number> {
-    const events = (await readAllEvents(this.deps.env.DB, this.deps.conversationId)).filter((event) => event.seq <= throughSeq);
+    const events = (await readAllEvents(this.deps.shard, this.deps.conversationId)).filter((event) => event.seq <= throughSeq);
     const turns = reconstruct(events, foldPolicy(declaration));
     return frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), declaration.registration.compactor.policy);
   }
@@ -144,7 +163,7 @@ export class ChainBook {
    * that reach the trigger. This reads the whole history once per epoch; preflight never does.
    */
   async #activate(declaration: StoredDeclaration, activatingSeq: number, now: Date): Promise<Activation> {
-    const { env, conversationId } = this.deps;
+    const { env, shard, conversationId } = this.deps;
     const { agent, compactor } = declaration.registration;
     const startSeq = await this.#frontierStart(declaration, activatingSeq);
     const document = {
@@ -164,7 +183,7 @@ export class ChainBook {
     const frontierId = `frn_${hashCanonical([conversationId, agent.id, declaration.epoch.id]).slice(0, 32)}`;
     const frontierHash = await putDocument(env.DOCUMENTS, frontierDocumentKey(frontierId), canonicalJson(document));
     const activation = { frontierId, frontierHash, startSeq, activatingSeq };
-    await insertActivation(env.DB, conversationId, agent.id, declaration.epoch.id, activation, now.toISOString());
-    return (await readActivation(env.DB, conversationId, agent.id, declaration.epoch.id)) ?? activation;
+    await insertActivation(shard, conversationId, agent.id, declaration.epoch.id, activation, now.toISOString());
+    return (await readActivation(shard, conversationId, agent.id, declaration.epoch.id)) ?? activation;
   }
 }

@@ -54,8 +54,8 @@ export class CompactionEngine {
   readonly #settlement: Settlement;
   readonly #server: ContextServer;
 
-  constructor(env: Env, conversationId: string, append: Append, wakes: Wakeups) {
-    this.#deps = { env, conversationId, append, wakes };
+  constructor(env: Env, shard: D1Database, conversationId: string, append: Append, wakes: Wakeups) {
+    this.#deps = { env, shard, conversationId, append, wakes };
     this.#watchdogs = new Watchdogs(this.#deps);
     this.#book = new ChainBook(this.#deps, this.#watchdogs);
     this.#reader = new ActiveReader(this.#deps);

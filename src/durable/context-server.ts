@@ -79,7 +79,7 @@ export class ContextServer {
     const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
     const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
-    const selected = await selectWithMemory(this.deps.env.DB, { conversationId, agent, query, envelopes, groups: asOf.value });
+    const selected = await selectWithMemory({ control: this.deps.env.DB, shard: this.deps.shard }, { conversationId, agent, query, envelopes, groups: asOf.value });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
     const { selection, memory } = selected.value;
     const amendment = envelope === undefined ? undefined : { items: amendments, envelope };
@@ -96,7 +96,7 @@ export class ContextServer {
     const { conversationId } = this.deps;
     const { agentId, epoch } = declaration;
     const { agent } = declaration.registration;
-    const rows = await readHeadRows(this.deps.env.DB, conversationId, agentId, epoch.id);
+    const rows = await readHeadRows(this.deps.shard, conversationId, agentId, epoch.id);
     if (rows.head === undefined) {
       const anchored = verifyAnchor(rows.anchor, undefined);
       return anchored.ok ? ok(undefined) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
@@ -140,7 +140,7 @@ export class ContextServer {
       const events: StoredEvent[] = [];
       let after = chain.windowStart;
       while (after > 0) {
-        const page = await listEventsBefore(this.deps.env.DB, this.deps.conversationId, after + 1, HISTORY_PAGE);
+        const page = await listEventsBefore(this.deps.shard, this.deps.conversationId, after + 1, HISTORY_PAGE);
         events.unshift(...page.filter((event) => TURN_KINDS.has(event.kind)).reverse());
         after = page.length < HISTORY_PAGE ? 0 : (page.at(-1)?.seq ?? 1) - 1;
         const older = groupsAfter(events, after, fold);

@@ -10,9 +10,12 @@ import type { CompactionContent } from "../core/packet";
 import type { D1Reads } from "../storage/d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
 import { countAlarm, meteredEnv } from "../storage/usage-meter";
+import type { Shard } from "../storage/shards";
+import { heldPlacement, mapDatabases, placeConversation } from "../storage/shards";
 import type { SourceWrite } from "../storage/event-store";
 import { insertEvents, insertSourceWithRuns, readEventsByKeys, readHead, storedForm } from "../storage/event-store";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
+import { raiseRevisionStatement } from "../storage/compaction-store-declarations";
 import type { ContextSelection } from "../core/context-manifest";
 import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";
@@ -56,6 +59,7 @@ export class ConversationObject extends DurableObject<Env> {
   #lastSeq: number | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
+  #shard: Shard | undefined;
   readonly #d1Meter = new D1Meter();
   readonly #recentKeys = new Set<string>();
   readonly #wakes: WakeupBook;
@@ -66,7 +70,7 @@ export class ConversationObject extends DurableObject<Env> {
     // The benchmark's meters, off unless the deployment says so: the usage ledger of every binding
     // (storage/usage-meter, USAGE_METER) and the reads-per-request meter (storage/d1-meter, D1_METER).
     const metered = meteredEnv(env);
-    this.env = d1MeterEnabled(env) ? { ...metered, DB: meteredD1(metered.DB, this.#d1Meter) } : metered;
+    this.env = d1MeterEnabled(env) ? mapDatabases(metered, (db, name) => meteredD1(db, this.#d1Meter, name)) : metered;
   }
 
   /** Starts counting this object's D1 reads for one metered request (`D1_METER`). */
@@ -128,7 +132,7 @@ export class ConversationObject extends DurableObject<Env> {
       ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
       if (ahead === undefined) return undefined;
       runs = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
-      written = await insertSourceWithRuns(this.env.DB, conversationId, planned, runs, recordedAt, ahead.revision);
+      written = await insertSourceWithRuns(this.#db(), conversationId, planned, runs, recordedAt, ahead.revision);
     } catch (error) {
       // Nothing was written, but the chains may have seen the source: both are read again.
       this.#lastSeq = undefined;
@@ -141,6 +145,10 @@ export class ConversationObject extends DurableObject<Env> {
       this.#engine = undefined;
       return this.#replayed([item], written.rows, lastSeq, expectedSeq);
     }
+    // The shard's copy of the revision behind the one the object confirmed with the control
+    // database: a registration that did not get to raise it. Raised now, so the next append's
+    // guard passes; this append's runs were not written, and its preflight runs below.
+    if (written.revision < ahead.revision) await raiseRevisionStatement(this.#db(), ahead.revision).run();
     const runsWritten = written.applied.slice(1).filter(Boolean).length;
     this.#lastSeq = planned.seq + runsWritten;
     this.#remember([input.idempotencyKey]);
@@ -253,6 +261,7 @@ export class ConversationObject extends DurableObject<Env> {
   #compaction(conversationId: string): CompactionEngine {
     this.#engine ??= new CompactionEngine(
       this.env,
+      this.#db(),
       conversationId,
       async (events, together) => {
         const appended = await this.#appendOrReset({ conversationId, events }, together);
@@ -283,14 +292,14 @@ export class ConversationObject extends DurableObject<Env> {
     let existing = new Map<string, StoredEvent>();
     let decision = decideAppend(items, existing, lastSeq, expectedSeq);
     if (items.length > 1 || !decision.ok) {
-      existing = await readEventsByKeys(this.env.DB, conversationId, keys);
+      existing = await readEventsByKeys(this.#db(), conversationId, keys);
       decision = decideAppend(items, existing, lastSeq, expectedSeq);
     }
     if (!decision.ok) return decision;
 
     let rows: ReadonlyMap<string, StoredEvent> = existing;
     if (decision.value.inserts.length > 0) {
-      const written = await insertEvents(this.env.DB, conversationId, decision.value.inserts, new Date().toISOString(), together);
+      const written = await insertEvents(this.#db(), conversationId, decision.value.inserts, new Date().toISOString(), together);
       rows = new Map([...existing, ...written.rows]);
       if (written.applied.some((applied) => !applied)) {
         // Only a single optimistic append can meet an existing key here: nothing was written, and
@@ -327,7 +336,7 @@ export class ConversationObject extends DurableObject<Env> {
 
   async #head(): Promise<number> {
     if (this.#lastSeq === undefined && this.#conversationId !== undefined) {
-      this.#lastSeq = await readHead(this.env.DB, this.#conversationId);
+      this.#lastSeq = await readHead(this.#db(), this.#conversationId);
     }
     return this.#lastSeq ?? 0;
   }
@@ -338,11 +347,31 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async #bind(conversationId: string): Promise<Result<void>> {
     if (this.#conversationId === undefined) {
+      const stored = await this.ctx.storage.get<string>(["conversationId", "shard"]);
       this.#conversationId = conversationId;
-      if ((await this.ctx.storage.get<string>("conversationId")) !== conversationId) await this.ctx.storage.put("conversationId", conversationId);
+      if (stored.get("conversationId") !== conversationId) await this.ctx.storage.put("conversationId", conversationId);
+      this.#shard = await this.#place(conversationId, stored.get("shard"));
     }
     if (this.#conversationId !== conversationId) return fail("internal", "request routed to another conversation's object");
     return ok(undefined);
+  }
+
+  /**
+   * The conversation's shard: the one this object recorded in its storage, or else its placement in
+   * the control database (made now if the conversation was never seen), which is then recorded
+   * here. A placement never changes, so after the first call no request reads it again.
+   */
+  async #place(conversationId: string, recorded: string | undefined): Promise<Shard> {
+    if (recorded !== undefined) return heldPlacement(this.env, conversationId, recorded);
+    const shard = await placeConversation(this.env, conversationId);
+    await this.ctx.storage.put("shard", shard.name);
+    return shard;
+  }
+
+  /** The bound conversation's shard database (every call site runs after `#bind`). */
+  #db(): D1Database {
+    if (this.#shard === undefined) throw new Error("conversation object used before it was bound to its conversation");
+    return this.#shard.db;
   }
 
   #exclusive<T>(work: () => Promise<T>): Promise<T> {

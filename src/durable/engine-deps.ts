@@ -6,7 +6,10 @@ export type Append = (events: readonly EventInput[], together?: readonly D1Prepa
 
 /** What every part of a conversation's compaction engine works through: its bindings, its log, its deadlines. */
 export interface EngineDeps {
+  /** The bindings; `env.DB` is the control database (declarations, memory pages). */
   readonly env: Env;
+  /** The conversation's shard: its events and everything derived from them (storage/shards). */
+  readonly shard: D1Database;
   readonly conversationId: string;
   readonly append: Append;
   readonly wakes: Wakeups;

@@ -46,7 +46,7 @@ type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: Sele
  * held the answer.
  */
 export async function selectWithMemory(
-  db: D1Database,
+  db: { readonly control: D1Database; readonly shard: D1Database },
   input: { readonly conversationId: string; readonly agent: AgentDeclaration; readonly query: string | undefined; readonly envelopes: readonly NativeMessage[]; readonly groups: readonly Group[] },
 ): Promise<Selected> {
   const { agent, envelopes, groups, query } = input;
@@ -68,6 +68,6 @@ export async function selectWithMemory(
   if (!plain.ok) return plain;
   const tailStart = plain.value.tail.groups[0]?.seq;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive, ...(tailStart === undefined ? {} : { beforeSeq: tailStart }) };
-  const [pages, turns] = await Promise.all([searchPages(db, agent.id, match, PAGE_CANDIDATES), searchTurns(db, input.conversationId, match, view, turnCandidates(budget))]);
+  const [pages, turns] = await Promise.all([searchPages(db.control, agent.id, match, PAGE_CANDIDATES), searchTurns(db.shard, input.conversationId, match, view, turnCandidates(budget))]);
   return select(packMemory(rankCandidates(query, pages, turns), budget));
 }

@@ -133,7 +133,7 @@ export class Planner {
 
   /** The packet is durable before anything can run from it; retries read the same bytes. */
   async #commit(chain: HotChain, packet: Packet, now: Date): Promise<void> {
-    const { env, conversationId, wakes, append } = this.deps;
+    const { env, shard, conversationId, wakes, append } = this.deps;
     const { runId, agentId, triggerSeq, frozen, sizes } = packet;
     const packetKey = packetDocumentKey(conversationId, agentId, runId);
     const packetHash = await putDocument(env.DOCUMENTS, packetKey, canonicalJson(packet));
@@ -153,7 +153,7 @@ export class Planner {
     await this.watchdogs.arm(plan, now);
     await wakes.delete(wakeKey.replan(agentId));
     const detail = { triggerSeq, activeChars: sizes.preCompactionChars, frozenChars: frozen.chars, frozenTurns: frozen.turns.length, retainedTailChars: sizes.retainedTailChars, throughSeq: frozen.throughSeq };
-    await append([compactorRunEvent(packet.compactorId, runId, "planned", { detail })], [insertPlanStatement(env.DB, plan)]);
+    await append([compactorRunEvent(packet.compactorId, runId, "planned", { detail })], [insertPlanStatement(shard, plan)]);
     chain.openPlan = plan;
     chain.backoffUntil = 0;
     await this.send(chain, plan);

@@ -43,8 +43,8 @@ export class Settlement {
   ) {}
 
   async settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Settled> {
-    const { env } = this.deps;
-    const existing = await readBoundaryByRun(env.DB, runId);
+    const { env, shard } = this.deps;
+    const existing = await readBoundaryByRun(shard, runId);
     if (existing !== undefined) return ok({ body: existing.body, hash: existing.hash });
     const current = await this.#currentPlan(runId, now);
     if (!current.ok) return current;
@@ -63,7 +63,7 @@ export class Settlement {
       createdAt: now.toISOString(),
     });
     await this.#store(declaration, plan, packet, boundary, content, model);
-    advanceHead(chain, await readBoundaryByRun(env.DB, runId), boundary.body.coveredThrough.seq);
+    advanceHead(chain, await readBoundaryByRun(shard, runId), boundary.body.coveredThrough.seq);
     await this.watchdogs.drop(plan.agentId, runId);
     // Messages that arrived while this run was in flight may already call for the next one.
     const latest = latestSource(chain);
@@ -73,14 +73,14 @@ export class Settlement {
 
   /** The plan of `runId` if it is its chain's current one and follows the head the log anchors (`core/settle-checks`). */
   async #currentPlan(runId: string, now: Date): Promise<Result<{ plan: PlanRecord; declaration: StoredDeclaration; chain: HotChain }, { code: SettleError; message: string }>> {
-    const { env, conversationId } = this.deps;
-    const plan = checkPlanExists(runId, await readPlan(env.DB, runId), conversationId);
+    const { env, shard, conversationId } = this.deps;
+    const plan = checkPlanExists(runId, await readPlan(shard, runId), conversationId);
     if (!plan.ok) return refuse(plan.error);
     const declaration = checkPlanEpoch(plan.value, (await this.book.serving()).find((d) => d.agentId === plan.value.agentId));
     if (!declaration.ok) return refuse(declaration.error);
     const chain = checkPlanCurrent(plan.value, await this.book.chain(declaration.value, now));
     if (!chain.ok) return refuse(chain.error);
-    const unanchored = checkAnchor(plan.value, await readChainAnchor(env.DB, conversationId, plan.value.epochId), chain.value.head?.hash);
+    const unanchored = checkAnchor(plan.value, await readChainAnchor(shard, conversationId, plan.value.epochId), chain.value.head?.hash);
     if (unanchored !== undefined) {
       const refusal = settleError(unanchored);
       await recordIncident(env, { conversationId, agentId: plan.value.agentId, runId, kind: "resolver_failure", code: "missing_link", message: refusal.message, createdAt: now.toISOString() });
@@ -94,7 +94,7 @@ export class Settlement {
    * The UNIQUE (chain, epoch, previous_id) constraint refuses a second successor: a fork cannot be stored.
    */
   async #store(declaration: StoredDeclaration, plan: PlanRecord, packet: Packet, boundary: Boundary, content: CompactionContent, model: ModelEvidence): Promise<void> {
-    const { env, conversationId, append } = this.deps;
+    const { shard, conversationId, append } = this.deps;
     const detail = {
       boundaryId: boundary.body.id,
       coveredThroughSeq: boundary.body.coveredThrough.seq,
@@ -110,13 +110,13 @@ export class Settlement {
       ...(model.usage === null ? {} : { usage: model.usage }),
       anchor,
     });
-    await append([event], [insertBoundaryStatement(env.DB, conversationId, plan.agentId, plan.epochId, boundary)]);
+    await append([event], [insertBoundaryStatement(shard, conversationId, plan.agentId, plan.epochId, boundary)]);
   }
 
   /** A failed attempt: private evidence (a failed run event and an incident), never a chat message. */
   async recordFailure(runId: string, attempt: number, code: string, message: string, now: Date): Promise<void> {
-    const { env, conversationId } = this.deps;
-    const plan = await readPlan(env.DB, runId);
+    const { env, shard, conversationId } = this.deps;
+    const plan = await readPlan(shard, runId);
     if (plan === undefined || plan.conversationId !== conversationId) return;
     const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId);
     const compactorId = declaration?.registration.compactor.id ?? `${plan.agentId}.compactor`;
@@ -134,12 +134,12 @@ export class Settlement {
 
   /** Retries are exhausted: close the plan, back off exponentially, and let the alarm re-plan. */
   async abandon(runId: string, reason: string, now: Date): Promise<void> {
-    const { env, conversationId, wakes } = this.deps;
-    const plan = await readPlan(env.DB, runId);
+    const { env, shard, conversationId, wakes } = this.deps;
+    const plan = await readPlan(shard, runId);
     if (plan === undefined || plan.conversationId !== conversationId) return;
-    if ((await readBoundaryByRun(env.DB, runId)) !== undefined) return;
+    if ((await readBoundaryByRun(shard, runId)) !== undefined) return;
     // A plan whose job the watchdog re-sent can be dead-lettered once per copy: it is closed once.
-    if (await planAbandoned(env.DB, runId)) return;
+    if (await planAbandoned(shard, runId)) return;
     await recordIncident(env, {
       conversationId,
       agentId: plan.agentId,
@@ -157,7 +157,7 @@ export class Settlement {
     if (chain === undefined) return;
     if (chain.openPlan?.runId === runId) chain.openPlan = undefined;
     if (chain.openPlan !== undefined) return;
-    const failures = await countAbandonedPlans(env.DB, conversationId, plan.agentId, plan.epochId, chain.head?.body.id ?? "");
+    const failures = await countAbandonedPlans(shard, conversationId, plan.agentId, plan.epochId, chain.head?.body.id ?? "");
     const wake = replanWake(plan.agentId, plan.epochId, Math.max(1, failures), compactionBackoffBaseSeconds(env) * 1_000, now.getTime());
     chain.backoffUntil = wake.at;
     await wakes.put(wakeKey.replan(plan.agentId), wake);

@@ -85,7 +85,7 @@ export const agents = new OpenAPIHono<AppEnv>()
     if (!named.ok) return problem(c, named.error);
     const body = await readJson(c, anyJson);
     if (!body.ok) return problem(c, body.error);
-    const registered = await registerAgent(c.env.DB, c.get("principal"), named.value, body.value);
+    const registered = await registerAgent(c.env, c.get("principal"), named.value, body.value);
     if (!registered.ok) return problem(c, registered.error);
     return c.json(registered.value.agent, registered.value.created ? 201 : 200);
   })

@@ -2,6 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { conversationStub } from "../durable/stub";
 import type { D1Reads } from "../storage/d1-meter";
 import { addReads, D1_METER_HEADER, D1_READS_HEADER, D1Meter, d1MeterEnabled, formatReads, meteredD1, NO_READS } from "../storage/d1-meter";
+import { mapDatabases } from "../storage/shards";
 import { USAGE_HEADER, usageMeterEnabled, usageSnapshot } from "../storage/usage-meter";
 import type { AppEnv } from "./types";
 
@@ -15,7 +16,7 @@ export const meterD1Reads = createMiddleware<AppEnv>(async (c, next) => {
   if (!d1MeterEnabled(c.env) || c.req.header(D1_METER_HEADER) !== "on") return next();
   const meter = new D1Meter();
   meter.arm();
-  c.env = { ...c.env, DB: meteredD1(c.env.DB, meter) };
+  c.env = mapDatabases(c.env, (db, name) => meteredD1(db, meter, name));
   c.set("objectD1Reads", async () => NO_READS);
   await next();
   c.res.headers.set(D1_READS_HEADER, formatReads(addReads(meter.take(), await c.get("objectD1Reads")())));

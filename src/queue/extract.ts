@@ -14,6 +14,7 @@ import { readBoundaryByRun } from "../storage/compaction-store-boundaries";
 import { readDocument } from "../storage/document-store";
 import { readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/extraction-store";
 import { retryDelaySeconds } from "./retry";
+import { conversationDb } from "../storage/shards";
 
 /**
  * The extraction consumer: after a boundary settles, the durable facts of its frozen slice are
@@ -40,7 +41,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   const packet = await settledSlice(env, job);
   if (!packet.ok) return failed(packet.error.code, packet.error.message);
   const seqs = packet.value.frozen.turns.flatMap((t) => turnSeq(t.id) ?? []);
-  const turns = sliceTurns(packet.value.frozen.turns, await readEventHashes(env.DB, job.conversationId, seqs));
+  const turns = sliceTurns(packet.value.frozen.turns, await readEventHashes(await conversationDb(env, job.conversationId), job.conversationId, seqs));
   if (!turns.ok) return failed(`slice_${turns.error.reason}`, `the frozen slice of ${job.boundaryId} does not match the log`);
 
   const extracted = await runExtractor(env, turns.value, job.model, job.profile);
@@ -70,7 +71,7 @@ async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, pat
 
 /** The packet the settled boundary was compacted from, verified by the hash the boundary binds. */
 async function settledSlice(env: Env, job: ExtractJob): Promise<Result<Packet, { code: string; message: string }>> {
-  const boundary = await readBoundaryByRun(env.DB, job.runId);
+  const boundary = await readBoundaryByRun(await conversationDb(env, job.conversationId), job.runId);
   if (boundary === undefined || boundary.body.id !== job.boundaryId) return { ok: false, error: { code: "boundary_missing", message: `no settled boundary ${job.boundaryId} for run ${job.runId}` } };
   const read = await readDocument(env.DOCUMENTS, boundary.body.packet.key, boundary.body.packet.hash);
   if (!read.ok) return { ok: false, error: { code: `packet_${read.reason}`, message: `the packet of ${job.boundaryId} could not be verified` } };

@@ -7,6 +7,7 @@ import { readDeliveries, readEventsByKeys } from "../storage/event-store";
 import { deliverText } from "../telegram/dispatch";
 import type { ReplyOutcome } from "./reply-record";
 import { appendEvents } from "./reply-record";
+import { conversationDb } from "../storage/shards";
 
 /**
  * Sending a recorded proposal: only for agents on the direct-reply allowlist, only in Telegram
@@ -24,7 +25,7 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
   const route = telegramRoute(job.conversationId);
   if (route === undefined || !directReplyAgents(env).has(declaration.agentId)) return { kind: "done" };
   const delivered = `dispatch:${proposalId}:delivered`;
-  if ((await readEventsByKeys(env.DB, job.conversationId, [delivered])).has(delivered)) return { kind: "done" };
+  if ((await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [delivered])).has(delivered)) return { kind: "done" };
 
   const replyTo = /^\d+$/.test(job.sourceMessageId) ? Number(job.sourceMessageId) : undefined;
   const sent = await deliverText(env, {
@@ -75,7 +76,7 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
  */
 async function partsInChat(env: Env, conversationId: string, proposalId: string): Promise<number[]> {
   let longest: string[] = [];
-  for (const event of await readDeliveries(env.DB, conversationId, proposalId)) {
+  for (const event of await readDeliveries(await conversationDb(env, conversationId), conversationId, proposalId)) {
     if (event.kind !== "delivery" || event.body.status !== "failed") continue;
     const ids = event.body.sentMessageIds ?? [];
     if (ids.length > longest.length) longest = ids;

@@ -9,6 +9,7 @@ import { recordIncident } from "../incidents";
 import type { ModelReceipt } from "../model/compactor-model";
 import type { StoredDeclaration } from "../storage/compaction-store";
 import { readEventsByKeys } from "../storage/event-store";
+import { conversationDb } from "../storage/shards";
 
 /**
  * What a reply job writes into the log, and under which keys. Every write is keyed by the source
@@ -96,6 +97,6 @@ export async function recordAnswer(env: Env, job: ReplyJob, agentId: string, rec
     return event === undefined ? { kind: "stop", outcome: { kind: "done" } } : { kind: "proposal", event };
   }
   // A concurrent attempt recorded its own reply first: that one stands, this answer is dropped.
-  const winner = (await readEventsByKeys(env.DB, job.conversationId, [k.proposal])).get(k.proposal);
+  const winner = (await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [k.proposal])).get(k.proposal);
   return winner === undefined ? { kind: "stop", outcome: { kind: "retry", delaySeconds: 5 } } : { kind: "proposal", event: winner };
 }

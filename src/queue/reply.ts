@@ -5,6 +5,7 @@ import { dispatchProposal } from "./reply-dispatch";
 import { produceReply } from "./reply-produce";
 import type { ReplyOutcome } from "./reply-record";
 import { admits, replyKeys } from "./reply-record";
+import { conversationDb } from "../storage/shards";
 
 /**
  * The agent's side, off the request path: produce the reply once (`reply-produce`, written under
@@ -17,7 +18,7 @@ export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<
   if (declaration === undefined || !declaration.registration.agent.enabled || declaration.registration.agent.reply.mode === "none") return { kind: "done" };
   if (!admits(declaration, job)) return { kind: "done" };
   const k = replyKeys(job);
-  const existing = await readEventsByKeys(env.DB, job.conversationId, [k.proposal]);
+  const existing = await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [k.proposal]);
   let proposal = existing.get(k.proposal);
   if (proposal === undefined) {
     const produced = await produceReply(env, declaration, job, attempts);

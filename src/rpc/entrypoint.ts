@@ -124,7 +124,7 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
 
   /** Recall: the agent's memory pages and the conversation's turns matching `query`, best first (`GET …/memory/search`). */
   async searchMemory(token: string, conversationId: string, agentId: string, query: string, options: SearchOptions = {}): Promise<RpcResult<Wire<typeof memorySearchSchema>>> {
-    return this.#scoped(token, conversationId, (conversation, principal) => searchMemory(this.env.DB, principal, conversation, { ...options, agent: agentId, q: query }));
+    return this.#scoped(token, conversationId, (conversation, principal) => searchMemory(this.env, principal, conversation, { ...options, agent: agentId, q: query }));
   }
 
   /** The agent's boundary chain across epochs (previews only). */

@@ -82,6 +82,22 @@ export async function declarationRevision(db: D1Database): Promise<number> {
   return revisionOf(await declarationRevisionStatement(db).all());
 }
 
+/** Raises a shard's copy of the declarations' revision (migrations/shard/0014) to at least `revision`; it never goes down. */
+export function raiseRevisionStatement(shard: D1Database, revision: number): D1PreparedStatement {
+  return shard.prepare("UPDATE declaration_revision SET revision = MAX(revision, ?) WHERE id = 1").bind(revision);
+}
+
+/**
+ * After a declaration write: every shard's copy of the revision raised to the control database's,
+ * before the registration answers, so the next source append of every conversation sees the change
+ * (its one-round-trip guard reads the copy on its own shard). Returns the revision published.
+ */
+export async function publishRevision(control: D1Database, shards: readonly D1Database[]): Promise<number> {
+  const revision = await declarationRevision(control);
+  await Promise.all(shards.map((shard) => raiseRevisionStatement(shard, revision).run()));
+  return revision;
+}
+
 /** The serving declarations and the revision they are as of, read in one transaction (one round trip). */
 export async function servingDeclarationsAt(db: D1Database, conversationId: string): Promise<{ revision: number; declarations: StoredDeclaration[] }> {
   const [revision, serving] = await db.batch([declarationRevisionStatement(db), servingStatement(db, conversationId)]);

@@ -19,9 +19,11 @@ export interface D1Reads {
   readonly rowsRead: number;
   readonly rowsWritten: number;
   readonly bytesRead: number;
+  /** The D1 bindings the statements went to (`DB`, `DB_SHARD_0`, …), sorted. */
+  readonly databases: readonly string[];
 }
 
-export const NO_READS: D1Reads = { roundTrips: 0, statements: 0, rowsRead: 0, rowsWritten: 0, bytesRead: 0 };
+export const NO_READS: D1Reads = { roundTrips: 0, statements: 0, rowsRead: 0, rowsWritten: 0, bytesRead: 0, databases: [] };
 
 export const D1_METER_HEADER = "x-foldline-d1-meter";
 export const D1_READS_HEADER = "x-foldline-d1-reads";
@@ -38,18 +40,19 @@ export const addReads = (a: D1Reads, b: D1Reads): D1Reads => ({
   rowsRead: a.rowsRead + b.rowsRead,
   rowsWritten: a.rowsWritten + b.rowsWritten,
   bytesRead: a.bytesRead + b.bytesRead,
+  databases: [...new Set([...a.databases, ...b.databases])].sort(),
 });
 
 /** `round-trips=…; statements=…; rows-read=…; rows-written=…; bytes-read=…`, the header the benchmark reads. */
 export const formatReads = (reads: D1Reads): string =>
-  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}`;
+  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}; databases=${reads.databases.join(",")}`;
 
 /** Counts while armed; a meter that was never armed counts nothing. */
 export class D1Meter {
   #armed = false;
   #reads: D1Reads = NO_READS;
   /** Called with every result counted and its statement's SQL (the usage ledger's size and per-statement counts). */
-  onResult: ((result: D1Result, query: string) => void) | undefined;
+  onResult: ((result: D1Result, query: string, database: string) => void) | undefined;
 
   arm(): void {
     this.#armed = true;
@@ -70,15 +73,16 @@ export class D1Meter {
   }
 
   /** One statement's result; `trip` when it is the first (or only) result of a call to D1. */
-  record(result: D1Result, trip: boolean, query = ""): void {
+  record(result: D1Result, trip: boolean, query = "", database = "DB"): void {
     if (!this.#armed) return;
-    this.onResult?.(result, query);
+    this.onResult?.(result, query, database);
     this.#reads = addReads(this.#reads, {
       roundTrips: trip ? 1 : 0,
       statements: 1,
       rowsRead: result.meta.rows_read ?? 0,
       rowsWritten: result.meta.rows_written ?? 0,
       bytesRead: result.results.length === 0 ? 0 : JSON.stringify(result.results).length,
+      databases: [database],
     });
   }
 }
@@ -88,7 +92,7 @@ export class D1Meter {
  * `bind` wraps again, `all`/`run`/`first` record, and `batch` hands D1 the real statements (it
  * accepts no others). `first` runs as `all`, so that its result carries the statement's meta.
  */
-export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
+export function meteredD1(db: D1Database, meter: D1Meter, database = "DB"): D1Database {
   const real = new WeakMap<object, D1PreparedStatement>();
   const queries = new WeakMap<object, string>();
   const wrap = (statement: D1PreparedStatement, query: string): D1PreparedStatement => {
@@ -98,7 +102,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
         if (property === "all" || property === "run") {
           return async () => {
             const result = property === "all" ? await target.all() : await target.run();
-            meter.record(result, true, query);
+            meter.record(result, true, query, database);
             return result;
           };
         }
@@ -106,7 +110,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
           return async (column?: string) => {
             if (column !== undefined) return target.first(column);
             const result = await target.all();
-            meter.record(result, true, query);
+            meter.record(result, true, query, database);
             return result.results[0] ?? null;
           };
         }
@@ -124,7 +128,7 @@ export function meteredD1(db: D1Database, meter: D1Meter): D1Database {
       if (property === "batch") {
         return async (statements: D1PreparedStatement[]) => {
           const results = await target.batch(statements.map((s) => real.get(s) ?? s));
-          for (const [index, result] of results.entries()) meter.record(result, index === 0, queries.get(statements[index] ?? {}) ?? "");
+          for (const [index, result] of results.entries()) meter.record(result, index === 0, queries.get(statements[index] ?? {}) ?? "", database);
           return results;
         };
       }

@@ -60,50 +60,81 @@ export interface ConversationSummary {
   readonly lastRecordedAt: string;
 }
 
+interface PlacementRow {
+  conversation_id: string;
+  shard: string;
+}
+
 interface SummaryRow {
   conversation_id: string;
   last_seq: number;
   last_recorded_at: string;
 }
 
-/** The newest event of each conversation row: a conversation without events is not listed. */
-const SUMMARY = `
-  SELECT c.id AS conversation_id, e.seq AS last_seq, e.recorded_at AS last_recorded_at
-  FROM conversations c
-  JOIN events e ON e.conversation_id = c.id AND e.seq = (SELECT MAX(seq) FROM events WHERE conversation_id = c.id)`;
+/** Placements in id order (control database): which conversations exist, and where each lives. */
+const PLACEMENTS = "SELECT conversation_id, shard FROM conversation_placements";
 
 function rangeStatement(db: D1Database, range: ScopeRange, after: string, limit: number): D1PreparedStatement {
-  if (range.kind === "exact") return db.prepare(`${SUMMARY} WHERE c.id = ? AND c.id > ?`).bind(range.id, after);
-  // Two statements rather than `(? IS NULL OR c.id < ?)`, which the planner cannot use as a bound.
+  if (range.kind === "exact") return db.prepare(`${PLACEMENTS} WHERE conversation_id = ? AND conversation_id > ?`).bind(range.id, after);
+  // Two statements rather than `(? IS NULL OR id < ?)`, which the planner cannot use as a bound.
   if (range.to === null) {
-    return db.prepare(`${SUMMARY} WHERE c.id >= ? AND c.id > ? ORDER BY c.id LIMIT ?`).bind(range.from, after, limit);
+    return db.prepare(`${PLACEMENTS} WHERE conversation_id >= ? AND conversation_id > ? ORDER BY conversation_id LIMIT ?`).bind(range.from, after, limit);
   }
-  return db.prepare(`${SUMMARY} WHERE c.id >= ? AND c.id < ? AND c.id > ? ORDER BY c.id LIMIT ?`).bind(range.from, range.to, after, limit);
+  return db
+    .prepare(`${PLACEMENTS} WHERE conversation_id >= ? AND conversation_id < ? AND conversation_id > ? ORDER BY conversation_id LIMIT ?`)
+    .bind(range.from, range.to, after, limit);
+}
+
+/** The newest event of each listed conversation on one shard, each sought by its key. */
+function summaryStatement(shard: D1Database, ids: readonly string[]): D1PreparedStatement {
+  return shard
+    .prepare(
+      `SELECT e.conversation_id, e.seq AS last_seq, e.recorded_at AS last_recorded_at
+       FROM json_each(?1) j CROSS JOIN events e
+       WHERE e.conversation_id = j.value AND e.seq = (SELECT MAX(seq) FROM events WHERE conversation_id = j.value)`,
+    )
+    .bind(JSON.stringify(ids));
 }
 
 /**
  * One page of the conversations the scopes reach, in id order, after the id `after` ('' from the
- * start). One bounded statement per scope range, all in one D1 batch (one round trip); one row
- * beyond `limit` is read to tell a full last page from a page with more behind it. Every row is
- * checked against the scopes again with the same rule the API applies, so a mistranslated range
- * could hide a conversation but never show one out of scope.
+ * start). The page is chosen from the placements in the control database: one bounded statement
+ * per scope range, all in one D1 batch; one row beyond `limit` is read to tell a full last page
+ * from a page with more behind it. Then each shard holding any of the page's conversations is
+ * asked, all at once, for their newest events: at most one statement per shard, each naming at
+ * most `limit` conversations, so the fan-out is bounded by the page, not by the deployment. A
+ * conversation placed but without events yet is not listed. Every row is checked against the
+ * scopes again with the same rule the API applies, so a mistranslated range could hide a
+ * conversation but never show one out of scope.
  */
 export async function listConversations(
-  db: D1Database,
+  control: D1Database,
+  shards: ReadonlyMap<string, D1Database>,
   scopes: readonly string[],
   after: string,
   limit: number,
 ): Promise<{ conversations: ConversationSummary[]; nextAfter: string | null }> {
   const ranges = scopeRanges(scopes).filter((r) => (r.kind === "exact" ? r.id > after : r.to === null || r.to > after));
   if (ranges.length === 0) return { conversations: [], nextAfter: null };
-  const results = await db.batch<SummaryRow>(ranges.map((range) => rangeStatement(db, range, after, limit + 1)));
-  const rows = results.flatMap((r) => r.results);
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
+  const results = await control.batch<PlacementRow>(ranges.map((range) => rangeStatement(control, range, after, limit + 1)));
+  const rows = results.flatMap((r) => r.results).sort((a, b) => (a.conversation_id < b.conversation_id ? -1 : a.conversation_id > b.conversation_id ? 1 : 0));
+  const page = rows.slice(0, limit).filter((row) => scopesAllow(scopes, row.conversation_id));
+  const last = rows.slice(0, limit).at(-1);
+  const byShard = new Map<string, string[]>();
+  for (const row of page) byShard.set(row.shard, [...(byShard.get(row.shard) ?? []), row.conversation_id]);
+  const summaries = new Map<string, SummaryRow>();
+  await Promise.all(
+    [...byShard].map(async ([name, ids]) => {
+      const shard = shards.get(name);
+      if (shard === undefined) throw new Error(`conversations placed on ${name}, which this Worker does not bind`);
+      for (const row of (await summaryStatement(shard, ids).all<SummaryRow>()).results) summaries.set(row.conversation_id, row);
+    }),
+  );
   return {
-    conversations: page
-      .filter((row) => scopesAllow(scopes, row.conversation_id))
-      .map((row) => ({ conversationId: row.conversation_id, events: row.last_seq, lastSeq: row.last_seq, lastRecordedAt: row.last_recorded_at })),
+    conversations: page.flatMap((row) => {
+      const summary = summaries.get(row.conversation_id);
+      return summary === undefined ? [] : [{ conversationId: row.conversation_id, events: summary.last_seq, lastSeq: summary.last_seq, lastRecordedAt: summary.last_recorded_at }];
+    }),
     nextAfter: rows.length > limit && last !== undefined ? last.conversation_id : null,
   };
 }

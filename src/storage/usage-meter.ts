@@ -1,5 +1,6 @@
 import type { D1Reads } from "./d1-meter";
 import { D1Meter, meteredD1 } from "./d1-meter";
+import { mapDatabases } from "./shards";
 
 /**
  * What the deployment has used since this isolate started, for the benchmark's cost table: every
@@ -16,7 +17,7 @@ import { D1Meter, meteredD1 } from "./d1-meter";
 
 export interface Usage {
   readonly d1: D1Reads;
-  /** D1's own `meta.size_after` of the last statement: the database's size in bytes. */
+  /** The D1 databases' sizes in bytes, added up: each one's `meta.size_after` of its last statement. */
   readonly d1Bytes: number;
   /** R2 operations billed as Class A (put, list, multipart) and Class B (get, head). */
   readonly r2ClassA: number;
@@ -46,7 +47,8 @@ const TOP_STATEMENTS = 25;
 
 class UsageLedger {
   readonly d1 = new D1Meter();
-  d1Bytes = 0;
+  /** D1's own `meta.size_after` of each database's last statement: the databases' sizes in bytes. */
+  readonly #sizes = new Map<string, number>();
   r2ClassA = 0;
   r2ClassB = 0;
   r2BytesPut = 0;
@@ -58,8 +60,8 @@ class UsageLedger {
 
   constructor() {
     this.d1.arm();
-    this.d1.onResult = (result, query) => {
-      if (typeof result.meta.size_after === "number") this.d1Bytes = result.meta.size_after;
+    this.d1.onResult = (result, query, database) => {
+      if (typeof result.meta.size_after === "number") this.#sizes.set(database, result.meta.size_after);
       const sql = query.replace(/\s+/g, " ").trim().slice(0, STATEMENT_CHARS);
       const seen = this.#statements.get(sql) ?? { calls: 0, rowsRead: 0, rowsWritten: 0 };
       this.#statements.set(sql, { calls: seen.calls + 1, rowsRead: seen.rowsRead + (result.meta.rows_read ?? 0), rowsWritten: seen.rowsWritten + (result.meta.rows_written ?? 0) });
@@ -67,7 +69,8 @@ class UsageLedger {
   }
 
   snapshot(): Usage {
-    const { d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests } = this;
+    const d1Bytes = [...this.#sizes.values()].reduce((sum, size) => sum + size, 0);
+    const { r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests } = this;
     const statements = [...this.#statements]
       .map(([sql, counts]) => ({ sql, ...counts }))
       .sort((a, b) => b.rowsRead + b.rowsWritten - (a.rowsRead + a.rowsWritten))
@@ -157,7 +160,7 @@ export function meteredEnv(env: Env): Env {
   if (!usageMeterEnabled(env)) return env;
   return {
     ...env,
-    DB: meteredD1(env.DB, ledger.d1),
+    ...mapDatabases(env, (db, name) => meteredD1(db, ledger.d1, name)),
     DOCUMENTS: countedBucket(env.DOCUMENTS),
     JOB_QUEUE: countedQueue(env.JOB_QUEUE),
     CONVERSATION: countedObjects(env.CONVERSATION),

@@ -77,7 +77,7 @@ describe("servingDeclarations", () => {
       .bind(agentId, `${agentId}.compactor`, "f".repeat(64), `epoch-${agentId}`, JSON.stringify(registration), "0".repeat(64), new Date().toISOString())
       .run();
     expect(await served(`${space}:legacy-1`, [agentId])).toEqual([]);
-    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0007_"));
+    const migration = env.TEST_MIGRATIONS_CONTROL.find((m) => m.name.startsWith("0007_"));
     const backfill = migration?.queries.find((q) => q.includes("INSERT OR IGNORE INTO declaration_sources"));
     expect(backfill).toBeDefined();
     await env.DB.prepare(backfill ?? "").run();

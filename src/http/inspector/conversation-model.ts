@@ -11,6 +11,7 @@ import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../
 import type { ConversationFactRow } from "../../storage/extraction-store";
 import { readConversationFacts } from "../../storage/extraction-store";
 import { parsePage } from "../../core/fact-merge";
+import { conversationDb } from "../../storage/shards";
 
 /**
  * Everything the conversation page shows, gathered through the same operations the API serves
@@ -86,7 +87,7 @@ function paged<T extends { readonly seq: number }>(rows: readonly T[], size: num
 }
 
 export async function loadConversation(env: Env, conversationId: ScopedConversationId, query: ConversationQuery): Promise<ConversationModel> {
-  const declarations = await servingDeclarations(env.DB, conversationId);
+  const [declarations, shard] = await Promise.all([servingDeclarations(env.DB, conversationId), conversationDb(env, conversationId)]);
   const servingAgents = declarations
     .filter((d) => scopesAllow(d.registration.agent.sources, conversationId))
     .map((d) => d.agentId)
@@ -98,9 +99,9 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery),
     agentId === undefined ? undefined : listChain(env, conversationId, agentQuery),
     agentId === undefined ? undefined : verifyChain(env, conversationId, agentQuery),
-    listEventsBefore(env.DB, conversationId, query.before ?? Number.MAX_SAFE_INTEGER, TIMELINE_PAGE + 1),
-    listRunEventsBefore(env.DB, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
-    countRunsByStatus(env.DB, conversationId),
+    listEventsBefore(shard, conversationId, query.before ?? Number.MAX_SAFE_INTEGER, TIMELINE_PAGE + 1),
+    listRunEventsBefore(shard, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
+    countRunsByStatus(shard, conversationId),
     agentId === undefined ? [] : readConversationFacts(env.DB, agentId, conversationId, MEMORY_SOURCES_SHOWN),
   ]);
   return {

@@ -9,6 +9,7 @@ import { errorPage } from "./respond";
 import type { InspectorEnv } from "./types";
 import { ConversationListPage } from "./views/conversation-list-page";
 import { ConversationPage } from "./views/conversation-page";
+import { shardMap } from "../../storage/shards";
 
 const LIST_PAGE = 50;
 
@@ -35,7 +36,7 @@ export const pageRoutes = new Hono<InspectorEnv>()
     if (!query.ok) return errorPage(c, query.error, true);
     const { scopes } = c.get("principal");
     const { after, limit } = query.value;
-    const page = await listConversations(c.env.DB, scopes, after, limit);
+    const page = await listConversations(c.env.DB, shardMap(c.env), scopes, after, limit);
     return c.html(<ConversationListPage scopes={scopes} conversations={page.conversations} nextAfter={page.nextAfter} first={after === ""} limit={limit === LIST_PAGE ? undefined : limit} />);
   })
   .get("/conversations/:conversation", async (c) => {

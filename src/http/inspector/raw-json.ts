@@ -6,6 +6,7 @@ import { readDocument } from "../../storage/document-store";
 import { problem } from "../errors";
 import { inlineJson } from "./respond";
 import type { InspectorEnv } from "./types";
+import { conversationDb } from "../../storage/shards";
 
 const JSON_SUFFIX = ".json";
 
@@ -19,7 +20,7 @@ export const rawJsonRoutes = new Hono<InspectorEnv>()
     const conversation = conversationInScope(c.get("principal"), c.req.param("conversation"));
     if (!conversation.ok) return problem(c, conversation.error);
     const boundaryId = c.req.param("boundaryFile").slice(0, -JSON_SUFFIX.length);
-    const boundary = await readBoundaryInConversation(c.env.DB, conversation.value, boundaryId);
+    const boundary = await readBoundaryInConversation(await conversationDb(c.env, conversation.value), conversation.value, boundaryId);
     if (boundary === undefined) return problem(c, { code: "not_found", message: "no such boundary in this conversation" });
     // The row as stored (its body as the exact text that was hashed) and the body parsed, for reading.
     const { body, bodyText, ...row } = boundary;
@@ -28,11 +29,12 @@ export const rawJsonRoutes = new Hono<InspectorEnv>()
   .get("/conversations/:conversation/boundaries/:boundaryId/packet.json", async (c) => {
     const conversation = conversationInScope(c.get("principal"), c.req.param("conversation"));
     if (!conversation.ok) return problem(c, conversation.error);
-    const boundary = await readBoundaryInConversation(c.env.DB, conversation.value, c.req.param("boundaryId"));
+    const shard = await conversationDb(c.env, conversation.value);
+    const boundary = await readBoundaryInConversation(shard, conversation.value, c.req.param("boundaryId"));
     if (boundary === undefined) return problem(c, { code: "not_found", message: "no such boundary in this conversation" });
     // The packet the boundary's run compacted, located as the chain audit locates it: the plan's
     // key and hash first (what the queued job named), else the boundary's own claim.
-    const plan = (await readPlansByRunIds(c.env.DB, [boundary.runId])).get(boundary.runId);
+    const plan = (await readPlansByRunIds(shard, [boundary.runId])).get(boundary.runId);
     const location = packetLocation(boundary, plan);
     if (location === undefined) return problem(c, { code: "not_found", message: "neither a plan nor the boundary body names a packet" });
     const read = await readDocument(c.env.DOCUMENTS, location.key, location.hash);

@@ -1,0 +1,12 @@
+-- The shard's copy of the declarations' revision (migrations/control/0014). Declarations live in
+-- the control database; a source append's batch runs on the conversation's shard, so its guard
+-- ("record this preflight only while the declarations are the ones the object holds") compares
+-- against this copy. Every declaration write raises the copy on every shard to the control
+-- database's revision before it answers (src/api/declaration-revision.ts), and a conversation's
+-- object raises it when it reads a newer revision from the control database, so the copy is never
+-- ahead of the truth and lags only while a registration is still answering.
+CREATE TABLE declaration_revision (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  revision INTEGER NOT NULL
+);
+INSERT INTO declaration_revision (id, revision) VALUES (1, 0);

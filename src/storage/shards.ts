@@ -1,0 +1,142 @@
+import { sha256Hex } from "../core/hash";
+
+/**
+ * Where a conversation's data lives. A deployment binds one control database (`DB`: tokens,
+ * sessions, declarations, the documents index, memory pages, placements) and N shard databases
+ * (`DB_SHARD_0`, `DB_SHARD_1`, …) that hold everything keyed by a conversation. A conversation is
+ * placed on a shard the first time something writes to it, and the placement is a row of the
+ * control database that never changes (migrations/control/0015), so adding a shard moves nothing:
+ * new conversations spread over the open shards by a stable hash of their id, old ones stay where
+ * their row says.
+ *
+ * A placement never changes, so each isolate keeps the ones it has read (bounded); a conversation's
+ * object also keeps its own in its storage, so after the first write a request for a conversation
+ * reads no placement at all.
+ */
+
+export const SHARD_BINDING = /^DB_SHARD_(0|[1-9][0-9]{0,3})$/;
+
+/** A shard: its binding's name (what a placement row records) and the database. */
+export interface Shard {
+  readonly name: string;
+  readonly db: D1Database;
+}
+
+/** A conversation whose placement names a shard this Worker does not bind, or a deployment with no open shard. */
+export class ShardConfigurationError extends Error {
+  override readonly name = "ShardConfigurationError";
+}
+
+const ORDER = (name: string): number => Number(SHARD_BINDING.exec(name)?.[1] ?? Number.NaN);
+
+/** Every `DB_SHARD_<n>` binding of `env`, in shard-number order. */
+export function shardsOf(env: Env): Shard[] {
+  const bound = env as unknown as Record<string, unknown>;
+  return Object.keys(bound)
+    .filter((name) => SHARD_BINDING.test(name))
+    .sort((a, b) => ORDER(a) - ORDER(b))
+    .map((name) => ({ name, db: bound[name] as D1Database }));
+}
+
+/** The shards that take new conversations: every bound shard not named in `SHARDS_CLOSED`. */
+export function openShards(env: Env): Shard[] {
+  const closedSetting: string = env.SHARDS_CLOSED;
+  const closed = new Set(closedSetting.split(",").map((name) => name.trim()));
+  return shardsOf(env).filter((shard) => !closed.has(shard.name));
+}
+
+/**
+ * The shard a conversation not yet placed goes to: a stable hash of its id over the open shards
+ * (their names sorted by number), so the choice depends only on the id and the open set.
+ */
+export function chooseShard(conversationId: string, open: readonly Shard[]): Shard {
+  if (open.length === 0) throw new ShardConfigurationError("no open shard: bind DB_SHARD_0 (and more) and leave at least one out of SHARDS_CLOSED");
+  const bucket = Number.parseInt(sha256Hex(conversationId).slice(0, 12), 16) % open.length;
+  return open[bucket] as Shard;
+}
+
+/** Every shard binding by name. */
+export function shardMap(env: Env): Map<string, D1Database> {
+  return new Map(shardsOf(env).map((shard) => [shard.name, shard.db]));
+}
+
+/** `env` with every D1 binding (control and shards) passed through `wrap`: the meters use it. */
+export function mapDatabases(env: Env, wrap: (db: D1Database, name: string) => D1Database): Env {
+  const wrapped: Record<string, unknown> = { ...env, DB: wrap(env.DB, "DB") };
+  for (const shard of shardsOf(env)) wrapped[shard.name] = wrap(shard.db, shard.name);
+  return wrapped as unknown as Env;
+}
+
+/** Placements read or written by this isolate: they never change, so they never go stale. */
+const PLACEMENTS_HELD = 20_000;
+const held = new Map<string, string>();
+
+function hold(conversationId: string, shard: string): void {
+  held.set(conversationId, shard);
+  if (held.size <= PLACEMENTS_HELD) return;
+  const oldest = held.keys().next();
+  if (oldest.done !== true) held.delete(oldest.value);
+}
+
+/** Forgets every placement this isolate holds (tests that add a shard to a running Worker). */
+export function forgetPlacements(): void {
+  held.clear();
+}
+
+/** A placement this process learned elsewhere (a conversation's object keeps its own): held like one read here. */
+export function heldPlacement(env: Env, conversationId: string, name: string): Shard {
+  const shard = shardNamed(env, conversationId, name);
+  hold(conversationId, name);
+  return shard;
+}
+
+/** The shard a placement row names, or a typed failure when this Worker does not bind it. */
+export function shardNamed(env: Env, conversationId: string, name: string): Shard {
+  const shard = shardsOf(env).find((s) => s.name === name);
+  if (shard === undefined) throw new ShardConfigurationError(`conversation ${JSON.stringify(conversationId)} lives on ${name}, which this Worker does not bind`);
+  return shard;
+}
+
+/** The shard recorded for a conversation, or undefined if nothing has placed it yet. */
+export async function findPlacement(env: Env, conversationId: string): Promise<string | undefined> {
+  const cached = held.get(conversationId);
+  if (cached !== undefined) return cached;
+  const row = await env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversationId).first<{ shard: string }>();
+  if (row !== null) hold(conversationId, row.shard);
+  return row?.shard;
+}
+
+/**
+ * The shard a conversation lives on, placing it first if nothing has: the row is inserted if
+ * absent and read back in the same batch, so two isolates placing one conversation at once agree
+ * on whichever row was written first.
+ */
+export async function placeConversation(env: Env, conversationId: string, now = new Date()): Promise<Shard> {
+  const found = await findPlacement(env, conversationId);
+  if (found !== undefined) return shardNamed(env, conversationId, found);
+  const choice = chooseShard(conversationId, openShards(env));
+  const [, read] = await env.DB.batch<{ shard: string }>([
+    env.DB.prepare("INSERT INTO conversation_placements (conversation_id, shard, placed_at) VALUES (?, ?, ?) ON CONFLICT (conversation_id) DO NOTHING").bind(
+      conversationId,
+      choice.name,
+      now.toISOString(),
+    ),
+    env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversationId),
+  ]);
+  const placed = read?.results[0]?.shard;
+  if (placed === undefined) throw new ShardConfigurationError(`placing conversation ${JSON.stringify(conversationId)} wrote no row`);
+  hold(conversationId, placed);
+  return shardNamed(env, conversationId, placed);
+}
+
+/**
+ * The database to read a conversation from. A conversation nothing has placed has no rows on any
+ * shard, so it is read where it would be placed (and found empty) without recording a placement:
+ * a read never writes.
+ */
+export async function conversationDb(env: Env, conversationId: string): Promise<D1Database> {
+  const found = await findPlacement(env, conversationId);
+  if (found !== undefined) return shardNamed(env, conversationId, found).db;
+  const open = openShards(env);
+  return chooseShard(conversationId, open.length > 0 ? open : shardsOf(env)).db;
+}
