@@ -34,6 +34,11 @@ async function usage(api) {
   return JSON.parse(header);
 }
 
+/** The shards' bytes in a usage snapshot (every D1 binding but the control database `DB`). @param {any} usage */
+function shardBytes(usage) {
+  return Object.entries(usage.d1BytesByDatabase ?? {}).reduce((sum, [name, bytes]) => (name === "DB" ? sum : sum + Number(bytes)), 0);
+}
+
 /**
  * What `after` used beyond `before`, per 1,000 messages, less `reads` usage reads of `one`'s D1 cost.
  * @param {any} before @param {any} after @param {number} messages @param {number} reads @param {any} one
@@ -46,6 +51,9 @@ function per1000(before, after, messages, reads, one) {
     d1RowsRead: per(after.d1.rowsRead, before.d1.rowsRead, one.rowsRead),
     d1RowsWritten: per(after.d1.rowsWritten, before.d1.rowsWritten, one.rowsWritten),
     d1Bytes: per(after.d1Bytes, before.d1Bytes),
+    // Control (`DB`) and the shards, apart: what fills a shard is what decides when to add one.
+    d1BytesControl: per(after.d1BytesByDatabase?.DB ?? 0, before.d1BytesByDatabase?.DB ?? 0),
+    d1BytesShards: per(shardBytes(after), shardBytes(before)),
     r2ClassA: per(after.r2ClassA, before.r2ClassA),
     r2ClassB: per(after.r2ClassB, before.r2ClassB),
     r2Bytes: per(after.r2BytesPut, before.r2BytesPut),

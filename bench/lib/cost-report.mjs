@@ -85,7 +85,8 @@ export function costSection(c) {
     `| D1 round trips / statements | ${n(u.d1RoundTrips)} / ${n(u.d1Statements)} |`,
     `| D1 rows read | ${n(u.d1RowsRead)} |`,
     `| D1 rows written | ${n(u.d1RowsWritten)} |`,
-    `| D1 bytes stored (growth of the database) | ${n(u.d1Bytes)} |`,
+    `| D1 bytes stored (growth of the databases) | ${n(u.d1Bytes)} |`,
+    ...(u.d1BytesShards === undefined ? [] : [`| of which the shards (event logs and what derives from them) | ${n(u.d1BytesShards)} |`, `| of which the control database (memory pages, placements, declarations) | ${n(u.d1BytesControl)} |`]),
     `| R2 Class A / Class B operations | ${n(u.r2ClassA, 1)} / ${n(u.r2ClassB, 1)} |`,
     `| R2 bytes stored (documents put) | ${n(u.r2Bytes)} |`,
     `| queue messages sent / delivered / retried | ${n(u.queueSent, 1)} / ${n(u.queueDelivered, 1)} / ${n(u.queueRetried, 1)} |`,
@@ -112,8 +113,16 @@ export function costSection(c) {
     );
   }
   const gbPerMonth = (u.d1Bytes * (messages / 1000)) / GB;
+  const shardGbPerMonth = ((u.d1BytesShards ?? u.d1Bytes) * (messages / 1000)) / GB;
+  const controlGbPerMonth = ((u.d1BytesControl ?? 0) * (messages / 1000)) / GB;
   out.push(
     `The D1 database grows by ${n(u.d1Bytes / 1000, 1)} bytes per message (all it holds: the event log with its hashes, the run record of every source, boundaries, the turn index and memory, with their indexes): ${n(gbPerMonth, 2)} GB a month for this bot, so one D1 database (at most ${D1_DATABASE_LIMIT_GB} GB) holds ${n(D1_DATABASE_LIMIT_GB / gbPerMonth, 1)} months of its history, and a year needs ${n(Math.ceil((gbPerMonth * 12) / D1_DATABASE_LIMIT_GB))} databases' worth of room. Storage, not reads or writes, is what grows the bill.`,
+    ...(u.d1BytesShards === undefined
+      ? []
+      : [
+          "",
+          `Of that growth, ${n(u.d1BytesShards / 1000, 1)} bytes per message land on the conversation's shard and ${n((u.d1BytesControl ?? 0) / 1000, 1)} on the control database (the agent's memory pages and their provenance, placements). So one shard fills in ${n(D1_DATABASE_LIMIT_GB / shardGbPerMonth, 1)} months of this bot's traffic (${n(Math.round((D1_DATABASE_LIMIT_GB * GB) / ((u.d1BytesShards ?? 1) / 1000) / 1e6), 1)} million messages), and the control database grows by ${n(controlGbPerMonth, 2)} GB a month: the bot needs about ${n(Math.ceil((shardGbPerMonth * 12) / D1_DATABASE_LIMIT_GB))} shards for a year of history (README, "Scaling").`,
+        ]),
     "",
     "Not in the bill: Worker CPU time and Durable Object duration (wall-clock while an object is active), which the local runtime does not meter; the compactor's and extractor's model calls (none here: the offline compactor and extractor ran; with a model they are the provider's bill). " +
       `Prices from ${PRICES.sources.map((s) => `<${s}>`).join(", ")}.`,

@@ -78,7 +78,7 @@ function hold(conversationId: string, shard: string): void {
   if (oldest.done !== true) held.delete(oldest.value);
 }
 
-/** Forgets every placement this isolate holds (tests that add a shard to a running Worker). */
+/** Forgets every placement this isolate holds (tests that add a shard to a running Worker). @internal */
 export function forgetPlacements(): void {
   held.clear();
 }

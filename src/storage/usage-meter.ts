@@ -19,6 +19,8 @@ export interface Usage {
   readonly d1: D1Reads;
   /** The D1 databases' sizes in bytes, added up: each one's `meta.size_after` of its last statement. */
   readonly d1Bytes: number;
+  /** The same per D1 binding (`DB`, `DB_SHARD_0`, …): what the control database and each shard hold. */
+  readonly d1BytesByDatabase: Readonly<Record<string, number>>;
   /** R2 operations billed as Class A (put, list, multipart) and Class B (get, head). */
   readonly r2ClassA: number;
   readonly r2ClassB: number;
@@ -75,7 +77,7 @@ class UsageLedger {
       .map(([sql, counts]) => ({ sql, ...counts }))
       .sort((a, b) => b.rowsRead + b.rowsWritten - (a.rowsRead + a.rowsWritten))
       .slice(0, TOP_STATEMENTS);
-    return { d1: this.d1.peek(), d1Bytes, r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests, statements };
+    return { d1: this.d1.peek(), d1Bytes, d1BytesByDatabase: Object.fromEntries(this.#sizes), r2ClassA, r2ClassB, r2BytesPut, queueSent, queueDelivered, queueRetried, objectRequests, statements };
   }
 }
 
