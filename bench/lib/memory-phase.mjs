@@ -264,31 +264,34 @@ async function storedRows(persistDir, messages) {
   // Loaded here, not at the top: node:sqlite warns that it is experimental when it is imported.
   const { DatabaseSync } = await import("node:sqlite");
   const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
-  const file = readdirSync(dir).find((f) => f.endsWith(".sqlite"));
-  if (file === undefined) return { rowsByTable: null, rowsNote: `no D1 database file in ${dir}` };
-  const db = new DatabaseSync(join(dir, file), { readOnly: true });
-  try {
-    const tables = /** @type {{ name: string, sql: string }[]} */ (db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all());
-    const virtual = tables.filter((t) => /^CREATE VIRTUAL/i.test(t.sql)).map((t) => t.name);
-    /** @type {Record<string, number>} */
-    const rowsByTable = {};
-    for (const t of tables) {
-      if (virtual.includes(t.name) || virtual.some((v) => t.name.startsWith(`${v}_`))) continue; // FTS shadow tables
-      rowsByTable[t.name] = Number(/** @type {{ n: number }} */ (db.prepare(`SELECT count(*) AS n FROM "${t.name.replaceAll('"', '""')}"`).get()).n);
+  // One file per D1 database: the control database and each shard. Rows are added up by table.
+  const files = readdirSync(dir).filter((f) => f.endsWith(".sqlite"));
+  if (files.length === 0) return { rowsByTable: null, rowsNote: `no D1 database file in ${dir}` };
+  /** @type {Record<string, number>} */
+  const rowsByTable = {};
+  for (const file of files) {
+    const db = new DatabaseSync(join(dir, file), { readOnly: true });
+    try {
+      const tables = /** @type {{ name: string, sql: string }[]} */ (db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> 'd1_migrations'").all());
+      const virtual = tables.filter((t) => /^CREATE VIRTUAL/i.test(t.sql)).map((t) => t.name);
+      for (const t of tables) {
+        if (virtual.includes(t.name) || virtual.some((v) => t.name.startsWith(`${v}_`))) continue; // FTS shadow tables
+        rowsByTable[t.name] = (rowsByTable[t.name] ?? 0) + Number(/** @type {{ n: number }} */ (db.prepare(`SELECT count(*) AS n FROM "${t.name.replaceAll('"', '""')}"`).get()).n);
+      }
+    } finally {
+      db.close();
     }
-    const rowsIn = (/** @type {string[]} */ names) => names.reduce((n, name) => n + (rowsByTable[name] ?? 0), 0);
-    const extractionTables = Object.keys(rowsByTable).filter((name) => /^memory_|provenance|extract/.test(name));
-    // Recall's index of the log's turns (kept on the append path), apart from what extraction writes.
-    const turnIndexTables = Object.keys(rowsByTable).filter((name) => /^turn_/.test(name));
-    return {
-      rowsByTable,
-      extractionTables,
-      extractionRows: rowsIn(extractionTables),
-      extractionRowsPer1000Messages: round((rowsIn(extractionTables) / messages) * 1000, 1),
-      turnIndexTables,
-      turnIndexRowsPer1000Messages: round((rowsIn(turnIndexTables) / messages) * 1000, 1),
-    };
-  } finally {
-    db.close();
   }
+  const rowsIn = (/** @type {string[]} */ names) => names.reduce((n, name) => n + (rowsByTable[name] ?? 0), 0);
+  const extractionTables = Object.keys(rowsByTable).filter((name) => /^memory_|provenance|extract/.test(name));
+  // Recall's index of the log's turns (kept on the append path), apart from what extraction writes.
+  const turnIndexTables = Object.keys(rowsByTable).filter((name) => /^turn_/.test(name));
+  return {
+    rowsByTable,
+    extractionTables,
+    extractionRows: rowsIn(extractionTables),
+    extractionRowsPer1000Messages: round((rowsIn(extractionTables) / messages) * 1000, 1),
+    turnIndexTables,
+    turnIndexRowsPer1000Messages: round((rowsIn(turnIndexTables) / messages) * 1000, 1),
+  };
 }
