@@ -124,8 +124,20 @@ describe("conversations on shards", () => {
     // The row cannot be moved or removed, by anyone with the database.
     await expect(env.DB.prepare("UPDATE conversation_placements SET shard = 'DB_SHARD_0' WHERE conversation_id = ?").bind(conversation).run()).rejects.toThrow(/never moves/);
     await expect(env.DB.prepare("DELETE FROM conversation_placements WHERE conversation_id = ?").bind(conversation).run()).rejects.toThrow(/never moves/);
-    // The next append after the restart finds its log where it was.
+    // The object restarts too (a throw inside blockConcurrencyWhile resets it, as an eviction does):
+    // the fresh instance finds its shard in its own storage, and the next append lands beside the first.
+    const evicted = await runInDurableObject(conversationStub(env, conversation), (_instance, state) =>
+      state.blockConcurrencyWhile(() => Promise.reject(new Error("evicted by the test"))),
+    ).then(
+      () => false,
+      () => true,
+    );
+    expect(evicted).toBe(true);
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("k2", "2", "again") })).status).toBe(201);
+    expect(await runInDurableObject(conversationStub(env, conversation), (_instance, state) => state.storage.get<string>("shard"))).toBe(first);
+    const home = shardsOf(env).find((s) => s.name === first);
+    const stored = await home?.db.prepare("SELECT COUNT(*) AS n FROM events WHERE conversation_id = ?").bind(conversation).first<{ n: number }>();
+    expect(stored?.n).toBe(2);
     const log = await json<{ events: { seq: number }[] }>(await call("GET", eventsPath(conversation), { token }));
     expect(log.events.map((e) => e.seq)).toEqual([1, 2]);
   });
