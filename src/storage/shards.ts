@@ -1,4 +1,4 @@
-import { sha256Hex } from "../core/hash";
+import { closedShards, pickShard, shardNames } from "../core/placement";
 
 /**
  * Where a conversation's data lives. A deployment binds one control database (`DB`: tokens,
@@ -14,8 +14,6 @@ import { sha256Hex } from "../core/hash";
  * reads no placement at all.
  */
 
-export const SHARD_BINDING = /^DB_SHARD_(0|[1-9][0-9]{0,3})$/;
-
 /** A shard: its binding's name (what a placement row records) and the database. */
 export interface Shard {
   readonly name: string;
@@ -27,32 +25,25 @@ export class ShardConfigurationError extends Error {
   override readonly name = "ShardConfigurationError";
 }
 
-const ORDER = (name: string): number => Number(SHARD_BINDING.exec(name)?.[1] ?? Number.NaN);
-
 /** Every `DB_SHARD_<n>` binding of `env`, in shard-number order. */
 export function shardsOf(env: Env): Shard[] {
   const bound = env as unknown as Record<string, unknown>;
-  return Object.keys(bound)
-    .filter((name) => SHARD_BINDING.test(name))
-    .sort((a, b) => ORDER(a) - ORDER(b))
-    .map((name) => ({ name, db: bound[name] as D1Database }));
+  return shardNames(Object.keys(bound)).map((name) => ({ name, db: bound[name] as D1Database }));
 }
 
 /** The shards that take new conversations: every bound shard not named in `SHARDS_CLOSED`. */
 export function openShards(env: Env): Shard[] {
-  const closedSetting: string = env.SHARDS_CLOSED;
-  const closed = new Set(closedSetting.split(",").map((name) => name.trim()));
+  const setting: string = env.SHARDS_CLOSED;
+  const closed = closedShards(setting);
   return shardsOf(env).filter((shard) => !closed.has(shard.name));
 }
 
-/**
- * The shard a conversation not yet placed goes to: a stable hash of its id over the open shards
- * (their names sorted by number), so the choice depends only on the id and the open set.
- */
+/** The shard a conversation not yet placed goes to (`core/placement`): a stable hash of its id over the open shards. */
 export function chooseShard(conversationId: string, open: readonly Shard[]): Shard {
-  if (open.length === 0) throw new ShardConfigurationError("no open shard: bind DB_SHARD_0 (and more) and leave at least one out of SHARDS_CLOSED");
-  const bucket = Number.parseInt(sha256Hex(conversationId).slice(0, 12), 16) % open.length;
-  return open[bucket] as Shard;
+  const name = pickShard(conversationId, open.map((shard) => shard.name));
+  const shard = open.find((s) => s.name === name);
+  if (shard === undefined) throw new ShardConfigurationError("no open shard: bind DB_SHARD_0 (and more) and leave at least one out of SHARDS_CLOSED");
+  return shard;
 }
 
 /** Every shard binding by name. */
