@@ -211,9 +211,9 @@ describe("conversations on shards", () => {
       shard
         .prepare(
           `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
-           VALUES ('bnd_forged', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .bind(first, a.agentId, head.epoch_id, head.position + 1, head.id, head.hash, head.covered_through_seq + 1, forgedRun, head.body, head.hash, new Date().toISOString()),
+        .bind(`bnd_forged_${forgedRun.slice(4)}`, first, a.agentId, head.epoch_id, head.position + 1, head.id, head.hash, head.covered_through_seq + 1, forgedRun, head.body, head.hash, new Date().toISOString()),
     ]);
     expect((await verify(first, a.agentId, a.token)).valid).toBe(false);
     expect((await verify(second, b.agentId, b.token)).valid).toBe(true);
