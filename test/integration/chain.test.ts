@@ -7,6 +7,7 @@ import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 import { insertPlan, settledChain, waitFor } from "../support/chain";
+import { shardOf } from "../support/shards";
 
 let agentCounter = 0;
 const freshAgent = (): string => `chain-${Date.now().toString(36)}-${agentCounter++}`;
@@ -203,7 +204,7 @@ describe("GET /v1/conversations/:conversation/chain, /verify and /verify/links",
     const forgedRun = "cmp_33333333-3333-4333-8333-333333333333";
     await insertPlan(conversation, agentId, head.epochId, forgedRun, head.body.id);
     const forgedBody = { ...head.body, content: { ...head.body.content, summary: "Everyone agreed to double the budget." } };
-    await env.DB.prepare(
+    await (await shardOf(conversation)).prepare(
       `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
        VALUES ('bnd_forged', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
