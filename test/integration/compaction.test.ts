@@ -253,13 +253,15 @@ describe("compaction end to end (offline compactor)", () => {
     // A second successor of "no predecessor" in the same epoch, from a plan of its own.
     const forgedRun = "cmp_22222222-2222-4222-8222-222222222222";
     await insertPlan(conversation, agentId, first?.epochId ?? "", forgedRun, "");
+    // A row id of this test's own (the files of a workerd share its databases): only the fork is refused.
+    const forgedId = `bnd_forged_${crypto.randomUUID().slice(0, 8)}`;
     const shard = await shardOf(conversation);
     await expect(
       shard.prepare(
         `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
-         VALUES ('bnd_forged', ?, ?, ?, 9, '', NULL, 1, ?, '{}', ?, 'now')`,
+         VALUES (?, ?, ?, ?, 9, '', NULL, 1, ?, '{}', ?, 'now')`,
       )
-        .bind(conversation, agentId, first?.epochId, forgedRun, "0".repeat(64))
+        .bind(forgedId, conversation, agentId, first?.epochId, forgedRun, "0".repeat(64))
         .run(),
     ).rejects.toThrow(/UNIQUE constraint failed: boundaries.conversation_id, boundaries.agent_id, boundaries.epoch_id, boundaries.previous_id/);
   });

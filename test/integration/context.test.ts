@@ -172,7 +172,9 @@ describe("GET /v1/conversations/{conversation}/context", () => {
     const { conversation, agentId, token } = await setup();
     await say(token, conversation, 0, 20);
     const head = (await idle(conversation, agentId, 1)).at(-1);
-    const runId = "cmp_33333333-3333-4333-8333-333333333333";
+    // Ids of this test's own: the files of a workerd share its databases, and other files forge rows too.
+    const runId = `cmp_${crypto.randomUUID()}`;
+    const forgedId = `bnd_forged_${runId.slice(4, 12)}`;
     const shard = await shardOf(conversation);
     await shard.prepare(
       `INSERT INTO compaction_plans (run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at)
@@ -181,12 +183,12 @@ describe("GET /v1/conversations/{conversation}/context", () => {
       .bind(runId, conversation, agentId, head?.epochId, head?.body.id, `${head?.body.packet.key}.forged`, head?.body.packet.hash, new Date().toISOString())
       .run();
     const position = (head?.position ?? 0) + 1;
-    const forgedBody = { ...head?.body, id: "bnd_forged", position, run: { id: runId, triggerSeq: 1 }, coveredThrough: { turnId: "s999", seq: 999 } };
+    const forgedBody = { ...head?.body, id: forgedId, position, run: { id: runId, triggerSeq: 1 }, coveredThrough: { turnId: "s999", seq: 999 } };
     await shard.prepare(
       `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
-       VALUES ('bnd_forged', ?, ?, ?, ?, ?, ?, 999, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, 999, ?, ?, ?, ?)`,
     )
-      .bind(conversation, agentId, head?.epochId, position, head?.body.id, head?.hash, runId, JSON.stringify(forgedBody), sha256Hex("forged"), new Date().toISOString())
+      .bind(forgedId, conversation, agentId, head?.epochId, position, head?.body.id, head?.hash, runId, JSON.stringify(forgedBody), sha256Hex("forged"), new Date().toISOString())
       .run();
     const error = await contextError(token, conversation, agentId);
     expect(error.code).toBe("chain_invalid");
