@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { isolateTokens, TOKEN_CACHE_TTL_MS } from "../../src/api/token-cache";
 import { sha256Hex } from "../../src/core/hash";
 import { D1_METER_HEADER, D1_READS_HEADER } from "../../src/storage/d1-meter";
+import { placedShardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
 
@@ -56,6 +57,9 @@ describe("bearer tokens scoped to conversations", () => {
   it("refuses a revoked token once the isolate's cached check has expired, and re-reads no token within it", async () => {
     const conversation = freshConversation();
     const token = await tokenFor(conversation);
+    // Placed first: this isolate then holds the placement, so what the meter counts below is the
+    // token's row and the log, not the lookup of where a conversation nothing placed would live.
+    await placedShardOf(conversation);
     let now = Date.now();
     isolateTokens.setClock(() => now);
     try {

@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { OpenApiDocument } from "../../src/http/openapi/types";
+import { shardsOf } from "../../src/storage/shards";
 import { pair } from "../support/declarations";
 import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -81,15 +82,17 @@ function registration(w: Pick<World, "conversation" | "agentId">) {
   return pair({ agentId: w.agentId, sources: [`${tenant}:*`], trigger: 50_000, retain: 20_000, admitSensitive: true });
 }
 
-/** Every row of every table and every R2 object, as one comparable value. */
+/** Every row of every table of the control database and of every shard, and every R2 object, as one comparable value. */
 async function storageSnapshot(): Promise<string> {
-  const tables = await env.DB.prepare(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%' ORDER BY name",
-  ).all<{ name: string }>();
   const parts: string[] = [];
-  for (const { name } of tables.results) {
-    const rows = await env.DB.prepare(`SELECT * FROM "${name}"`).all();
-    parts.push(`${name}:${JSON.stringify(rows.results)}`);
+  for (const { name: database, db } of [{ name: "DB", db: env.DB }, ...shardsOf(env)]) {
+    const tables = await db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%' ORDER BY name")
+      .all<{ name: string }>();
+    for (const { name } of tables.results) {
+      const rows = await db.prepare(`SELECT * FROM "${name}"`).all();
+      parts.push(`${database}.${name}:${JSON.stringify(rows.results)}`);
+    }
   }
   const objects = await env.DOCUMENTS.list();
   parts.push(`r2:${JSON.stringify(objects.objects.map((o) => `${o.key}@${o.etag}`))}`);

@@ -7,6 +7,7 @@ import type { ChainAuditReport, LinkPage } from "../../src/core/chain-audit";
 import { canonicalJson } from "../../src/core/hash";
 import type { StoredBoundary } from "../../src/storage/compaction-store";
 import { readChainBoundaries, readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import { register } from "../support/declarations";
 import { settledChain } from "../support/chain";
 import { conversationStub } from "../../src/durable/stub";
@@ -70,23 +71,26 @@ async function anchoredChain(boundaries: number) {
   return { conversation, agentId, token, chain, head };
 }
 
-/** A hand edit of trusted storage: the immutability triggers are dropped around it, as a person with database access could. */
-async function behindTheServicesBack(statements: D1PreparedStatement[]): Promise<void> {
-  await env.DB.batch([
-    env.DB.prepare("DROP TRIGGER boundaries_immutable_update"),
-    env.DB.prepare("DROP TRIGGER boundaries_immutable_delete"),
+/**
+ * A hand edit of trusted storage on the conversation's shard: the immutability triggers are dropped
+ * around it, as a person with database access could.
+ */
+async function behindTheServicesBack(shard: D1Database, statements: D1PreparedStatement[]): Promise<void> {
+  await shard.batch([
+    shard.prepare("DROP TRIGGER boundaries_immutable_update"),
+    shard.prepare("DROP TRIGGER boundaries_immutable_delete"),
     ...statements,
-    env.DB.prepare("CREATE TRIGGER boundaries_immutable_update BEFORE UPDATE ON boundaries BEGIN SELECT RAISE(ABORT, 'boundaries: rows are immutable'); END"),
-    env.DB.prepare("CREATE TRIGGER boundaries_immutable_delete BEFORE DELETE ON boundaries BEGIN SELECT RAISE(ABORT, 'boundaries: rows are immutable'); END"),
+    shard.prepare("CREATE TRIGGER boundaries_immutable_update BEFORE UPDATE ON boundaries BEGIN SELECT RAISE(ABORT, 'boundaries: rows are immutable'); END"),
+    shard.prepare("CREATE TRIGGER boundaries_immutable_delete BEFORE DELETE ON boundaries BEGIN SELECT RAISE(ABORT, 'boundaries: rows are immutable'); END"),
   ]);
 }
 
-const deleteRow = (id: string): D1PreparedStatement => env.DB.prepare("DELETE FROM boundaries WHERE id = ?").bind(id);
+const deleteRow = (shard: D1Database, id: string): D1PreparedStatement => shard.prepare("DELETE FROM boundaries WHERE id = ?").bind(id);
 
 /** Rewrites a row's body and stores its recomputed hash (and the hash its successor names, when given). */
-function rewriteRow(body: BoundaryBody): { statement: D1PreparedStatement; hash: string } {
+function rewriteRow(shard: D1Database, body: BoundaryBody): { statement: D1PreparedStatement; hash: string } {
   const hash = boundaryHash(body);
-  return { statement: env.DB.prepare("UPDATE boundaries SET body = ?, hash = ?, previous_hash = ? WHERE id = ?").bind(canonicalJson(body), hash, body.previous?.hash ?? null, body.id), hash };
+  return { statement: shard.prepare("UPDATE boundaries SET body = ?, hash = ?, previous_hash = ? WHERE id = ?").bind(canonicalJson(body), hash, body.previous?.hash ?? null, body.id), hash };
 }
 
 const rewritten = (boundary: StoredBoundary): BoundaryBody => ({
@@ -123,7 +127,7 @@ async function expectContextRefused(token: string, conversation: string, agentId
   const res = await call("GET", contextPath(conversation, agentId), { token });
   expect(res.status).toBe(409);
   expect((await json<ErrorBody>(res)).error).toMatchObject({ code: "chain_invalid", reason });
-  const incidents = await readIncidents(env.DB, conversation, 10);
+  const incidents = await readIncidents(await shardOf(conversation), conversation, 10);
   expect(incidents.some((i) => i.kind === "resolver_failure" && i.code === reason && i.agentId === agentId)).toBe(true);
 }
 
@@ -158,7 +162,8 @@ describe("the chain's head is anchored in the log", () => {
 
   it("fails closed when the head row was deleted, also after a restart", async () => {
     const { conversation, agentId, token, chain, head } = await anchoredChain(2);
-    await behindTheServicesBack([deleteRow(head.body.id)]);
+    const shard = await shardOf(conversation);
+    await behindTheServicesBack(shard, [deleteRow(shard, head.body.id)]);
     const report = await expectAuditRefusesHead(token, conversation, agentId, head.body.id, /missing/);
     // What remains is intact, link by link: the finding is the head, not the links.
     expect(report.epochs[0]?.links.every((l) => l.valid)).toBe(true);
@@ -169,10 +174,10 @@ describe("the chain's head is anchored in the log", () => {
     const before = chain.length - 1;
     const settled = await conversationStub(env, conversation).settle(conversation, head.runId, head.body.content, head.body.model);
     expect(settled).toMatchObject({ ok: false, error: { code: "chain_invalid" } });
-    const refused = (await readIncidents(env.DB, conversation, 50)).find((i) => i.kind === "resolver_failure" && i.runId === head.runId);
+    const refused = (await readIncidents(await shardOf(conversation), conversation, 50)).find((i) => i.kind === "resolver_failure" && i.runId === head.runId);
     if (refused === undefined) throw new Error("no incident for the refused settlement");
     expect(refused.code).toBe("missing_link");
-    expect((await readChainBoundaries(env.DB, conversation, agentId, head.epochId)).length).toBe(before);
+    expect((await readChainBoundaries(await shardOf(conversation), conversation, agentId, head.epochId)).length).toBe(before);
     await expectContextRefused(token, conversation, agentId, "missing_link");
   });
 
@@ -182,7 +187,8 @@ describe("the chain's head is anchored in the log", () => {
   ])("fails closed when $name", async ({ boundaries, deleted }) => {
     const { conversation, agentId, token, chain, head } = await anchoredChain(boundaries);
     const gone = deleted(chain);
-    await behindTheServicesBack(gone.map((b) => deleteRow(b.body.id)));
+    const shard = await shardOf(conversation);
+    await behindTheServicesBack(shard, gone.map((b) => deleteRow(shard, b.body.id)));
     const report = await expectAuditRefusesHead(token, conversation, agentId, head.body.id, /missing/);
     expect(report.epochs[0]?.links.map((l) => l.boundaryId)).toEqual(chain.filter((b) => !gone.includes(b)).map((b) => b.body.id));
     await restart(conversation);
@@ -191,7 +197,8 @@ describe("the chain's head is anchored in the log", () => {
 
   it("fails closed when the head's summary was rewritten and its hash recomputed", async () => {
     const { conversation, agentId, token, head } = await anchoredChain(2);
-    await behindTheServicesBack([rewriteRow(rewritten(head)).statement]);
+    const shard = await shardOf(conversation);
+    await behindTheServicesBack(shard, [rewriteRow(shard, rewritten(head)).statement]);
     const report = await expectAuditRefusesHead(token, conversation, agentId, head.body.id, /hash/);
     const link = report.epochs[0]?.links.find((l) => l.boundaryId === head.body.id);
     expect(link?.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(["completed_run"]);
@@ -203,17 +210,18 @@ describe("the chain's head is anchored in the log", () => {
 
   it("fails closed when an older summary was rewritten and every hash after it recomputed", async () => {
     const { conversation, agentId, token, chain, head } = await anchoredChain(3);
+    const shard = await shardOf(conversation);
     // A careful forger keeps every link consistent: rewrite the first, then re-link each successor to the new hash.
     const statements: D1PreparedStatement[] = [];
     let previousHash: string | undefined;
     for (const [i, boundary] of chain.entries()) {
       const before = chain[i - 1];
       const body = i === 0 ? rewritten(boundary) : { ...boundary.body, previous: { id: before?.body.id ?? "", hash: previousHash ?? "", coveredThroughSeq: before?.coveredThroughSeq ?? 0 } };
-      const row = rewriteRow(body);
+      const row = rewriteRow(shard, body);
       statements.push(row.statement);
       previousHash = row.hash;
     }
-    await behindTheServicesBack(statements);
+    await behindTheServicesBack(shard, statements);
     const report = await expectAuditRefusesHead(token, conversation, agentId, head.body.id, /hash/);
     // Every rewritten link is named by its own receipt, not only the head (the later ones also by their packets,
     // which still name the original predecessor hashes).
@@ -230,7 +238,8 @@ describe("the chain's head is anchored in the log", () => {
     const chain = await chainOf(token, conversation, agentId, 3);
     const [second, third] = chain.slice(-2);
     if (second === undefined || third === undefined) throw new Error("expected three boundaries");
-    await behindTheServicesBack([deleteRow(second.body.id)]);
+    const shard = await shardOf(conversation);
+    await behindTheServicesBack(shard, [deleteRow(shard, second.body.id)]);
     const report = await verify(token, conversation, agentId);
     expect(report.valid).toBe(false);
     // The head is still the one the log names; its link to the deleted row is what fails.
@@ -244,15 +253,16 @@ describe("the chain's head is anchored in the log", () => {
     const { conversation, agentId, token } = await setup();
     const only = (await chainOf(token, conversation, agentId, 1)).at(-1);
     if (only === undefined) throw new Error("no boundary");
-    const receipt = env.DB.prepare("SELECT seq, body FROM events WHERE conversation_id = ? AND idempotency_key = ?").bind(conversation, `run:${only.runId}:completed`);
+    const shard = await shardOf(conversation);
+    const receipt = shard.prepare("SELECT seq, body FROM events WHERE conversation_id = ? AND idempotency_key = ?").bind(conversation, `run:${only.runId}:completed`);
     const row = await receipt.first<{ seq: number; body: string }>();
     expect(JSON.parse(row?.body ?? "{}")).toMatchObject({ status: "completed", anchor: { boundaryId: only.body.id, boundaryHash: only.hash, position: only.position } });
-    await expect(env.DB.prepare("DELETE FROM events WHERE conversation_id = ? AND seq = ?").bind(conversation, row?.seq).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("DELETE FROM events WHERE conversation_id = ? AND seq = ?").bind(conversation, row?.seq).run()).rejects.toThrow(/immutable/);
     // A second receipt anchoring the same position of the epoch (a successor settled after a deleted head) cannot be stored.
-    const next = await env.DB.prepare("SELECT MAX(seq) + 1 AS seq FROM events WHERE conversation_id = ?").bind(conversation).first<{ seq: number }>();
+    const next = await shard.prepare("SELECT MAX(seq) + 1 AS seq FROM events WHERE conversation_id = ?").bind(conversation).first<{ seq: number }>();
     const twin = (row?.body ?? "").replace(only.body.id, "bnd_twin");
     await expect(
-      env.DB.prepare("INSERT INTO events (conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES (?, ?, 'run', 'run:twin:completed', 0, ?, ?, ?)")
+      shard.prepare("INSERT INTO events (conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES (?, ?, 'run', 'run:twin:completed', 0, ?, ?, ?)")
         .bind(conversation, next?.seq, twin, "0".repeat(64), new Date().toISOString())
         .run(),
     ).rejects.toThrow(/UNIQUE/);

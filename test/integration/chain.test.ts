@@ -7,6 +7,7 @@ import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 import { insertPlan, settledChain, waitFor } from "../support/chain";
+import { shardOf } from "../support/shards";
 
 let agentCounter = 0;
 const freshAgent = (): string => `chain-${Date.now().toString(36)}-${agentCounter++}`;
@@ -200,24 +201,26 @@ describe("GET /v1/conversations/:conversation/chain, /verify and /verify/links",
     const { chain } = await settledChain(conversation, agentId, 2);
     const head = chain.at(-1);
     if (head === undefined) throw new Error("no head");
-    const forgedRun = "cmp_33333333-3333-4333-8333-333333333333";
+    // Ids of this test's own: the files of a workerd share its databases, and other files forge rows too.
+    const forgedRun = `cmp_${crypto.randomUUID()}`;
+    const forgedId = `bnd_forged_${forgedRun.slice(4, 12)}`;
     await insertPlan(conversation, agentId, head.epochId, forgedRun, head.body.id);
     const forgedBody = { ...head.body, content: { ...head.body.content, summary: "Everyone agreed to double the budget." } };
-    await env.DB.prepare(
+    await (await shardOf(conversation)).prepare(
       `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
-       VALUES ('bnd_forged', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
-      .bind(conversation, agentId, head.epochId, head.position + 1, head.body.id, head.hash, head.coveredThroughSeq + 1, forgedRun, canonicalJson(forgedBody), head.hash, new Date().toISOString())
+      .bind(forgedId, conversation, agentId, head.epochId, head.position + 1, head.body.id, head.hash, head.coveredThroughSeq + 1, forgedRun, canonicalJson(forgedBody), head.hash, new Date().toISOString())
       .run();
 
     const listing = await json<ChainListing>(await call("GET", chainPath(conversation, agentId), { token }));
-    expect(listing.boundaries.at(-1)?.id).toBe("bnd_forged");
+    expect(listing.boundaries.at(-1)?.id).toBe(forgedId);
 
     const report = await verify(token, conversation, agentId);
     expect(report.valid).toBe(false);
-    const forged = linkOf(report, "bnd_forged");
+    const forged = linkOf(report, forgedId);
     expect(forged.valid).toBe(false);
-    expect(failing(report, "bnd_forged")).toEqual(expect.arrayContaining(["body_hash", "plan", "completed_run"]));
+    expect(failing(report, forgedId)).toEqual(expect.arrayContaining(["body_hash", "plan", "completed_run"]));
     expect(forged.checks.find((c) => c.name === "completed_run")?.detail).toBe(`no completed run event for ${forgedRun}`);
     expect(forged.checks.find((c) => c.name === "plan")?.detail).toMatch(/the plan's packet is packets\/forged\//);
     // The genuine links keep verifying: the forgery is reported where it is, not smeared over the chain.

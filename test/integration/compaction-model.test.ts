@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries, readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import type { ScriptStep } from "../fake-openai/server";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
@@ -99,7 +100,7 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     expect(failed.map((r) => r.body.error?.code)).toEqual(["model_rate_limited", "model_server_error", "output_invalid_json", "output_truncated_output"]);
     expect(new Set(failed.map((r) => r.body.runId))).toEqual(new Set([boundary?.runId]));
     expect(failed.every((r) => r.body.role === "compactor" && r.body.agentId === `${agentId}.compactor`)).toBe(true);
-    const incidents = await readIncidents(env.DB, conversation, 20);
+    const incidents = await readIncidents(await shardOf(conversation), conversation, 20);
     expect(incidents.filter((i) => i.kind === "compactor_failure")).toHaveLength(4);
     // Every attempt read the same packet: the same two messages each time. After a transport
     // failure the request is repeated as it was; after an unusable reply the retry shows the model
@@ -168,7 +169,7 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     // Six attempts, the dead-letter hop and a re-plan each wait out the queue's batch window.
     const [boundary] = (await settledChain(conversation, agentId, 1, 60_000)).chain;
 
-    const incidents = await readIncidents(env.DB, conversation, 50);
+    const incidents = await readIncidents(await shardOf(conversation), conversation, 50);
     const abandoned = incidents.filter((i) => i.kind === "compactor_abandoned");
     expect(abandoned).toHaveLength(1);
     expect(incidents.filter((i) => i.kind === "compactor_failure" && i.runId === abandoned[0]?.runId)).toHaveLength(6);
@@ -216,7 +217,7 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     expect(nothing.length).toBeGreaterThan(0);
     for (const detail of nothing) expect(detail?.activeChars).toBeGreaterThanOrEqual(2_000);
     expect(compactor.filter((r) => r.body.status === "failed").map((r) => r.body.error?.code)).toEqual([]);
-    expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "plan_failure")).toEqual([]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 50)).filter((i) => i.kind === "plan_failure")).toEqual([]);
   });
 
   it("never makes ingest wait for the model", async () => {
@@ -226,7 +227,7 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     // Every append above was acknowledged while the model call was still outstanding.
     const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
     expect(state?.openRunId).not.toBeNull();
-    expect(await readChainBoundaries(env.DB, conversation, agentId)).toHaveLength(0);
+    expect(await readChainBoundaries(await shardOf(conversation), conversation, agentId)).toHaveLength(0);
     await idle(conversation, agentId, 1);
   });
 });

@@ -8,6 +8,7 @@ import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries } from "../support/reads";
 import { readAllEvents } from "../../src/storage/event-store";
 import { pair } from "../support/declarations";
+import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, tokenFor } from "./helpers";
 
 /** A deterministic pseudo-random stream, so the replay is the same conversation every run. */
@@ -73,7 +74,7 @@ it(
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
 
-    const boundaries = await readChainBoundaries(env.DB, conversation, agentId);
+    const boundaries = await readChainBoundaries(await shardOf(conversation), conversation, agentId);
     // How many depends on how far ingest outruns the queue (a run freezes at most maxFrozenChars,
     // 160,000): at least two for 400,000 characters with an 80,000 trigger.
     expect(boundaries.length).toBeGreaterThanOrEqual(2);
@@ -96,7 +97,7 @@ it(
 
     // Every frozen turn is covered exactly once, and the covered turns are exactly the conversation's
     // turns up to the last boundary's coverage.
-    const turns = reconstruct(await readAllEvents(env.DB, conversation), { admittedAgents: new Set([agentId]), includeSensitive: false });
+    const turns = reconstruct(await readAllEvents(await shardOf(conversation), conversation), { admittedAgents: new Set([agentId]), includeSensitive: false });
     const covered = turns.filter((t) => t.group <= (previous?.coveredThroughSeq ?? 0)).map((t) => t.id);
     expect(new Set(frozenIds).size).toBe(frozenIds.length);
     expect(frozenIds).toEqual(covered);

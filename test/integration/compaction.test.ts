@@ -10,6 +10,7 @@ import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 import { insertPlan, settledChain, waitFor } from "../support/chain";
+import { shardOf } from "../support/shards";
 
 let agentCounter = 0;
 const freshAgent = (): string => `agent-${Date.now().toString(36)}-${agentCounter++}`;
@@ -145,7 +146,7 @@ describe("compaction end to end (offline compactor)", () => {
     expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800 })).status).toBe(201);
     await say(token, conversation, 120, 121);
 
-    const activation = await env.DB.prepare("SELECT frontier_id, frontier_hash, start_seq, activating_seq FROM activations WHERE conversation_id = ? AND agent_id = ?")
+    const activation = await (await shardOf(conversation)).prepare("SELECT frontier_id, frontier_hash, start_seq, activating_seq FROM activations WHERE conversation_id = ? AND agent_id = ?")
       .bind(conversation, agentId)
       .first<{ frontier_id: string; frontier_hash: string; start_seq: number; activating_seq: number }>();
     expect(activation?.activating_seq).toBe(121);
@@ -168,8 +169,8 @@ describe("compaction end to end (offline compactor)", () => {
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("huge", "huge", huge) })).status).toBe(201);
     const failed = (await runEvents(token, conversation)).filter((r) => r.body.status === "failed");
     expect(failed.map((r) => r.body.error?.code)).toEqual(["tail_group_too_large"]);
-    expect(await readChainBoundaries(env.DB, conversation, agentId)).toHaveLength(0);
-    const incidents = await readIncidents(env.DB, conversation, 10);
+    expect(await readChainBoundaries(await shardOf(conversation), conversation, agentId)).toHaveLength(0);
+    const incidents = await readIncidents(await shardOf(conversation), conversation, 10);
     expect(incidents.map((i) => [i.kind, i.code])).toEqual([["plan_failure", "tail_group_too_large"]]);
     // Once a newer group exists the big one can be frozen whole: never split, never silently cut.
     await say(token, conversation, 5, 6);
@@ -183,7 +184,7 @@ describe("compaction end to end (offline compactor)", () => {
     await say(token, conversation, 0, 20);
     const { chain } = await settledChain(conversation, agentId, 1);
     const first = chain[0];
-    const plan = await env.DB.prepare("SELECT * FROM compaction_plans WHERE run_id = ?").bind(first?.runId).first<{ run_id: string; packet_key: string; packet_hash: string; agent_id: string }>();
+    const plan = await (await shardOf(conversation)).prepare("SELECT * FROM compaction_plans WHERE run_id = ?").bind(first?.runId).first<{ run_id: string; packet_key: string; packet_hash: string; agent_id: string }>();
     const job = compactionJobSchema.parse({
       type: "compaction",
       conversationId: conversation,
@@ -202,7 +203,7 @@ describe("compaction end to end (offline compactor)", () => {
     await worker.queue(batch, env);
     const result = await getQueueResult(batch, ctx);
     expect(result.explicitAcks.sort()).toEqual(["dup-1", "dup-2"]);
-    const after = await readChainBoundaries(env.DB, conversation, agentId);
+    const after = await readChainBoundaries(await shardOf(conversation), conversation, agentId);
     expect(after.filter((b) => b.runId === first?.runId)).toHaveLength(1);
     expect(after[0]?.hash).toBe(first?.hash);
   });
@@ -234,13 +235,13 @@ describe("compaction end to end (offline compactor)", () => {
       return s !== undefined && s.headId !== null && s.openRunId === null ? s : undefined;
     }, "a boundary in the new epoch");
     expect(state.epochId).not.toBe(oldChain[0]?.epochId);
-    const all = await readChainBoundaries(env.DB, conversation, agentId);
+    const all = await readChainBoundaries(await shardOf(conversation), conversation, agentId);
     const newEpoch = all.filter((b) => b.epochId === state.epochId);
     expect(newEpoch[0]?.body.previous).toBeNull();
     // Old epoch boundaries stay stored and inspectable, and are never the head of the new chain.
     expect(all.filter((b) => b.epochId === oldChain[0]?.epochId).length).toBeGreaterThanOrEqual(1);
     expect(newEpoch.map((b) => b.body.id)).toContain(state.headId);
-    const activations = await env.DB.prepare("SELECT COUNT(*) AS n FROM activations WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ n: number }>();
+    const activations = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM activations WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ n: number }>();
     expect(activations?.n).toBe(2);
   });
 
@@ -252,12 +253,15 @@ describe("compaction end to end (offline compactor)", () => {
     // A second successor of "no predecessor" in the same epoch, from a plan of its own.
     const forgedRun = "cmp_22222222-2222-4222-8222-222222222222";
     await insertPlan(conversation, agentId, first?.epochId ?? "", forgedRun, "");
+    // A row id of this test's own (the files of a workerd share its databases): only the fork is refused.
+    const forgedId = `bnd_forged_${crypto.randomUUID().slice(0, 8)}`;
+    const shard = await shardOf(conversation);
     await expect(
-      env.DB.prepare(
+      shard.prepare(
         `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
-         VALUES ('bnd_forged', ?, ?, ?, 9, '', NULL, 1, ?, '{}', ?, 'now')`,
+         VALUES (?, ?, ?, ?, 9, '', NULL, 1, ?, '{}', ?, 'now')`,
       )
-        .bind(conversation, agentId, first?.epochId, forgedRun, "0".repeat(64))
+        .bind(forgedId, conversation, agentId, first?.epochId, forgedRun, "0".repeat(64))
         .run(),
     ).rejects.toThrow(/UNIQUE constraint failed: boundaries.conversation_id, boundaries.agent_id, boundaries.epoch_id, boundaries.previous_id/);
   });

@@ -7,6 +7,7 @@ import { register } from "../support/declarations";
 import { OPENAI_CHAT_REQUEST } from "../fixtures/openai/chat-completion-request";
 import { validateAgainst } from "../support/openapi-schema";
 import { BOT_ID, call, json, tokenFor, webhook } from "./helpers";
+import { shardOf } from "../support/shards";
 
 /**
  * What the compactor is really sent, read off the wire: Telegram updates go in through the
@@ -80,7 +81,7 @@ describe("the compactor's request", () => {
 
     // The boundary binds no sender for a group, and the packet keeps the turn ids beside the message ids.
     expect(boundary?.body.conversation).toMatchObject({ source: "telegram", sender: null });
-    const plan = await readPlan(env.DB, boundary?.runId ?? "");
+    const plan = await readPlan(await shardOf(conversation), boundary?.runId ?? "");
     const object = await env.DOCUMENTS.get(plan?.packetKey ?? "");
     const packet = packetSchema.parse(JSON.parse((await object?.text()) ?? "null") as unknown);
     expect(packet.conversationType).toBe("group");

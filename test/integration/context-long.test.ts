@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries } from "../support/reads";
+import { shardOf } from "../support/shards";
 import { pair } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, tokenFor } from "./helpers";
 
@@ -85,7 +86,7 @@ it(
     const final = await sample();
     const envelopes = (final.boundary?.envelopeChars ?? 0) + (final.amendment?.envelopeChars ?? 0);
     expect(final.totals.chars).toBeLessThanOrEqual(TRIGGER + envelopes);
-    const boundaries = await readChainBoundaries(env.DB, conversation, agentId);
+    const boundaries = await readChainBoundaries(await shardOf(conversation), conversation, agentId);
     console.log(`long conversation: ${chars} characters, ${boundaries.length} boundaries, largest context at rest ${largest}, final ${final.totals.chars}`);
     expect(chars).toBeGreaterThanOrEqual(2_000_000);
     expect(boundaries.length).toBeGreaterThan(10);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { boundaryHash } from "../../src/core/boundary";
 import { canonicalJson, sha256Hex } from "../../src/core/hash";
 import { readChainBoundaries, readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import type { PairOptions } from "../support/declarations";
 import { register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
@@ -122,7 +123,7 @@ describe("GET /v1/conversations/{conversation}/context", () => {
     expect(served.messages[1]?.content).toContain("moves to Berlin");
     expect(served.manifest.amendment?.hash).toMatch(/^[0-9a-f]{64}$/);
     // The frozen boundary itself is untouched.
-    expect((await readChainBoundaries(env.DB, conversation, agentId)).at(-1)?.hash).toBe(first?.hash);
+    expect((await readChainBoundaries(await shardOf(conversation), conversation, agentId)).at(-1)?.hash).toBe(first?.hash);
 
     await say(token, conversation, 20, 40);
     const chain = await idle(conversation, agentId, settled.length + 1);
@@ -171,25 +172,28 @@ describe("GET /v1/conversations/{conversation}/context", () => {
     const { conversation, agentId, token } = await setup();
     await say(token, conversation, 0, 20);
     const head = (await idle(conversation, agentId, 1)).at(-1);
-    const runId = "cmp_33333333-3333-4333-8333-333333333333";
-    await env.DB.prepare(
+    // Ids of this test's own: the files of a workerd share its databases, and other files forge rows too.
+    const runId = `cmp_${crypto.randomUUID()}`;
+    const forgedId = `bnd_forged_${runId.slice(4, 12)}`;
+    const shard = await shardOf(conversation);
+    await shard.prepare(
       `INSERT INTO compaction_plans (run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?)`,
     )
       .bind(runId, conversation, agentId, head?.epochId, head?.body.id, `${head?.body.packet.key}.forged`, head?.body.packet.hash, new Date().toISOString())
       .run();
     const position = (head?.position ?? 0) + 1;
-    const forgedBody = { ...head?.body, id: "bnd_forged", position, run: { id: runId, triggerSeq: 1 }, coveredThrough: { turnId: "s999", seq: 999 } };
-    await env.DB.prepare(
+    const forgedBody = { ...head?.body, id: forgedId, position, run: { id: runId, triggerSeq: 1 }, coveredThrough: { turnId: "s999", seq: 999 } };
+    await shard.prepare(
       `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
-       VALUES ('bnd_forged', ?, ?, ?, ?, ?, ?, 999, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, 999, ?, ?, ?, ?)`,
     )
-      .bind(conversation, agentId, head?.epochId, position, head?.body.id, head?.hash, runId, JSON.stringify(forgedBody), sha256Hex("forged"), new Date().toISOString())
+      .bind(forgedId, conversation, agentId, head?.epochId, position, head?.body.id, head?.hash, runId, JSON.stringify(forgedBody), sha256Hex("forged"), new Date().toISOString())
       .run();
     const error = await contextError(token, conversation, agentId);
     expect(error.code).toBe("chain_invalid");
     expect(error["reason"]).toBe("divergent_hash");
-    const incidents = await readIncidents(env.DB, conversation, 10);
+    const incidents = await readIncidents(await shardOf(conversation), conversation, 10);
     expect(incidents.some((i) => i.kind === "resolver_failure" && i.runId === runId)).toBe(true);
   });
 
@@ -210,7 +214,7 @@ describe("GET /v1/conversations/{conversation}/context", () => {
       coveredThrough: { turnId: "s998", seq: 998 },
       compactor: { ...head.body.compactor, fingerprint: sha256Hex("another declaration pair") },
     };
-    await env.DB.prepare(
+    await (await shardOf(conversation)).prepare(
       `INSERT INTO boundaries (id, conversation_id, agent_id, epoch_id, position, previous_id, previous_hash, covered_through_seq, run_id, body, hash, created_at)
        VALUES ('bnd_stale', ?, ?, ?, ?, ?, ?, 998, ?, ?, ?, ?)`,
     )

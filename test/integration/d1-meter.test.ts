@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/http/app";
 import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1, NO_READS } from "../../src/storage/d1-meter";
+import { shardOf } from "../support/shards";
 import { eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -24,8 +25,9 @@ describe("meteredD1", () => {
       const res = await app.request(eventsPath(conversation), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(sourceEvent(`k${i}`, `${i}`, `message ${i}`)) }, env);
       expect(res.status).toBe(201);
     }
+    const shard = await shardOf(conversation);
     const meter = new D1Meter();
-    const db = meteredD1(env.DB, meter);
+    const db = meteredD1(shard, meter);
     const select = "SELECT seq, idempotency_key FROM events WHERE conversation_id = ? ORDER BY seq";
 
     // Unarmed: answers, counts nothing.
@@ -36,11 +38,11 @@ describe("meteredD1", () => {
     const all = await db.prepare(select).bind(conversation).all<{ seq: number; idempotency_key: string }>();
     const first = await db.prepare(select).bind(conversation).first<{ seq: number }>();
     const missing = await db.prepare(select).bind("api:nobody-here").first();
-    const batch = await db.batch([db.prepare(select).bind(conversation), env.DB.prepare("SELECT 1 AS one")]);
+    const batch = await db.batch([db.prepare(select).bind(conversation), shard.prepare("SELECT 1 AS one")]);
     const reads = meter.take();
 
-    expect(all.results).toEqual((await env.DB.prepare(select).bind(conversation).all()).results);
-    expect(first).toEqual(await env.DB.prepare(select).bind(conversation).first());
+    expect(all.results).toEqual((await shard.prepare(select).bind(conversation).all()).results);
+    expect(first).toEqual(await shard.prepare(select).bind(conversation).first());
     expect(missing).toBeNull();
     expect(batch.map((r) => r.results)).toEqual([all.results, [{ one: 1 }]]);
     expect(reads.statements).toBe(5);
@@ -51,7 +53,7 @@ describe("meteredD1", () => {
     const returned = JSON.stringify(all.results).length;
     expect(reads.bytesRead).toBe(returned * 3 + JSON.stringify([{ one: 1 }]).length);
     // Writes are counted by the rows they wrote, a batch as one round trip.
-    await env.DB.exec("CREATE TABLE IF NOT EXISTS meter_probe (id INTEGER PRIMARY KEY, v TEXT)");
+    await shard.exec("CREATE TABLE IF NOT EXISTS meter_probe (id INTEGER PRIMARY KEY, v TEXT)");
     meter.arm();
     await db.prepare("INSERT INTO meter_probe (v) VALUES (?), (?)").bind("a", "b").run();
     await db.batch([db.prepare("INSERT INTO meter_probe (v) VALUES (?)").bind("c"), db.prepare("DELETE FROM meter_probe WHERE v = ?").bind("a")]);

@@ -1,7 +1,7 @@
-import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { signBody, verifySignature } from "../../src/external/signature";
 import { readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import type { ReceivedRequest } from "../fake-bot/server";
 import { pair } from "../support/declarations";
 import { waitFor } from "../support/chain";
@@ -113,7 +113,7 @@ describe("an external bot over signed HTTP", () => {
     expect(refused.explicitAcks).toEqual(["msg-0"]);
     expect(refused.retryMessages).toEqual([]);
 
-    const incidents = await readIncidents(env.DB, refusing.conversation, 10);
+    const incidents = await readIncidents(await shardOf(refusing.conversation), refusing.conversation, 10);
     expect(incidents.map((i) => [i.agentId, i.kind, i.code])).toEqual([["ext-http-wrong", "agent_failure", "bot_rejected"]]);
     expect(incidents[0]?.message).toContain("401");
     const events = await log(refusing.token, refusing.conversation);
@@ -126,7 +126,7 @@ describe("an external bot over signed HTTP", () => {
     const down = await postedBeforeRegistration("ext-http-down", { mode: "http", url: `${botOrigin}/down`, secret: "BOT_HMAC_SECRET", timeoutMs: 5_000 });
     const retried = await deliver("foldline-compaction", [down.job]);
     expect(retried.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
-    expect((await readIncidents(env.DB, down.conversation, 10)).map((i) => i.code)).toEqual(["bot_unreachable"]);
+    expect((await readIncidents(await shardOf(down.conversation), down.conversation, 10)).map((i) => i.code)).toEqual(["bot_unreachable"]);
   });
 
   it("the fake bot itself refuses a forged signature (the helper rejects on the bot's side)", async () => {
@@ -177,7 +177,7 @@ describe("an external bot behind a service binding", () => {
     const result = await deliver("foldline-compaction", [job]);
     expect(result.explicitAcks).toEqual(["msg-0"]);
     expect(result.retryMessages).toEqual([]);
-    const incidents = await readIncidents(env.DB, conversation, 10);
+    const incidents = await readIncidents(await shardOf(conversation), conversation, 10);
     expect(incidents.map((i) => [i.agentId, i.kind, i.code])).toEqual([[agentId, "agent_failure", "bot_rejected"]]);
     expect(incidents[0]?.message).toContain("NO_SUCH_BOT");
     expect((await log(token, conversation)).filter((e) => e.kind === "proposal")).toHaveLength(0);

@@ -1,5 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { createApiToken } from "../../src/storage/token-store";
+import { shardsOf } from "../../src/storage/shards";
+import { shardOf } from "../support/shards";
 
 export const BOT_ID = "7001";
 export const WEBHOOK_SECRET = "test-webhook-secret-7001";
@@ -49,7 +51,7 @@ export function sourceEvent(key: string, messageId: string, text: string, extra:
 
 /** Every row of the log for one conversation, straight from D1. */
 export async function logRows(conversation: string): Promise<{ seq: number; kind: string; idempotency_key: string; hash: string }[]> {
-  const { results } = await env.DB.prepare(
+  const { results } = await (await shardOf(conversation)).prepare(
     "SELECT seq, kind, idempotency_key, hash FROM events WHERE conversation_id = ? ORDER BY seq",
   )
     .bind(conversation)
@@ -57,9 +59,10 @@ export async function logRows(conversation: string): Promise<{ seq: number; kind
   return results;
 }
 
+/** Every event row of every conversation, over all shards. */
 export async function totalEventRows(): Promise<number> {
-  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM events").first<{ n: number }>();
-  return row?.n ?? 0;
+  const counts = await Promise.all(shardsOf(env).map(({ db }) => db.prepare("SELECT COUNT(*) AS n FROM events").first<{ n: number }>()));
+  return counts.reduce((sum, row) => sum + (row?.n ?? 0), 0);
 }
 
 export function webhook(update: unknown, options: { secret?: string | null; bot?: string; raw?: string } = {}): Promise<Response> {

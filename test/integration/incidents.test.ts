@@ -1,7 +1,7 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { insertIncidentStatement } from "../../src/storage/compaction-store";
 import { register } from "../support/declarations";
+import { placedShardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -40,9 +40,9 @@ async function allPages(token: string, conversation: string, limit: number): Pro
   }
 }
 
-/** An incident row as the engine writes it; the read API is what is under test here. */
+/** An incident row as the engine writes it, on the conversation's shard; the read API is what is under test here. */
 async function recordIncident(conversation: string, code: string): Promise<void> {
-  await insertIncidentStatement(env.DB, {
+  await insertIncidentStatement(await placedShardOf(conversation), {
     conversationId: conversation,
     agentId: "paging-agent",
     runId: null,

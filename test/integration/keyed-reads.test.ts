@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
 import { readEventHashes } from "../../src/storage/extraction-store";
 import { livePagePaths, putPage, recallPages } from "../../src/storage/memory-store";
+import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -12,10 +13,11 @@ import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./he
  * per 1,000 messages. Rows read are D1's own count (`meta.rows_read`), through the D1 meter.
  */
 
-async function rowsRead<T>(read: (db: D1Database) => Promise<T>): Promise<{ value: T; rows: number }> {
+/** `read` against `db` (the control database unless a conversation's shard is named), metered. */
+async function rowsRead<T>(read: (db: D1Database) => Promise<T>, db: D1Database = env.DB): Promise<{ value: T; rows: number }> {
   const meter = new D1Meter();
   meter.arm();
-  const value = await read(meteredD1(env.DB, meter));
+  const value = await read(meteredD1(db, meter));
   return { value, rows: meter.take().rowsRead };
 }
 
@@ -27,7 +29,7 @@ describe("reads by a list of keys", () => {
     for (let i = 0; i < events.length; i += 60) {
       expect((await call("POST", eventsPath(conversation, "/batch"), { token, body: { events: events.slice(i, i + 60) } })).status).toBe(201);
     }
-    const { value, rows } = await rowsRead((db) => readEventHashes(db, conversation, [3, 50, 117]));
+    const { value, rows } = await rowsRead((db) => readEventHashes(db, conversation, [3, 50, 117]), await shardOf(conversation));
     expect([...value.keys()].sort((a, b) => a - b)).toEqual([3, 50, 117]);
     expect(rows).toBeLessThanOrEqual(10);
   });

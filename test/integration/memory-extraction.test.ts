@@ -8,6 +8,7 @@ import { register } from "../support/declarations";
 import { inspectorPage } from "../support/inspector";
 import { deliver } from "../support/queue";
 import { readChainBoundaries, readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
 
@@ -61,7 +62,7 @@ async function fillUntilCovered(token: string, conversation: string, agentId: st
       const { chain } = await settledChain(conversation, agentId, 1);
       if ((chain.at(-1)?.body.coveredThrough.seq ?? 0) >= seq) return chain;
     }
-    const chain = await readChainBoundaries(env.DB, conversation, agentId, state?.epochId);
+    const chain = await readChainBoundaries(await shardOf(conversation), conversation, agentId, state?.epochId);
     if ((chain.at(-1)?.body.coveredThrough.seq ?? 0) >= seq) return chain;
     await fill(token, conversation);
   }
@@ -250,7 +251,7 @@ describe("memory extraction through the compactor's model", () => {
     if (one === undefined) throw new Error("no boundary");
     const runId = one.body.run.id.replace(/^cmp_/, "ext_");
 
-    const incident = await waitFor(async () => (await readIncidents(env.DB, conversation, 100)).find((i) => i.kind === "extraction_failure"), "an extraction incident");
+    const incident = await waitFor(async () => (await readIncidents(await shardOf(conversation), conversation, 100)).find((i) => i.kind === "extraction_failure"), "an extraction incident");
     expect(incident).toMatchObject({ agentId, runId, code: "output_not_json" });
     const failedRun = await waitFor(async () => {
       const events = await json<{ events: { kind: string; body: { runId?: string; status?: string; role?: string; error?: { code: string }; detail?: Record<string, unknown> } }[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }));
@@ -262,14 +263,14 @@ describe("memory extraction through the compactor's model", () => {
     const again = await say(token, conversation, "m-more", "Another ordinary line to push the window further along.");
     const chain = await fillUntilCovered(token, conversation, agentId, again);
     expect(chain.length).toBeGreaterThanOrEqual(2);
-    expect((await readChainBoundaries(env.DB, conversation, agentId)).length).toBe(chain.length);
+    expect((await readChainBoundaries(await shardOf(conversation), conversation, agentId)).length).toBe(chain.length);
     expect((await conversationStub(env, conversation).describeChain(conversation, agentId))?.headId).toBe(chain.at(-1)?.body.id);
 
     // Nothing was written: no page, no provenance, no completed extraction.
     const list = await json<{ pages: unknown[] }>(await call("GET", `/v1/agents/${agentId}/memory`, { token }));
     expect(list.pages).toEqual([]);
     expect(await extractionRuns(conversation)).toEqual([]);
-    const incidents = await readIncidents(env.DB, conversation, 100);
+    const incidents = await readIncidents(await shardOf(conversation), conversation, 100);
     expect(incidents.filter((i) => i.kind === "compactor_failure" || i.kind === "compactor_abandoned")).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
@@ -7,6 +7,7 @@ import { settledChain } from "../support/chain";
 import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
+import { placedShardOf, shardOf } from "../support/shards";
 
 /**
  * Recall: the turn index over effective turns (migrations/0013), the search over pages and turns,
@@ -19,9 +20,9 @@ interface IndexRow {
   text: string;
 }
 
-/** The turns `turn_fts` holds for a conversation, by message id. */
+/** The turns `turn_fts` holds for a conversation (on its shard), by message id. */
 async function indexedTurns(conversation: string): Promise<IndexRow[]> {
-  const { results } = await env.DB.prepare(
+  const { results } = await (await shardOf(conversation)).prepare(
     `SELECT t.message_id AS message_id, t.role AS role, turn_fts.text AS text FROM turn_fts JOIN turn_index t ON t.id = turn_fts.rowid
      WHERE turn_fts.conversation_id = ? ORDER BY t.message_id`,
   )
@@ -87,7 +88,7 @@ describe("the turn index", () => {
     expect(turns.turns.map((t) => ({ message_id: t.messageId, role: t.role, text: t.text })).sort((a, b) => (a.message_id < b.message_id ? -1 : 1))).toEqual(indexed);
     // Feeding the stored log through the index again (what the migration does for history stored
     // before it) arrives at the same state.
-    await env.DB.prepare(
+    await (await shardOf(conversation)).prepare(
       "INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body) SELECT conversation_id, seq, kind, sensitive, body FROM events WHERE conversation_id = ? ORDER BY seq",
     )
       .bind(conversation)
@@ -98,7 +99,7 @@ describe("the turn index", () => {
   it("costs a source append no statement of its own: the triggers write inside the event's insert", async () => {
     const conversation = freshConversation();
     const meter = new D1Meter();
-    const db = meteredD1(env.DB, meter);
+    const db = meteredD1(await placedShardOf(conversation), meter);
     const input = eventInputSchema.parse(sourceEvent("m1", "1", "the offsite is in Lisbon"));
     meter.arm();
     await insertEvents(db, conversation, [{ input, hash: eventHash(conversation, input), seq: 1 }], new Date().toISOString());

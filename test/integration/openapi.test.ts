@@ -1,5 +1,5 @@
 /// <reference types="vite/client" />
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import readme from "../../README.md?raw";
@@ -16,6 +16,7 @@ import type { Composed } from "../../src/api/conversations";
 import { insertIncidentStatement } from "../../src/storage/compaction-store";
 import { settledChain } from "../support/chain";
 import { pair } from "../support/declarations";
+import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, textUpdate, tokenFor, webhook } from "./helpers";
 
 const ORIGIN = "https://foldline.test";
@@ -380,7 +381,7 @@ describe("success responses", () => {
     expect(linkPage.links).toHaveLength(1);
 
     // An incident row as the engine writes it; the read is what is checked.
-    await insertIncidentStatement(env.DB, {
+    await insertIncidentStatement(await shardOf(conversation), {
       conversationId: conversation,
       agentId,
       runId: null,

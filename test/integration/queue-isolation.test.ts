@@ -7,6 +7,7 @@ import { readIncidents } from "../support/reads";
 import type { ScriptStep } from "../fake-openai/server";
 import { pair, register } from "../support/declarations";
 import { settledChain } from "../support/chain";
+import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -41,7 +42,7 @@ async function settledConversation(): Promise<{ conversation: string; agentId: s
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`m${i}`, `${i}`, text) })).status).toBe(201);
   }
   const { chain } = await settledChain(conversation, agentId, 1);
-  const plan = await env.DB.prepare("SELECT run_id, packet_key, packet_hash FROM compaction_plans WHERE run_id = ?")
+  const plan = await (await shardOf(conversation)).prepare("SELECT run_id, packet_key, packet_hash FROM compaction_plans WHERE run_id = ?")
     .bind(chain[0]?.runId)
     .first<{ run_id: string; packet_key: string; packet_hash: string }>();
   if (plan === null) throw new Error("no plan row");
@@ -90,9 +91,9 @@ describe("queue jobs are isolated", () => {
     const failed = page.events.filter((e) => e.kind === "run" && e.body.status === "failed" && e.body.runId === poisoned.job.runId);
     expect(failed.map((e) => e.body.error?.code)).toEqual(["uncaught_syntaxerror"]);
     expect(failed[0]?.body.error?.message).toMatch(/SyntaxError/);
-    const incidents = await readIncidents(env.DB, poisoned.conversation, 20);
+    const incidents = await readIncidents(await shardOf(poisoned.conversation), poisoned.conversation, 20);
     expect(incidents.filter((i) => i.kind === "compactor_failure" && i.runId === poisoned.job.runId).map((i) => i.code)).toEqual(["uncaught_syntaxerror"]);
-    expect((await readIncidents(env.DB, healthy.conversation, 20)).filter((i) => i.kind === "compactor_failure")).toEqual([]);
+    expect((await readIncidents(await shardOf(healthy.conversation), healthy.conversation, 20)).filter((i) => i.kind === "compactor_failure")).toEqual([]);
   });
 
   it("an error thrown anywhere in a job (here: a packet whose bytes are not JSON) is that job's failed run, never the batch's", async () => {
@@ -120,7 +121,7 @@ describe("queue jobs are isolated", () => {
     const page = await json<{ events: RunEvent[] }>(await call("GET", `${eventsPath(broken.conversation)}?limit=500`, { token: broken.token }));
     const failed = page.events.filter((e) => e.kind === "run" && e.body.status === "failed" && e.body.runId === broken.job.runId);
     expect(failed.map((e) => e.body.error?.code)).toEqual(["packet_invalid"]);
-    const incidents = await readIncidents(env.DB, broken.conversation, 20);
+    const incidents = await readIncidents(await shardOf(broken.conversation), broken.conversation, 20);
     expect(incidents.filter((i) => i.kind === "compactor_failure").map((i) => i.code)).toEqual(["packet_invalid"]);
   });
 
@@ -151,6 +152,6 @@ describe("queue jobs are isolated", () => {
     const page = await json<{ events: RunEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=500`, { token }));
     const failed = page.events.filter((e) => e.kind === "run" && e.body.status === "failed");
     expect(failed.map((e) => [e.body.runId, e.body.error?.code])).toEqual([[`reply:${agentId}:${posted.event.seq}:run`, "uncaught_syntaxerror"]]);
-    expect((await readIncidents(env.DB, conversation, 20)).map((i) => [i.kind, i.code])).toEqual([["agent_failure", "uncaught_syntaxerror"]]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 20)).map((i) => [i.kind, i.code])).toEqual([["agent_failure", "uncaught_syntaxerror"]]);
   });
 });

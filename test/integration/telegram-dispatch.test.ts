@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import { sendMessage } from "../../src/telegram/bot-api";
 import { pair } from "../support/declarations";
 import { settledChain, waitFor } from "../support/chain";
@@ -172,7 +173,7 @@ describe("the Telegram dispatcher", () => {
       ["failed", "rate limited for 1s"],
       ["failed", "forbidden: Forbidden: bot was blocked by the user"],
     ]);
-    expect((await readIncidents(env.DB, conversation, 10)).map((i) => [i.kind, i.code])).toEqual([["delivery_failure", "forbidden"]]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 10)).map((i) => [i.kind, i.code])).toEqual([["delivery_failure", "forbidden"]]);
   });
 
   it("splits a long reply at sensible places, only the first part replying to the source", async () => {

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { readTurnsPage } from "../../src/api/turns";
@@ -7,6 +6,7 @@ import type { ReconstructionPolicy, Turn } from "../../src/core/reconstruction";
 import { reconstruct } from "../../src/core/reconstruction";
 import { readAllEvents } from "../../src/storage/event-store";
 import { inputArbOver, policyArb } from "../core/log-arbitraries";
+import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, json, tokenFor } from "./helpers";
 
 /**
@@ -51,11 +51,11 @@ describe("pages of turns read by range", () => {
       fc.asyncProperty(logInputs, policyArb, fc.integer({ min: 1, max: 6 }), fc.constantFrom(1, 2, 3, 7, 1_000), async (inputs, policy: ReconstructionPolicy, limit, chunk) => {
         const conversation = freshConversation("api:turns-prop");
         await appendAll(token, conversation, inputs);
-        const all = reconstruct(await readAllEvents(env.DB, conversation), policy);
+        const all = reconstruct(await readAllEvents(await shardOf(conversation), conversation), policy);
         let after = 0;
         for (let pages = 0; ; pages++) {
           expect(pages).toBeLessThanOrEqual(all.length + 1);
-          const read = await readTurnsPage(env.DB, conversation, policy, after, limit, chunk);
+          const read = await readTurnsPage(await shardOf(conversation), conversation, policy, after, limit, chunk);
           const expected = foldedPage(all, after, limit);
           expect(read).toEqual(expected);
           if (read.nextAfter === null) break;

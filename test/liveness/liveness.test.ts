@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
 import { readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import { register } from "../support/declarations";
 import { waitFor } from "../support/chain";
 import { compactionJobFor, deliver } from "../support/queue";
@@ -33,7 +34,7 @@ describe("compaction stays live without new messages", () => {
 
     // The second plan's job vanished and nothing new arrives: only the object's own deadlines act.
     const stalled = await waitFor(async () => {
-      const incidents = await readIncidents(env.DB, conversation, 50);
+      const incidents = await readIncidents(await shardOf(conversation), conversation, 50);
       return incidents.find((i) => i.kind === "compaction_stalled" && i.runId === second);
     }, "a compaction_stalled incident for the second plan", 20_000);
     expect(stalled.code).toBe("plan_stalled");
@@ -57,7 +58,7 @@ describe("compaction stays live without new messages", () => {
     await waitFor(async () => ((await stub.describeChain(conversation, agentId))?.openPlan?.dispatches ?? 0) >= 4 || undefined, "two more re-sends", 20_000);
     // (On a loaded machine the first plan may have stalled too before its job was delivered: it
     // gets its own page, and no plan gets two.)
-    const stalledPages = (await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled");
+    const stalledPages = (await readIncidents(await shardOf(conversation), conversation, 50)).filter((i) => i.kind === "compaction_stalled");
     expect(stalledPages.filter((i) => i.runId === second)).toHaveLength(1);
     expect(new Set(stalledPages.map((i) => i.runId)).size).toBe(stalledPages.length);
 
@@ -91,7 +92,7 @@ describe("compaction stays live without new messages", () => {
     expect((await deliver("foldline-compaction-dlq", [await compactionJobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
     // A second copy of the job (one the watchdog re-sent) dead-lettered too: the plan is closed once.
     expect((await deliver("foldline-compaction-dlq", [await compactionJobFor(conversation, agentId, abandoned)])).explicitAcks).toEqual(["msg-0"]);
-    expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compactor_abandoned").map((i) => i.runId)).toEqual([abandoned]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 50)).filter((i) => i.kind === "compactor_abandoned").map((i) => i.runId)).toEqual([abandoned]);
     // The operator's chat (this project's OPERATOR_CHAT) is told: codes and ids only.
     const [botId = "", chatId = ""] = env.OPERATOR_CHAT.split(":");
     const text = `Foldline incident: compactor_abandoned retries_exhausted — agent ${agentId} in ${conversation} (run ${abandoned})`;
@@ -103,7 +104,7 @@ describe("compaction stays live without new messages", () => {
       return state?.openRunId !== null && state?.openRunId !== abandoned ? state : undefined;
     }, "a new plan after the dead-letter", 20_000);
     expect(replanned.openPlan?.dispatches).toBe(1);
-    const plans = await env.DB.prepare("SELECT run_id FROM compaction_plans WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<{ run_id: string }>();
+    const plans = await (await shardOf(conversation)).prepare("SELECT run_id FROM compaction_plans WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<{ run_id: string }>();
     expect(plans.results.map((p) => p.run_id)).toEqual([abandoned, replanned.openRunId]);
   }, 60_000);
 
@@ -115,9 +116,9 @@ describe("compaction stays live without new messages", () => {
     const otherToken = await tokenFor(conversation, `agent:${other}`);
     expect((await register(otherToken, { agentId: other, sources: [conversation], trigger: 2_000, retain: 800 })).status).toBe(201);
     const activations = async () =>
-      (await env.DB.prepare("SELECT activating_seq FROM activations WHERE conversation_id = ? AND agent_id = ?").bind(conversation, other).all<{ activating_seq: number }>()).results;
+      (await (await shardOf(conversation)).prepare("SELECT activating_seq FROM activations WHERE conversation_id = ? AND agent_id = ?").bind(conversation, other).all<{ activating_seq: number }>()).results;
     const plansOf = async (agent: string) =>
-      (await env.DB.prepare("SELECT run_id FROM compaction_plans WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agent).all<{ run_id: string }>()).results;
+      (await (await shardOf(conversation)).prepare("SELECT run_id FROM compaction_plans WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agent).all<{ run_id: string }>()).results;
 
     // The object's alarm fires (forced now, whatever it was set for).
     await runDurableObjectAlarm(stub);
@@ -137,7 +138,7 @@ describe("compaction stays live without new messages", () => {
 
     // The first eligible source turn activates it, at that turn.
     await say(token, conversation);
-    const [latest] = (await env.DB.prepare("SELECT MAX(seq) AS seq FROM events WHERE conversation_id = ? AND kind = 'source'").bind(conversation).all<{ seq: number }>()).results;
+    const [latest] = (await (await shardOf(conversation)).prepare("SELECT MAX(seq) AS seq FROM events WHERE conversation_id = ? AND kind = 'source'").bind(conversation).all<{ seq: number }>()).results;
     expect(await activations()).toEqual([{ activating_seq: latest?.seq }]);
     expect((await stub.describeChain(conversation, other))?.activated).toBe(true);
   }, 60_000);
@@ -188,7 +189,7 @@ describe("compaction stays live without new messages", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const after = await runInDurableObject(stub, async (_instance, state) => ({ wake: await state.storage.get(key), alarm: await state.storage.getAlarm() }));
     expect(after).toEqual({ wake: undefined, alarm: null });
-    expect((await readIncidents(env.DB, conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toEqual([]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toEqual([]);
     expect(await stub.describeChain(conversation, agentId)).toMatchObject({ headId: settled?.headId, openRunId: null, openPlan: null });
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import type { ModelEvidence } from "../../src/core/boundary";
 import type { CompactionContent } from "../../src/core/packet";
 import { OUTPUT_CONTRACT } from "../../src/core/packet";
 import { readIncidents } from "../support/reads";
+import { shardOf } from "../support/shards";
 import { waitFor } from "../support/chain";
 import { deliver } from "../support/queue";
 import { sayUntilPlanned, sentJobs, setup } from "./harness";
@@ -27,14 +28,14 @@ const MODEL: ModelEvidence = { provider: "foldline-extractive", model: "foldline
 
 const boundaryOf = (runId: string): string => `bnd_${runId.replace(/^cmp_/, "")}`;
 
-/** The conversation's boundary rows, straight from D1: what settling wrote, whatever the object says. */
+/** The conversation's boundary rows, straight from its shard: what settling wrote, whatever the object says. */
 async function boundaryRows(conversation: string): Promise<{ run_id: string; previous_id: string }[]> {
-  const { results } = await env.DB.prepare("SELECT run_id, previous_id FROM boundaries WHERE conversation_id = ? ORDER BY position").bind(conversation).all<{ run_id: string; previous_id: string }>();
+  const { results } = await (await shardOf(conversation)).prepare("SELECT run_id, previous_id FROM boundaries WHERE conversation_id = ? ORDER BY position").bind(conversation).all<{ run_id: string; previous_id: string }>();
   return results;
 }
 
 async function completedRuns(conversation: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM events WHERE conversation_id = ? AND kind = 'run' AND json_extract(body, '$.status') = 'completed'")
+  const row = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM events WHERE conversation_id = ? AND kind = 'run' AND json_extract(body, '$.status') = 'completed'")
     .bind(conversation)
     .first<{ n: number }>();
   return row?.n ?? 0;
@@ -70,7 +71,7 @@ describe("settlement refuses what it cannot prove", () => {
     // The job of that plan fails its own attempt on the same evidence (and is retried), never a boundary.
     const attempt = await deliver("foldline-compaction", [job]);
     expect(attempt.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
-    expect((await readIncidents(env.DB, conversation, 10)).filter((i) => i.kind === "compactor_failure").map((i) => i.code)).toEqual(["packet_hash_mismatch"]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 10)).filter((i) => i.kind === "compactor_failure").map((i) => i.code)).toEqual(["packet_hash_mismatch"]);
 
     // The exact bytes back: the same plan settles from the same job.
     await env.DOCUMENTS.put(job.packetKey, frozen);

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries } from "./reads";
+import { placedShardOf, shardOf } from "./shards";
 
 /** Polls `probe` until it returns a value; compactions run on the queue, off the request path. */
 export async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
@@ -23,14 +24,14 @@ export async function settledChain(conversation: string, agentId: string, atLeas
   return waitFor(async () => {
     const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
     if (state?.openRunId !== null) return undefined;
-    const chain = await readChainBoundaries(env.DB, conversation, agentId, state.epochId);
+    const chain = await readChainBoundaries(await shardOf(conversation), conversation, agentId, state.epochId);
     return chain.length >= atLeast && chain.at(-1)?.body.id === state.headId ? { chain, state } : undefined;
   }, `${atLeast} boundaries`, timeoutMs);
 }
 
 /** A plan row written by hand, as a forger with database access would. */
 export async function insertPlan(conversation: string, agentId: string, epochId: string, runId: string, previousId: string, packetKey?: string, packetHash?: string): Promise<void> {
-  await env.DB.prepare(
+  await (await placedShardOf(conversation)).prepare(
     `INSERT INTO compaction_plans (run_id, conversation_id, agent_id, epoch_id, previous_boundary_id, packet_key, packet_hash, trigger_seq, through_seq, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?)`,
   )

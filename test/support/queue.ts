@@ -2,6 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import worker from "../../src/index";
 import type { CompactionJob, ReplyJob } from "../../src/core/jobs";
+import { shardOf } from "./shards";
 
 /**
  * Runs the Worker's queue consumer on `bodies` as one batch of `queue` (message ids `msg-0`, `msg-1`,
@@ -21,7 +22,7 @@ export async function deliver(queue: string, bodies: readonly unknown[], options
 
 /** The job the object sent for a plan, rebuilt from the plan row (the packet it names is the plan's). */
 export async function compactionJobFor(conversation: string, agentId: string, runId: string): Promise<CompactionJob> {
-  const plan = await env.DB.prepare("SELECT packet_key, packet_hash FROM compaction_plans WHERE run_id = ?").bind(runId).first<{ packet_key: string; packet_hash: string }>();
+  const plan = await (await shardOf(conversation)).prepare("SELECT packet_key, packet_hash FROM compaction_plans WHERE run_id = ?").bind(runId).first<{ packet_key: string; packet_hash: string }>();
   if (plan === null) throw new Error(`no plan ${runId}`);
   return { type: "compaction", conversationId: conversation, agentId, runId, packetKey: plan.packet_key, packetHash: plan.packet_hash, model: "test-model", profile: "default" };
 }

@@ -1,0 +1,18 @@
+import { env } from "cloudflare:workers";
+import { conversationDb, placeConversation } from "../../src/storage/shards";
+
+/**
+ * Where a test reads and writes a conversation's own rows (events, activations, plans, boundaries,
+ * incidents, the turn index): the shard its placement names, the way the service itself finds it.
+ * Tokens, sessions, declarations, documents, memory pages and placements stay on `env.DB`.
+ */
+
+/** The shard database of `conversationId` (where it would be placed, for one nothing placed yet). */
+export function shardOf(conversationId: string): Promise<D1Database> {
+  return conversationDb(env, conversationId);
+}
+
+/** Places `conversationId` (if nothing has) and returns its shard: for rows a test writes by hand before any append. */
+export async function placedShardOf(conversationId: string): Promise<D1Database> {
+  return (await placeConversation(env, conversationId)).db;
+}
