@@ -29,6 +29,7 @@ import { startFakeOpenAi } from "../test/fake-openai/server.ts";
 import { renderMarkdown } from "./lib/report.mjs";
 import { runCostPhase } from "./lib/cost-phase.mjs";
 import { runMemoryPhase } from "./lib/memory-phase.mjs";
+import { runShardPhase } from "./lib/shard-phase.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
 import { WorkerError, applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../scripts/lib/worker.mjs";
 
@@ -42,12 +43,13 @@ const { values: args } = parseArgs({
     "prefix-groups": { type: "string" },
     out: { type: "string", default: "bench/results" },
     keep: { type: "boolean", default: false },
-    // The sections on Workers of their own: `memory` runs only §9 and §10 and writes results/memory.{md,json}.
+    // The sections on Workers of their own: `memory` runs only §9 and §10 and writes results/memory.{md,json};
+    // `shards` runs only §11 and writes results/shards.{md,json}.
     only: { type: "string" },
   },
 });
-if (args.only !== undefined && args.only !== "memory") {
-  console.error("--only: memory (§9 and §10, the sections that run on Workers of their own)");
+if (args.only !== undefined && args.only !== "memory" && args.only !== "shards") {
+  console.error("--only: memory (§9 and §10) or shards (§11), the sections that run on Workers of their own");
   process.exit(2);
 }
 if (args.source !== "worktree" && args.source !== "head") {
@@ -311,9 +313,13 @@ async function main() {
     source: SOURCE,
     git,
     quick: args.quick,
-    compactor:
-      (args.only === undefined ? `§1–8: loopback OpenAI-compatible fake (answers at once, summary ≤ ${FAKE_SUMMARY_CHARS} chars, counts request characters), not the offline extractive compactor; ` : "") +
-      "§9: the offline extractive compactor, on a Worker of its own with no model key",
+    compactor: [
+      args.only === undefined ? `§1–8: loopback OpenAI-compatible fake (answers at once, summary ≤ ${FAKE_SUMMARY_CHARS} chars, counts request characters), not the offline extractive compactor` : null,
+      args.only !== "shards" ? "§9: the offline extractive compactor, on a Worker of its own with no model key" : null,
+      args.only !== "memory" ? "§11: none runs (each row's trigger is 2,000,000 characters; no key either)" : null,
+    ]
+      .filter((part) => part !== null)
+      .join("; "),
     workDir: work,
   };
   log(`work directory ${work} (source: ${SOURCE === "head" ? `HEAD ${git.commit?.slice(0, 12)}` : `working tree at ${git.commit?.slice(0, 12)}, ${git.dirtyWorkerFiles} modified Worker file(s)`})`);
@@ -326,13 +332,21 @@ async function main() {
     // §9 runs last, on a Worker of its own with no model key (the offline compactor and extractor),
     // after the main Worker has stopped, so the two never share the cores.
     results.started = true;
-    await phase("memory", async () => {
-      results.metrics.memory = await runMemoryPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
-    });
-    // §10 on a third Worker of its own, so its usage ledger holds only the cost run's appends.
-    await phase("cost", async () => {
-      results.metrics.cost = await runCostPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
-    });
+    if (args.only !== "shards") {
+      await phase("memory", async () => {
+        results.metrics.memory = await runMemoryPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+      });
+      // §10 on a third Worker of its own, so its usage ledger holds only the cost run's appends.
+      await phase("cost", async () => {
+        results.metrics.cost = await runCostPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+      });
+    }
+    // §11 last, one Worker per row (1, 2 and 4 shards, local D1 and simulated), one at a time.
+    if (args.only !== "memory") {
+      await phase("shards", async () => {
+        results.metrics.shards = await runShardPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+      });
+    }
   } finally {
     await fake.close(); // nothing else may keep the process alive after a failure
   }
@@ -984,7 +998,7 @@ try {
 if (results.started === true) {
   const outDir = resolve(ROOT, args.out);
   mkdirSync(outDir, { recursive: true });
-  const name = args.only === "memory" ? "memory" : args.quick ? "quick" : "latest";
+  const name = args.only ?? (args.quick ? "quick" : "latest");
   const [md, json] = args.quick ? [`${name}.md.tmp`, `${name}.json.tmp`] : [`${name}.md`, `${name}.json`];
   delete results.started;
   writeFileSync(join(outDir, json), `${JSON.stringify(results, null, 2)}\n`);

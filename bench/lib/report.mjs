@@ -1,6 +1,7 @@
 // The markdown report: every metric with what exactly it measured, targets first.
 import { costSection } from "./cost-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
+import { shardSection } from "./shard-report.mjs";
 
 const n = (/** @type {number | null | undefined} */ v, digits = 0) =>
   v === null || v === undefined || !Number.isFinite(v) ? "–" : v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -104,6 +105,12 @@ export function renderMarkdown(r) {
     out.push("> **Only §9 and §10 (`--only memory`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], memoryTargets(m.memory)), "");
     section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
     section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
+    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
+    return `${out.join("\n").trim()}\n`;
+  }
+  if (r.only === "shards") {
+    out.push("> **Only §11 (`--only shards`)**: the other sections did not run.", "");
+    section("11. Shards: aggregate append throughput", "shards", () => shardSection(m.shards, env));
     if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
     return `${out.join("\n").trim()}\n`;
   }
@@ -395,6 +402,7 @@ export function renderMarkdown(r) {
   }
   section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
   section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
+  section("11. Shards: aggregate append throughput", "shards", () => shardSection(m.shards, env));
 
   if (r.errors.length > 0) {
     out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");

@@ -18,7 +18,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { d1BindingsOf } from "./d1-bindings.mjs";
 
-/** @typedef {{ url: string, port: number, pid: number, logPath: string, stop: () => Promise<void>, kill: () => Promise<void>, alive: () => boolean, workerdRssKiB: () => number | null }} RunningWorker */
+/** @typedef {{ url: string, port: number, pid: number, logPath: string, stop: () => Promise<void>, kill: () => Promise<void>, alive: () => boolean, workerdRssKiB: () => number | null, cpuThreads: () => { pid: number, tid: number, process: string, thread: string, seconds: number }[] }} RunningWorker */
 
 export class WorkerError extends Error {}
 
@@ -158,6 +158,51 @@ function groupMembers(pgid) {
   return members;
 }
 
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux the bench meets). */
+let ticksPerSecond = 0;
+function clockTicks() {
+  if (ticksPerSecond === 0) {
+    try {
+      ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+/**
+ * User + system CPU seconds of a process's or thread's /proc stat line.
+ * @param {string} stat
+ */
+function statCpuSeconds(stat) {
+  // Fields after the parenthesised command start at field 3 (state); utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+}
+
+/**
+ * Every thread of a process with the CPU seconds it has used so far (Linux /proc); empty when the process is gone.
+ * @param {number} pid @param {string} comm the process's command name
+ * @returns {{ pid: number, tid: number, process: string, thread: string, seconds: number }[]}
+ */
+function threadsOf(pid, comm) {
+  const threads = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        threads.push({ pid, tid: Number(tid), process: comm, thread: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), seconds: statCpuSeconds(stat) });
+      } catch {
+        // The thread ended while we looked.
+      }
+    }
+  } catch {
+    // The process ended while we looked.
+  }
+  return threads;
+}
+
 /**
  * Starts `wrangler dev` on loopback and waits until /healthz answers. wrangler runs in its own
  * process group so that stop() ends wrangler and the workerd it started, and nothing else.
@@ -271,6 +316,13 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
       }
       return total;
     },
+    /**
+     * Every thread of every process of this wrangler (wrangler's node, esbuild, workerd) with the
+     * CPU seconds (user + system) it has used so far (Linux only; empty elsewhere). Read twice, the
+     * difference is what a stretch of work cost each: a workerd process runs its isolates and local
+     * D1 on one main thread, so its busiest thread says how close the Worker is to its bound.
+     */
+    cpuThreads: () => groupMembers(pid).flatMap(({ pid: member, comm }) => threadsOf(member, comm)),
   };
 }
 

@@ -10,6 +10,7 @@ import type { CompactionContent } from "../core/packet";
 import type { D1Reads } from "../storage/d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
 import { countAlarm, meteredEnv } from "../storage/usage-meter";
+import { simulatedD1Env } from "../storage/d1-simulation";
 import type { Shard } from "../storage/shards";
 import { heldPlacement, mapDatabases, placeConversation } from "../storage/shards";
 import type { SourceWrite } from "../storage/event-store";
@@ -68,8 +69,9 @@ export class ConversationObject extends DurableObject<Env> {
     super(ctx, env);
     this.#wakes = new WakeupBook(ctx.storage);
     // The benchmark's meters, off unless the deployment says so: the usage ledger of every binding
-    // (storage/usage-meter, USAGE_METER) and the reads-per-request meter (storage/d1-meter, D1_METER).
-    const metered = meteredEnv(env);
+    // (storage/usage-meter, USAGE_METER) and the reads-per-request meter (storage/d1-meter, D1_METER),
+    // over the shard section's D1 simulation (storage/d1-simulation, D1_SIMULATED_STATEMENT_MS).
+    const metered = meteredEnv(simulatedD1Env(env));
     this.env = d1MeterEnabled(env) ? mapDatabases(metered, (db, name) => meteredD1(db, this.#d1Meter, name)) : metered;
   }
 
