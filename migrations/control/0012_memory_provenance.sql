@@ -30,20 +30,4 @@ BEGIN
   SELECT RAISE(ABORT, 'memory_provenance: rows are immutable');
 END;
 
--- One row per extraction run that completed: which boundary's slice it read, what extracted it
--- (model evidence, or the offline extractor), and how much it found and wrote. The run id is
--- derived from the compaction run, so a redelivered job finds its own row instead of adding one.
-CREATE TABLE extraction_runs (
-  run_id TEXT PRIMARY KEY,
-  conversation_id TEXT NOT NULL,
-  agent_id TEXT NOT NULL,
-  boundary_id TEXT NOT NULL UNIQUE,
-  provider TEXT NOT NULL,
-  model TEXT NOT NULL,
-  input_tokens INTEGER,
-  output_tokens INTEGER,
-  facts INTEGER NOT NULL CHECK (facts >= 0),
-  versions_written INTEGER NOT NULL CHECK (versions_written >= 0),
-  created_at TEXT NOT NULL
-);
-CREATE INDEX extraction_runs_by_conversation ON extraction_runs (conversation_id, agent_id);
+-- The record of each extraction run is the conversation's: it lives on its shard (migrations/shard/0012).

@@ -38,10 +38,11 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
     return { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, retryAfter) };
   };
 
+  const shard = await conversationDb(env, job.conversationId);
   const packet = await settledSlice(env, job);
   if (!packet.ok) return failed(packet.error.code, packet.error.message);
   const seqs = packet.value.frozen.turns.flatMap((t) => turnSeq(t.id) ?? []);
-  const turns = sliceTurns(packet.value.frozen.turns, await readEventHashes(await conversationDb(env, job.conversationId), job.conversationId, seqs));
+  const turns = sliceTurns(packet.value.frozen.turns, await readEventHashes(shard, job.conversationId, seqs));
   if (!turns.ok) return failed(`slice_${turns.error.reason}`, `the frozen slice of ${job.boundaryId} does not match the log`);
 
   const extracted = await runExtractor(env, turns.value, job.model, job.profile);
@@ -53,7 +54,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
     if (await mergeIntoPage(env.DB, job, runId, path, facts, now)) versionsWritten += 1;
   }
   const { provider, model, usage } = extracted.value;
-  await recordExtractionRun(env.DB, { runId, conversationId: job.conversationId, agentId: job.agentId, boundaryId: job.boundaryId, provider, model, usage, facts: extracted.value.facts.length, versionsWritten }, now);
+  await recordExtractionRun(shard, { runId, conversationId: job.conversationId, agentId: job.agentId, boundaryId: job.boundaryId, provider, model, usage, facts: extracted.value.facts.length, versionsWritten }, now);
   return { kind: "done" };
 }
 

@@ -77,7 +77,7 @@ interface ExtractionRun {
   versions_written: number;
 }
 async function extractionRuns(conversation: string): Promise<ExtractionRun[]> {
-  const { results } = await env.DB.prepare("SELECT run_id, boundary_id, provider, facts, versions_written FROM extraction_runs WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<ExtractionRun>();
+  const { results } = await (await shardOf(conversation)).prepare("SELECT run_id, boundary_id, provider, facts, versions_written FROM extraction_runs WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<ExtractionRun>();
   return results;
 }
 const extractedBoundary = (conversation: string, boundaryId: string) =>
