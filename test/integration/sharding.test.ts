@@ -22,7 +22,7 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index"] as const;
+const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index", "extraction_runs"] as const;
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -87,9 +87,14 @@ describe("conversations on shards", () => {
     expect(shardsOf(env).map((s) => s.name)).toEqual(["DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2"]);
   });
 
-  it("puts every row of a conversation on its shard, and none on any other: events, plans, boundaries, activations, the turn index", async () => {
+  it("puts every row of a conversation on its shard, and none on any other: events, plans, boundaries, activations, the turn index, extraction runs", async () => {
     const conversation = conversationOn("DB_SHARD_2");
-    await compacted(conversation, 2);
+    const { agentId } = await compacted(conversation, 2);
+    // Each settled boundary is extracted into the agent's memory (offline here), off the request path.
+    await waitFor(async () => {
+      const row = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM extraction_runs WHERE conversation_id = ?").bind(conversation).first<{ n: number }>();
+      return (row?.n ?? 0) >= 2 ? true : undefined;
+    }, "2 extraction runs");
     const placed = await env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversation).first<{ shard: string }>();
     expect(placed?.shard).toBe("DB_SHARD_2");
     const counts = await rowsPerShard(conversation);
@@ -100,6 +105,10 @@ describe("conversations on shards", () => {
     expect(home["compaction_plans"]).toBeGreaterThanOrEqual(2);
     expect(home["boundaries"]).toBeGreaterThanOrEqual(2);
     expect(home["turn_index"]).toBe(30);
+    expect(home["extraction_runs"]).toBeGreaterThanOrEqual(2);
+    // What extraction wrote is the agent's memory, in the control database, each fact naming its source here.
+    const sourced = await env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ? AND conversation_id = ?").bind(agentId, conversation).first<{ n: number }>();
+    expect(sourced?.n).toBeGreaterThan(0);
     for (const other of ["DB_SHARD_0", "DB_SHARD_1"]) expect(Object.values(counts[other] ?? {}).every((n) => n === 0), other).toBe(true);
     // The control database holds no per-conversation table at all.
     const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all<{ name: string }>();
