@@ -8,7 +8,7 @@ import type { Activation } from "../storage/compaction-store-activations";
 import { insertActivation, readActivation } from "../storage/compaction-store-activations";
 import { readHeadBoundary } from "../storage/compaction-store-boundaries";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
-import { declarationRevision, raiseRevisionStatement, servingDeclarationsAt } from "../storage/compaction-store-declarations";
+import { declarationRevision, servingDeclarationsAt } from "../storage/compaction-store-declarations";
 import { readOpenPlan } from "../storage/compaction-store-plans";
 import { putDocument } from "../storage/document-store";
 import { frontierDocumentKey } from "../storage/document-keys";
@@ -64,7 +64,7 @@ export class ChainBook {
    * again only when it moved, so a declaration change is seen by the next call.
    */
   async serving(): Promise<StoredDeclaration[]> {
-    const { env, shard, conversationId } = this.deps;
+    const { env, conversationId } = this.deps;
     const held = this.#serving;
     if (held !== undefined && (await declarationRevision(env.DB)) === held.revision) {
       this.#serving = { ...held, confirmedAt: Date.now() };
@@ -72,9 +72,6 @@ export class ChainBook {
     }
     const read = await servingDeclarationsAt(env.DB, conversationId);
     const declarations = read.declarations.filter((d) => d.registration.agent.enabled && scopesAllow(d.registration.agent.sources, conversationId));
-    // A revision this object had not seen: the shard's copy is raised to it (if a registration did
-    // not get to), so the next append's guard compares against it.
-    if (held !== undefined) await raiseRevisionStatement(shard, read.revision).run();
     this.#serving = { revision: read.revision, declarations, confirmedAt: Date.now() };
     return declarations;
   }

@@ -1,4 +1,5 @@
 import { scopesAllow } from "../core/conversation-id";
+import { ShardConfigurationError } from "./shards";
 
 /**
  * The D1 read of the operator inspector that no other module needs: the conversations a token may
@@ -118,15 +119,16 @@ export async function listConversations(
   if (ranges.length === 0) return { conversations: [], nextAfter: null };
   const results = await control.batch<PlacementRow>(ranges.map((range) => rangeStatement(control, range, after, limit + 1)));
   const rows = results.flatMap((r) => r.results).sort((a, b) => (a.conversation_id < b.conversation_id ? -1 : a.conversation_id > b.conversation_id ? 1 : 0));
-  const page = rows.slice(0, limit).filter((row) => scopesAllow(scopes, row.conversation_id));
-  const last = rows.slice(0, limit).at(-1);
+  const first = rows.slice(0, limit);
+  const page = first.filter((row) => scopesAllow(scopes, row.conversation_id));
+  const last = first.at(-1);
   const byShard = new Map<string, string[]>();
   for (const row of page) byShard.set(row.shard, [...(byShard.get(row.shard) ?? []), row.conversation_id]);
   const summaries = new Map<string, SummaryRow>();
   await Promise.all(
     [...byShard].map(async ([name, ids]) => {
       const shard = shards.get(name);
-      if (shard === undefined) throw new Error(`conversations placed on ${name}, which this Worker does not bind`);
+      if (shard === undefined) throw new ShardConfigurationError(`conversations placed on ${name}, which this Worker does not bind`);
       for (const row of (await summaryStatement(shard, ids).all<SummaryRow>()).results) summaries.set(row.conversation_id, row);
     }),
   );

@@ -25,10 +25,17 @@ export class ShardConfigurationError extends Error {
   override readonly name = "ShardConfigurationError";
 }
 
+/** The shards of each env object seen: its bindings never change, so they are listed once. */
+const listed = new WeakMap<Env, Shard[]>();
+
 /** Every `DB_SHARD_<n>` binding of `env`, in shard-number order. */
 export function shardsOf(env: Env): Shard[] {
+  const known = listed.get(env);
+  if (known !== undefined) return known;
   const bound = env as unknown as Record<string, unknown>;
-  return shardNames(Object.keys(bound)).map((name) => ({ name, db: bound[name] as D1Database }));
+  const shards = shardNames(Object.keys(bound)).map((name) => ({ name, db: bound[name] as D1Database }));
+  listed.set(env, shards);
+  return shards;
 }
 
 /** The shards that take new conversations: every bound shard not named in `SHARDS_CLOSED`. */
@@ -98,14 +105,20 @@ export async function findPlacement(env: Env, conversationId: string): Promise<s
 }
 
 /**
- * The shard a conversation lives on, placing it first if nothing has: the row is inserted if
- * absent and read back in the same batch, so two isolates placing one conversation at once agree
- * on whichever row was written first.
+ * The shard a conversation lives on, placing it first if nothing has, in one round trip: the row
+ * is inserted if absent and read back in the same batch, so a conversation already placed keeps its
+ * row and two isolates placing one conversation at once agree on whichever row was written first.
+ * With no shard open, only an existing placement can answer.
  */
 export async function placeConversation(env: Env, conversationId: string, now = new Date()): Promise<Shard> {
-  const found = await findPlacement(env, conversationId);
-  if (found !== undefined) return shardNamed(env, conversationId, found);
-  const choice = chooseShard(conversationId, openShards(env));
+  const cached = held.get(conversationId);
+  if (cached !== undefined) return shardNamed(env, conversationId, cached);
+  const open = openShards(env);
+  if (open.length === 0) {
+    const found = await findPlacement(env, conversationId);
+    if (found !== undefined) return shardNamed(env, conversationId, found);
+  }
+  const choice = chooseShard(conversationId, open);
   const [, read] = await env.DB.batch<{ shard: string }>([
     env.DB.prepare("INSERT INTO conversation_placements (conversation_id, shard, placed_at) VALUES (?, ?, ?) ON CONFLICT (conversation_id) DO NOTHING").bind(
       conversationId,

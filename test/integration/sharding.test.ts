@@ -7,6 +7,7 @@ import { listConversations } from "../../src/storage/inspector-store";
 import type { Shard } from "../../src/storage/shards";
 import { chooseShard, findPlacement, forgetPlacements, openShards, placeConversation, shardMap, shardsOf } from "../../src/storage/shards";
 import { register } from "../support/declarations";
+import { shardOf } from "../support/shards";
 import { waitFor } from "../support/chain";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -56,13 +57,6 @@ async function compacted(conversation: string, boundaries: number) {
     return (row?.n ?? 0) >= boundaries ? true : undefined;
   }, `${boundaries} boundaries`);
   return { agentId, token };
-}
-
-async function shardOf(conversation: string): Promise<D1Database> {
-  const name = await findPlacement(env, conversation);
-  const shard = shardsOf(env).find((s) => s.name === name);
-  if (shard === undefined) throw new Error(`${conversation} is not placed`);
-  return shard.db;
 }
 
 async function rowsPerShard(conversation: string): Promise<Record<string, Record<string, number>>> {
