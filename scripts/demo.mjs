@@ -285,9 +285,9 @@ async function report() {
  */
 async function memoryQuestion(context) {
   const served = context.messages.map((m) => String(m.content)).join("\n");
-  const listing = expectStatus("listing memory pages", await call("GET", `/v1/agents/${DEMO_AGENT_ID}/memory?limit=500`), [200]);
+  const listing = expectStatus("listing memory pages", await call("GET", `${conversationPath}/memory/pages?agent=${DEMO_AGENT_ID}&limit=500`), [200]);
   const extracted = (listing.pages ?? []).filter((p) => p.path.startsWith("extracted/"));
-  say(`\n── Memory: ${extracted.length} pages extracted as the chain settled (GET /v1/agents/${DEMO_AGENT_ID}/memory)`);
+  say(`\n── Memory: ${extracted.length} pages extracted from this conversation as the chain settled (GET …/memory/pages?agent=${DEMO_AGENT_ID})`);
   for (const pick of MEMORY_QUESTIONS.filter((q) => !served.includes(q.answer))) {
     const search = expectStatus("searching memory", await call("GET", `${conversationPath}/memory/search?agent=${DEMO_AGENT_ID}&q=${encodeURIComponent(pick.question)}&limit=20`), [200]);
     const page = (search.results ?? []).find((r) => r.type === "page" && String(r.path).startsWith("extracted/") && String(r.content).includes(pick.answer));

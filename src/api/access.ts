@@ -95,12 +95,42 @@ function agentRefused(refusal: AgentRefusal): AppError {
  * `proposed` one (a registration). See `core/agent-access`.
  */
 export async function agentInScope(db: D1Database, principal: ApiPrincipal, agent: unknown, proposed?: readonly string[]): Promise<Result<string>> {
+  return scopedAgent(db, principal, agent, { proposed, declared: false });
+}
+
+/**
+ * The named agent, if it is declared and the principal may change it: the check registration makes
+ * (`agent:<id>` and conversation scopes containing every source pattern of its declaration). A
+ * write that outlives the request (a person's memory page) is taken only for a declared agent, so
+ * nobody can leave pages behind for an id that whoever declares it later would be served;
+ * `not_found` for an id nobody declared, after the agent scope (a token without it learns nothing).
+ */
+export async function declaredAgentInScope(db: D1Database, principal: ApiPrincipal, agent: unknown): Promise<Result<string>> {
+  return scopedAgent(db, principal, agent, { proposed: undefined, declared: true });
+}
+
+async function scopedAgent(db: D1Database, principal: ApiPrincipal, agent: unknown, options: { readonly proposed: readonly string[] | undefined; readonly declared: boolean }): Promise<Result<string>> {
   if (typeof agent === "string" && hasUnsafeChars(agent)) return fail("unsafe_characters", `agent: ${UNSAFE_MESSAGE}`);
   const parsed = agentIdSchema.safeParse(agent);
   if (!parsed.success) return fail("validation_failed", "agent: 1–64 letters, digits, . _ -");
   const early = agentAccess(principal.scopes, parsed.data, undefined);
   if (early !== undefined) return { ok: false, error: agentRefused(early) };
   const stored = await currentDeclaration(db, parsed.data);
-  const refusal = agentAccess(principal.scopes, parsed.data, stored?.registration.agent.sources, proposed);
+  if (options.declared && stored === undefined) return fail("not_found", `no declaration for agent ${parsed.data}: declare it before writing its memory`);
+  const refusal = agentAccess(principal.scopes, parsed.data, stored?.registration.agent.sources, options.proposed);
   return refusal === undefined ? ok(parsed.data) : { ok: false, error: agentRefused(refusal) };
 }
+
+/**
+ * The named agent, if it is well-formed and the principal holds its `agent:<id>` scope; its
+ * declaration is not read. For reads that also need a conversation scope and are decided per
+ * conversation by core/memory-privacy (a conversation's extracted pages).
+ */
+export function agentScopeHeld(principal: ApiPrincipal, agent: unknown): Result<string> {
+  if (typeof agent === "string" && hasUnsafeChars(agent)) return fail("unsafe_characters", `agent: ${UNSAFE_MESSAGE}`);
+  const parsed = agentIdSchema.safeParse(agent);
+  if (!parsed.success) return fail("validation_failed", "agent: 1–64 letters, digits, . _ -");
+  const refusal = agentAccess(principal.scopes, parsed.data, undefined);
+  return refusal === undefined ? ok(parsed.data) : { ok: false, error: agentRefused(refusal) };
+}
+

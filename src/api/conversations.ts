@@ -92,12 +92,13 @@ export async function listConversationEvents(db: D1Database, conversationId: Sco
 
 /**
  * `{ agent, query? }`: the agent's verified context (boundary envelope, amendments, exact tail,
- * manifest); with a query, the memory recalled for it between the amendment and the tail.
+ * manifest); with a query, the memory recalled for it between the amendment and the tail, as far
+ * as a caller holding `scopes` may be served it (core/memory-privacy).
  */
-export async function selectContext(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ContextSelection>> {
+export async function selectContext(env: Env, conversationId: ScopedConversationId, query: unknown, scopes: readonly string[]): Promise<Result<ContextSelection>> {
   const parsed = validate(contextQuery, query);
   if (!parsed.ok) return parsed;
-  return contextFor(env, conversationId, parsed.value.agent, undefined, parsed.value.query);
+  return contextFor(env, conversationId, parsed.value.agent, undefined, parsed.value.query, scopes);
 }
 
 export type Composed = Extract<Awaited<ReturnType<typeof compose>>, { ok: true }>["value"];
@@ -107,11 +108,11 @@ export type Composed = Extract<Awaited<ReturnType<typeof compose>>, { ok: true }
  * context, with the memory recalled for `query` (by default the prompt's text; none for a prompt
  * of images only).
  */
-export async function composeRequest(env: Env, conversationId: ScopedConversationId, input: unknown): Promise<Result<Composed>> {
+export async function composeRequest(env: Env, conversationId: ScopedConversationId, input: unknown, scopes: readonly string[]): Promise<Result<Composed>> {
   const request = validate(composeRequestSchema, input);
   if (!request.ok) return request;
   const query = request.value.query ?? (request.value.prompt.text === "" ? undefined : request.value.prompt.text);
-  const selected = await contextFor(env, conversationId, request.value.agent, undefined, query);
+  const selected = await contextFor(env, conversationId, request.value.agent, undefined, query, scopes);
   if (!selected.ok) return selected;
   return compose(env, request.value, selected.value);
 }

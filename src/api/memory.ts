@@ -2,18 +2,19 @@ import { z } from "zod";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { EXTRACTED_PREFIX } from "../core/fact-extraction";
-import { parsePage } from "../core/fact-merge";
 import { memoryPathSchema, putMemoryPageSchema } from "../core/memory-path";
-import { readFactSources } from "../storage/extraction-store";
 import type { MemoryPage, MemoryPageSummary } from "../storage/memory-store";
 import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/memory-store";
 import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "./responses";
 import { validate } from "./validation";
 
 /**
- * An agent's memory pages: list, write, read (a version) and delete. Each operation takes an
- * agent the caller is already scoped to (`agentInScope`: pages are extracted from the agent's
- * conversations and recalled into their compactions) and plain input, and returns a `Result`.
+ * The pages people write for an agent: list, write, read (a version) and delete. Each operation
+ * takes an agent the caller is already scoped to (`agentInScope`; a write or delete needs a
+ * declared agent, `declaredAgentInScope`) and plain input, and returns a `Result`. These pages are
+ * agent-wide: they are served in every conversation the agent serves (core/memory-privacy).
+ * Extracted facts are not here: they are kept with the conversation they were said in and read
+ * through it (`api/conversation-memory`).
  */
 
 export const memoryListQuery = z.object({
@@ -49,7 +50,8 @@ export function memoryPagePath(rawSegments: readonly string[]): Result<string> {
   return parsed.ok ? ok(parsed.value.path) : parsed;
 }
 
-function pageView(page: MemoryPage) {
+/** A page version as the API shows it: a person's page, or a conversation's extracted page. */
+export function pageView(page: Pick<MemoryPage, "path" | "version" | "contentHash" | "chars" | "content" | "createdAt">) {
   return {
     path: page.path,
     version: page.version,
@@ -60,7 +62,7 @@ function pageView(page: MemoryPage) {
   } satisfies Wire<typeof memoryPageSchema>;
 }
 
-function summaryView(page: MemoryPageSummary) {
+export function summaryView(page: MemoryPageSummary) {
   return { path: page.path, version: page.version, contentHash: page.contentHash, chars: page.chars } satisfies Wire<typeof memoryPageSummarySchema>;
 }
 
@@ -74,42 +76,45 @@ export async function listMemoryPages(db: D1Database, agentId: string, query: un
   return ok({ pages: pages.map(summaryView), nextAfter: pages.length === limit && last ? last.path : null });
 }
 
+/**
+ * Extraction owns its namespace: a person's page there would pass for facts with provenance they
+ * do not have, and the facts themselves are each conversation's (`GET
+ * /v1/conversations/{conversation}/memory/pages/{path}?agent=`).
+ */
+function extractedRefused(path: string): Result<never> | undefined {
+  if (!path.startsWith(EXTRACTED_PREFIX)) return undefined;
+  return fail("forbidden", `pages under ${EXTRACTED_PREFIX} are written by memory extraction and kept with the conversation they come from: read them at /v1/conversations/{conversation}/memory/pages/${path}?agent=`);
+}
+
 /** `{ content }`: a new version of the page, unless it equals the live one (`created: false`). */
 export async function writeMemoryPage(db: D1Database, agentId: string, path: string, input: unknown): Promise<Result<Wire<typeof memoryPageWriteSchema>>> {
-  // Extraction owns its namespace: a person's page there would be merged over, or would pass for
-  // facts with provenance they do not have.
-  if (path.startsWith(EXTRACTED_PREFIX)) return fail("forbidden", `pages under ${EXTRACTED_PREFIX} are written by memory extraction only`);
+  const refused = extractedRefused(path);
+  if (refused !== undefined) return refused;
   const body = validate(putMemoryPageSchema, input);
   if (!body.ok) return body;
   const put = await putPage(db, agentId, path, body.value.content, new Date());
   return ok({ path, version: put.version, contentHash: put.contentHash, created: put.created });
 }
 
-/** `{ version? }`: the live page, or one of its past versions. */
+/** `{ version?, provenance? }`: the live page, or one of its past versions. */
 export async function readMemoryPage(db: D1Database, agentId: string, path: string, query: unknown): Promise<Result<Wire<typeof memoryPageSchema>>> {
   const parsed = validate(memoryVersionQuery, query);
   if (!parsed.ok) return parsed;
+  const refused = extractedRefused(path);
+  if (refused !== undefined) return refused;
   const page = await getPage(db, agentId, path, parsed.value.version);
   if (page === undefined) {
     const which = parsed.value.version === undefined ? "" : ` at version ${parsed.value.version}`;
     return fail("not_found", `no memory page ${path}${which} (missing or deleted)`);
   }
-  if (parsed.value.provenance === "0") return ok(pageView(page));
-  return ok({ ...pageView(page), facts: await factsWithSources(db, page) });
-}
-
-/** The facts on this version of an extracted page, in page order, each with the sources that set it. */
-async function factsWithSources(db: D1Database, page: MemoryPage): Promise<NonNullable<Wire<typeof memoryPageSchema>["facts"]>> {
-  if (!page.path.startsWith(EXTRACTED_PREFIX)) return [];
-  const sources = Map.groupBy(await readFactSources(db, page.agentId, page.path, page.version), (row) => row.factKey);
-  return [...parsePage(page.content).keys()].map((key) => ({
-    key,
-    sources: (sources.get(key) ?? []).map((row) => ({ conversationId: row.conversationId, messageId: row.messageId, seq: row.seq, eventHash: row.eventHash, runId: row.runId, version: row.version })),
-  }));
+  // A person's page holds no extracted facts: with `provenance=1` its list of facts is empty.
+  return ok(parsed.value.provenance === "0" ? pageView(page) : { ...pageView(page), facts: [] });
 }
 
 /** Deletes the page (a tombstone version: its history stays readable). */
 export async function deleteMemoryPage(db: D1Database, agentId: string, path: string): Promise<Result<null>> {
+  const refused = extractedRefused(path);
+  if (refused !== undefined) return refused;
   const deleted = await deletePage(db, agentId, path, new Date());
   return deleted === undefined ? fail("not_found", `no memory page ${path} to delete`) : ok(null);
 }

@@ -3,58 +3,71 @@ import { scopesAllow } from "../core/conversation-id";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
-import { recallQueryTextSchema } from "../core/recall";
-import type { RecallHit } from "../core/recall-rank";
-import { mergeHits } from "../core/recall-rank";
+import type { MemoryReader } from "../core/memory-privacy";
+import { factRefusal } from "../core/memory-privacy";
+import { DEFAULT_MEMORY_BUDGET_CHARS, packMemory, recallQueryTextSchema } from "../core/recall";
+import type { RecallCandidate, RecalledEntryHit } from "../core/recall-rank";
 import { currentDeclaration } from "../storage/compaction-store";
-import { recallMatchExpression } from "../storage/memory-store";
-import { readFactSources } from "../storage/extraction-store";
-import { searchPages, searchTurns } from "../storage/recall-store";
+import { readConversationFactSources } from "../storage/conversation-memory-store";
 import type { ApiPrincipal } from "../storage/token-store";
 import type { ScopedConversationId } from "./access";
 import { agentInScope } from "./access";
 import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
+import { recallCandidates } from "./served-memory";
 import { validate } from "./validation";
 import { conversationDb } from "../storage/shards";
 
 /**
- * Recall search for one agent in one conversation: its memory pages and the conversation's exact
- * turns that it could be served, each bm25-ranked, in one list fused by rank (`mergeHits`). Scoped like the conversation and like
- * the agent: the token needs both, so it reads neither another conversation's turns nor another
- * agent's pages.
+ * Recall search for one agent in one conversation: what the agent would be served from memory for
+ * `q` if no tail were served — the conversation's exact turns it could be served and the memory it
+ * may be served here (core/memory-privacy: the facts extracted from this conversation, as their
+ * current statements, and pages people wrote for it, whole), in the memory envelope's order
+ * (`recallCandidates`), nothing said twice, within the agent's memory budget (`packMemory`), at
+ * most `limit`. Scoped like the conversation and like the agent: the token needs both, so it reads
+ * neither another conversation's turns or facts nor another agent's pages.
  */
 
 export const MAX_SEARCH_RESULTS = 50;
 
 export const memorySearchQuery = z.object({
   agent: agentIdSchema,
-  /** Free text: turned into quoted terms (`recallMatchExpression`), never FTS syntax. */
+  /** Free text: turned into quoted terms (`matchExpression`, core/search-text), never FTS syntax. */
   q: recallQueryTextSchema,
   limit: z.coerce.number().int().min(1).max(MAX_SEARCH_RESULTS).default(10),
 });
 
 type Source = { readonly messageId: string; readonly seq: number };
 
-function resultView(hit: RecallHit, pageSources: readonly Source[]) {
-  return (
-    hit.type === "page"
-      ? { type: hit.type, path: hit.path, snippet: hit.snippet, content: hit.content, sources: [...pageSources] }
-      : { type: hit.type, snippet: hit.snippet, content: hit.content, sources: [{ messageId: hit.messageId, seq: hit.seq }] }
-  ) satisfies Wire<typeof recallResultSchema>;
+function resultView(hit: RecallCandidate, entrySources: ReadonlyMap<RecalledEntryHit, readonly Source[]>) {
+  switch (hit.type) {
+    case "turn":
+      return { type: hit.type, snippet: hit.snippet, content: hit.content, sources: [{ messageId: hit.messageId, seq: hit.seq }] } satisfies Wire<typeof recallResultSchema>;
+    case "entry":
+      return { type: hit.type, path: hit.path, key: hit.key, snippet: hit.statement, content: hit.statement, sources: [...(entrySources.get(hit) ?? [])] } satisfies Wire<typeof recallResultSchema>;
+    case "page":
+      return { type: hit.type, path: hit.path, snippet: hit.snippet, content: hit.content, sources: [] } satisfies Wire<typeof recallResultSchema>;
+  }
 }
 
 /**
- * The messages of this conversation that a page's current facts were extracted from. A page of
- * the agent may hold facts from several conversations: only this one's sources are named, so a
- * search never reveals another conversation's message ids.
+ * The messages each chosen entry's current statement came from (its page version's provenance,
+ * read once per page), as far as the reader may be served them.
  */
-async function pageSources(db: D1Database, agentId: string, conversationId: string, hit: RecallHit): Promise<Source[]> {
-  if (hit.type !== "page") return [];
-  const rows = await readFactSources(db, agentId, hit.path, hit.version);
-  return rows.filter((r) => r.conversationId === conversationId).map((r) => ({ messageId: r.messageId, seq: r.seq }));
+async function entrySources(shard: D1Database, reader: MemoryReader, agentId: string, hits: readonly RecallCandidate[]): Promise<Map<RecalledEntryHit, Source[]>> {
+  const entries = hits.filter((hit): hit is RecalledEntryHit => hit.type === "entry");
+  const pages = Map.groupBy(entries, (entry) => `${entry.version}:${entry.path}`);
+  const sources = new Map<RecalledEntryHit, Source[]>();
+  for (const group of pages.values()) {
+    const [first] = group;
+    if (first === undefined) continue;
+    const rows = await readConversationFactSources(shard, reader.conversationId, agentId, first.path, first.version);
+    const allowed = rows.filter((row) => factRefusal(reader, row.conversationId) === undefined);
+    for (const entry of group) sources.set(entry, allowed.filter((row) => row.factKey === entry.key).map((row) => ({ messageId: row.messageId, seq: row.seq })));
+  }
+  return sources;
 }
 
-/** `{ agent, q, limit? }`: the best pages and turns, at most `limit`. */
+/** `{ agent, q, limit? }`: the items the agent would be served for `q`, at most `limit`. */
 export async function searchMemory(env: Env, principal: ApiPrincipal, conversationId: ScopedConversationId, query: unknown): Promise<Result<Wire<typeof memorySearchSchema>>> {
   const parsed = validate(memorySearchQuery, query);
   if (!parsed.ok) return parsed;
@@ -67,13 +80,12 @@ export async function searchMemory(env: Env, principal: ApiPrincipal, conversati
   if (agent === undefined || !agent.enabled || !scopesAllow(agent.sources, conversationId)) {
     return fail("not_found", `agent ${agentId.value} has no enabled declaration serving this conversation`);
   }
-  const match = recallMatchExpression(q);
-  if (match === undefined) return ok({ results: [] });
-  const [pages, turns] = await Promise.all([
-    searchPages(db, agent.id, match, limit),
-    searchTurns(await conversationDb(env, conversationId), conversationId, match, { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive }, limit),
-  ]);
-  const hits = mergeHits(pages, turns, limit);
-  const sources = await Promise.all(hits.map((hit) => pageSources(db, agent.id, conversationId, hit)));
-  return ok({ results: hits.map((hit, i) => resultView(hit, sources[i] ?? [])) });
+  const shard = await conversationDb(env, conversationId);
+  const reader: MemoryReader = { conversationId, sources: agent.sources, scopes: principal.scopes };
+  const budget = agent.context.memoryBudgetChars ?? DEFAULT_MEMORY_BUDGET_CHARS;
+  const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive };
+  const candidates = await recallCandidates({ control: db, shard }, { ...reader, agentId: agent.id }, view, q, budget);
+  const hits = packMemory(candidates, budget).hits.slice(0, limit);
+  const sources = await entrySources(shard, reader, agent.id, hits);
+  return ok({ results: hits.map((hit) => resultView(hit, sources)) });
 }

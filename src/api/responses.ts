@@ -332,8 +332,11 @@ export const recallSourceSchema = z.strictObject({ messageId: z.string(), seq: p
  * snippet of the match (matched terms between « and ») and the whole content.
  */
 export const recallResultSchema = z.strictObject({
-  type: z.enum(["page", "turn"]),
+  /** A turn of the log, one current statement of an extracted page, or a page a person wrote, whole. */
+  type: z.enum(["turn", "entry", "page"]),
   path: memoryPathSchema.optional(),
+  /** An entry's fact key on its page. */
+  key: z.string().optional(),
   snippet: z.string(),
   content: z.string(),
   sources: z.array(recallSourceSchema),

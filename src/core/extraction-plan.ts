@@ -6,7 +6,7 @@ import type { FrozenTurn } from "./packet";
 /**
  * What an extraction job derives from the boundary it follows, as pure functions: its run id, the
  * slice's turns with the log events they stand for, the provenance rows of the facts a merge
- * applied, and the content-dark run event of a failed attempt.
+ * made current, and the content-dark run event of a failed attempt.
  */
 
 /** An extraction's run id: its compaction run's, so a redelivered job is the same run. */
@@ -45,8 +45,14 @@ export function sliceTurns(turns: readonly FrozenTurn[], eventHashes: ReadonlyMa
   return { ok: true, value: slice };
 }
 
-export function provenanceRows(applied: readonly ExtractedFact[], conversationId: string, runId: string) {
-  return applied.flatMap((fact) => fact.sources.map((source) => ({ factKey: fact.key, conversationId, messageId: source.messageId, seq: source.seq, eventHash: source.eventHash, runId })));
+/**
+ * The provenance rows of a merged version: per key whose current statement the merge set
+ * (`MergeResult.current`), the sources of that fact. A key's sources name the messages that state
+ * the value the page holds, not every message the slice said about it; a fact that only went
+ * under "previously" names none (the key's sources stay those of the version that set its value).
+ */
+export function provenanceRows(current: ReadonlyMap<string, ExtractedFact>, conversationId: string, runId: string) {
+  return [...current].flatMap(([factKey, fact]) => fact.sources.map((source) => ({ factKey, conversationId, messageId: source.messageId, seq: source.seq, eventHash: source.eventHash, runId })));
 }
 
 /** One failed extraction attempt: private evidence under the compactor's id, keyed by attempt. */

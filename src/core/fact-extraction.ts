@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { sha256Hex } from "./hash";
 
 /**
  * Durable facts of a settled frozen slice, for the agent's extracted memory pages (the memory
@@ -47,22 +48,99 @@ export const extractedFactSchema = z.strictObject({
 });
 export type ExtractedFact = z.infer<typeof extractedFactSchema>;
 
-/** Lower-case ASCII words joined by `-`, at most `maxWords` and 48 characters; "" when none. */
+/**
+ * Letters that accent folding (NFKD, marks dropped) leaves outside a-z, as Latin: Cyrillic and
+ * Greek, whose romanization is a letter-for-letter table, a few Latin letters that are not an
+ * accented a-z (ß, ø, ł…), and the Arabic-Indic digits. Keys are lower case and already folded
+ * (й is и once its breve is dropped, ά is α). Cyrillic hard and soft signs romanize to nothing.
+ */
+const LATIN_OF: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    а: "a", б: "b", в: "v", г: "g", д: "d", е: "e", ж: "zh", з: "z", и: "i", к: "k", л: "l", м: "m", н: "n", о: "o", п: "p", р: "r", с: "s", т: "t", у: "u", ф: "f", х: "kh", ц: "ts", ч: "ch", ш: "sh", щ: "shch", ъ: "", ы: "y", ь: "", э: "e", ю: "yu", я: "ya",
+    і: "i", є: "ye", ґ: "g", ђ: "dj", ј: "j", љ: "lj", њ: "nj", ћ: "c", џ: "dz", ѕ: "dz",
+    α: "a", β: "v", γ: "g", δ: "d", ε: "e", ζ: "z", η: "i", θ: "th", ι: "i", κ: "k", λ: "l", μ: "m", ν: "n", ξ: "x", ο: "o", π: "p", ρ: "r", σ: "s", ς: "s", τ: "t", υ: "y", φ: "f", χ: "ch", ψ: "ps", ω: "o",
+    ß: "ss", æ: "ae", œ: "oe", ø: "o", đ: "d", ð: "d", þ: "th", ł: "l", ı: "i",
+    ...Object.fromEntries([..."٠١٢٣٤٥٦٧٨٩", ..."۰۱۲۳۴۵۶۷۸۹"].map((digit, i) => [digit, String(i % 10)])),
+  }),
+);
+
+const ASCII_WORD_CHAR = /^[a-z0-9]$/;
+const MARK = /^\p{M}$/u;
+const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
+const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+/** One character (NFKC, lower case) as Latin, or undefined when no table covers it. */
+function latinOf(char: string): string | undefined {
+  const folded = char.normalize("NFKD").replace(/\p{M}+/gu, "");
+  if (folded === "") return undefined;
+  let latin = "";
+  for (const c of folded) {
+    const mapped = ASCII_WORD_CHAR.test(c) ? c : LATIN_OF.get(c);
+    if (mapped === undefined) return undefined;
+    latin += mapped;
+  }
+  return latin;
+}
+
+/**
+ * A word of a script no table covers (Han, Arabic, Hebrew, Thai, Devanagari…): `u` and 10 hex
+ * digits of its SHA-256 (40 bits), so two different words practically never share a slug. The
+ * word keeps its marks: in Devanagari or Thai a vowel sign tells words apart.
+ */
+const hashWord = (word: string): string => `u${sha256Hex(word).slice(0, 10)}`;
+
+/**
+ * The words of `text` as slug words, in order: runs of letters and digits, each either
+ * transliterated to a-z0-9 or, where no table covers its script, hashed whole. A run that changes
+ * script mid-word ("iPhone15发布") is two words.
+ */
+function slugWords(text: string): string[] {
+  const words: string[] = [];
+  let latin = "";
+  let other = "";
+  const close = (): void => {
+    if (latin !== "") words.push(latin);
+    if (other !== "") words.push(hashWord(other));
+    latin = "";
+    other = "";
+  };
+  for (const char of text.normalize("NFKC").toLowerCase()) {
+    if (MARK.test(char)) {
+      // A mark belongs to the hashed word it is in; on a Latin letter it is an accent, folded away.
+      if (other !== "") other += char;
+      continue;
+    }
+    const asLatin = latinOf(char);
+    if (asLatin !== undefined) {
+      if (other !== "") close();
+      latin += asLatin;
+    } else if (LETTER_OR_DIGIT.test(char)) {
+      if (latin !== "") close();
+      other += char;
+    } else {
+      close();
+    }
+  }
+  close();
+  return words;
+}
+
+/**
+ * Lower-case words joined by `-`, at most `maxWords` and 48 characters: a page's last segment or a
+ * fact's key. ASCII text (accents folded) keeps its words, Cyrillic and Greek are transliterated,
+ * other scripts become hash words (`slugWords`); "" only for text with no letter or digit at all.
+ */
 export function slugOf(text: string, maxWords = 6): string {
-  const words = text
-    .normalize("NFKD")
-    .replace(/\p{M}+/gu, "")
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((w) => w !== "")
-    .slice(0, maxWords);
+  const words = slugWords(text).slice(0, maxWords);
   let slug = "";
   for (const word of words) {
     const next = slug === "" ? word : `${slug}-${word}`;
     if (next.length > 48) break;
     slug = next;
   }
-  return slug === "" ? words[0]?.slice(0, 48) ?? "" : slug;
+  if (slug === "") slug = words[0]?.slice(0, 48) ?? "";
+  // A letter that NFKC turns into a bare mark or a symbol (rare compatibility characters) still names something.
+  return slug === "" && HAS_LETTER_OR_DIGIT.test(text) ? hashWord(text.normalize("NFKC").toLowerCase()) : slug;
 }
 
 /** Whitespace (newlines included) collapsed, bounded: a statement is one line. */

@@ -1,16 +1,22 @@
-import type { ExtractedFact } from "./fact-extraction";
+import type { ExtractedFact, FactSource } from "./fact-extraction";
 import { oneLine } from "./fact-extraction";
 
 /**
  * The merge rule of extracted pages, and the one owner of their text format. A page holds one
- * current statement per fact key; a later fact with the same key supersedes it, and the statement
- * it replaces stays on the page as "previously" (and, whole, in the page's version history).
+ * current statement per fact key: the one stated by the latest message of the conversation, in
+ * the log's order (seq), whatever order the slices' extractions were merged in; the statements it
+ * superseded stay on the page as "previously", newest first (and, whole, in the page's version
+ * history). Seqs on one page are comparable because a page is one conversation's
+ * (migrations/shard/0016): they count positions in one log.
  *
  * Format (one fact per block, every line one line of text):
  *
  *     Extracted memory <path>: facts taken from conversation history, newest value first.
- *     - <key>: <statement> (msg <message id>, ref <12 hex of the source event's hash>)
- *       previously: <statement> (msg <message id>, ref <…>)
+ *     - <key>: <statement> (msg <message id>, seq <n>, ref <12 hex of the source event's hash>)
+ *       previously: <statement> (msg <message id>, seq <n>, ref <…>)
+ *
+ * Lines written before the seq was recorded (`(msg <id>, ref <hex>)`) are read, and written back,
+ * as they are, and count as older than any line with a seq.
  *
  * The `ref` is a fact's identity: a fact whose source event is already on the page under its key
  * (current or previously) was applied before, so merging the same facts again changes nothing —
@@ -27,6 +33,8 @@ interface Line {
   readonly statement: string;
   readonly messageId: string;
   readonly ref: string;
+  /** The message's seq in the conversation's log; absent on lines written before it was recorded. */
+  readonly seq?: number;
 }
 
 export interface Entry {
@@ -37,13 +45,19 @@ export interface Entry {
 export const REF_CHARS = 12;
 
 const header = (path: string): string => `Extracted memory ${path}: facts taken from conversation history, newest value first.`;
-const CURRENT = /^- ([a-z0-9]+(?:-[a-z0-9]+)*): (.*) \(msg (.+), ref ([0-9a-f]{12})\)$/;
-const PREVIOUS = /^ {2}previously: (.*) \(msg (.+), ref ([0-9a-f]{12})\)$/;
+// The suffix after a statement; a shown message id has no "(),", so ", seq" and ", ref" end it.
+const SUFFIX = String.raw`\(msg (.+?)(?:, seq ([1-9]\d{0,14}))?, ref ([0-9a-f]{${REF_CHARS}})\)$`;
+const CURRENT = new RegExp(`^- ([a-z0-9]+(?:-[a-z0-9]+)*): (.*) ${SUFFIX}`);
+const PREVIOUS = new RegExp(`^ {2}previously: (.*) ${SUFFIX}`);
 
 /** A message id as the page shows it: one line, without the characters its suffix is parsed by. */
 export const shownId = (id: string): string => oneLine(id, 64).replace(/[(),]/g, "_") || "_";
 
-const render = (line: Line): string => `${line.statement} (msg ${line.messageId}, ref ${line.ref})`;
+const render = (line: Line): string => `${line.statement} (msg ${line.messageId}${line.seq === undefined ? "" : `, seq ${line.seq}`}, ref ${line.ref})`;
+
+function lineOf(statement: string, messageId: string, seq: string | undefined, ref: string): Line {
+  return { statement, messageId, ref, ...(seq === undefined ? {} : { seq: Number(seq) }) };
+}
 
 /** The entries of a page's text, in page order; lines that are not in the format are ignored. */
 export function parsePage(content: string): Map<string, Entry> {
@@ -52,15 +66,15 @@ export function parsePage(content: string): Map<string, Entry> {
   for (const text of content.split("\n")) {
     const current = CURRENT.exec(text);
     if (current !== null) {
-      const [, key = "", statement = "", messageId = "", ref = ""] = current;
-      last = { current: { statement, messageId, ref }, previous: [] };
+      const [, key = "", statement = "", messageId = "", seq, ref = ""] = current;
+      last = { current: lineOf(statement, messageId, seq, ref), previous: [] };
       entries.set(key, last);
       continue;
     }
     const previous = PREVIOUS.exec(text);
     if (previous !== null && last !== undefined) {
-      const [, statement = "", messageId = "", ref = ""] = previous;
-      last.previous.push({ statement, messageId, ref });
+      const [, statement = "", messageId = "", seq, ref = ""] = previous;
+      last.previous.push(lineOf(statement, messageId, seq, ref));
     }
   }
   return entries;
@@ -79,8 +93,34 @@ export interface MergeResult {
   /** The page's new text; equal to the current one when nothing changed. */
   readonly content: string;
   readonly changed: boolean;
-  /** The facts that became current on this page, in order (their sources are the new version's provenance). */
+  /** The facts written to the page, current or previously, in slice order. */
   readonly applied: readonly ExtractedFact[];
+  /**
+   * Per key whose current statement this merge changed, the fact now current: its sources are the
+   * new version's provenance for the key. A fact that went only under "previously" is not here.
+   */
+  readonly current: ReadonlyMap<string, ExtractedFact>;
+}
+
+/** The source a fact's line cites: its latest message. */
+function newestSource(fact: ExtractedFact): FactSource | undefined {
+  return fact.sources.reduce<FactSource | undefined>((newest, source) => (newest === undefined || source.seq > newest.seq ? source : newest), undefined);
+}
+
+/** Whether `line` is known to come from a later message than `than`: a line without a seq never is. */
+const laterThan = (line: Line, than: Line): boolean => line.seq !== undefined && than.seq !== undefined && line.seq > than.seq;
+
+/**
+ * Where `line` goes among an entry's lines (current first): right below the last line of a later
+ * message, so the lines stay in message order; at 0 it becomes current. At an equal seq the line
+ * merged later goes above: within a slice, the fact said later.
+ */
+function placeOf(lines: readonly Line[], line: Line): number {
+  let place = 0;
+  lines.forEach((other, i) => {
+    if (laterThan(other, line)) place = i + 1;
+  });
+  return place;
 }
 
 /**
@@ -90,55 +130,65 @@ export interface MergeResult {
 export function mergeFacts(path: string, current: string | undefined, facts: readonly ExtractedFact[]): MergeResult {
   const entries = parsePage(current ?? "");
   const applied: ExtractedFact[] = [];
-  for (const fact of onPage(path, facts)) {
-    const [source] = fact.sources;
+  const becameCurrent = new Map<string, ExtractedFact>();
+  const kept = onPage(path, facts);
+  for (const fact of kept) {
+    const source = newestSource(fact);
     if (source === undefined) continue;
-    const line: Line = { statement: oneLine(fact.statement), messageId: shownId(source.messageId), ref: source.eventHash.slice(0, REF_CHARS) };
+    const line: Line = { statement: oneLine(fact.statement), messageId: shownId(source.messageId), ref: source.eventHash.slice(0, REF_CHARS), seq: source.seq };
     const entry = entries.get(fact.key);
     if (entry === undefined) {
       entries.set(fact.key, { current: line, previous: [] });
+      becameCurrent.set(fact.key, fact);
     } else {
-      if (entry.current.ref === line.ref || entry.previous.some((p) => p.ref === line.ref)) continue;
-      entry.previous = [entry.current, ...entry.previous].slice(0, MAX_PREVIOUS);
-      entry.current = line;
+      const lines = [entry.current, ...entry.previous];
+      if (lines.some((l) => l.ref === line.ref)) continue;
+      const place = placeOf(lines, line);
+      // Below every line the page keeps: it would fall off at once, and come back on every replay.
+      if (place > MAX_PREVIOUS) continue;
+      lines.splice(place, 0, line);
+      const [first = line, ...rest] = lines;
+      entry.current = first;
+      entry.previous = rest.slice(0, MAX_PREVIOUS);
+      if (place === 0) becameCurrent.set(fact.key, fact);
       // Most recently updated last: the cap below drops the keys nothing has touched longest.
       entries.delete(fact.key);
       entries.set(fact.key, entry);
     }
     applied.push(fact);
   }
-  while (entries.size > MAX_KEYS_PER_PAGE) {
-    const oldest = entries.keys().next().value;
-    if (oldest === undefined) break;
-    entries.delete(oldest);
+  // A key this batch speaks of stays, though nothing in it applied (all its facts were on the page
+  // or older than what it keeps): dropped, its facts would come back as new on the next replay.
+  const spoken = new Set(kept.map((f) => f.key));
+  for (const key of [...entries.keys()]) {
+    if (entries.size <= MAX_KEYS_PER_PAGE) break;
+    if (!spoken.has(key)) entries.delete(key);
   }
-  if (applied.length === 0 && current !== undefined) return { content: current, changed: false, applied };
+  if (applied.length === 0 && current !== undefined) return { content: current, changed: false, applied, current: becameCurrent };
   const content = renderPage(path, entries);
-  return { content, changed: content !== current, applied };
+  return { content, changed: content !== current, applied, current: becameCurrent };
 }
 
 /**
- * The facts of `path` that can still be on the page once all of them are merged: per key the
- * last MAX_PREVIOUS + 1, of the last MAX_KEYS_PER_PAGE keys. A fact the same batch would push off
- * the page at once is never applied, so merging the batch again finds every applied fact on the
- * page and changes nothing.
+ * The facts of `path` that can still be on the page once all of them are merged: per key, of the
+ * facts one message states the last (one source event, one line), and of those the MAX_PREVIOUS + 1
+ * of the latest messages, of the last MAX_KEYS_PER_PAGE keys; in slice order. A fact the same batch
+ * would push off the page at once is never applied, so merging the batch again finds every applied
+ * fact on the page and changes nothing.
  */
 function onPage(path: string, facts: readonly ExtractedFact[]): ExtractedFact[] {
-  const mine = facts.filter((f) => f.page === path);
+  const mine = facts.filter((f) => f.page === path).map((fact, at) => ({ fact, at, seq: newestSource(fact)?.seq ?? 0, ref: newestSource(fact)?.eventHash.slice(0, REF_CHARS) ?? "" }));
   const lastAt = new Map<string, number>();
-  mine.forEach((f, i) => lastAt.set(f.key, i));
+  for (const { fact, at } of mine) lastAt.set(fact.key, at);
   const keptKeys = new Set([...lastAt].sort(([, a], [, b]) => a - b).slice(-MAX_KEYS_PER_PAGE).map(([key]) => key));
-  const perKey = new Map<string, number>();
-  const kept: ExtractedFact[] = [];
-  for (let i = mine.length - 1; i >= 0; i--) {
-    const fact = mine[i];
-    if (fact === undefined || !keptKeys.has(fact.key)) continue;
-    const seen = perKey.get(fact.key) ?? 0;
-    if (seen > MAX_PREVIOUS) continue;
-    perKey.set(fact.key, seen + 1);
-    kept.push(fact);
-  }
-  return kept.reverse();
+  const lastOfEvent = new Map<string, (typeof mine)[number]>();
+  for (const said of mine) if (keptKeys.has(said.fact.key)) lastOfEvent.set(`${said.fact.key}\n${said.ref}`, said);
+  const byKey = new Map<string, (typeof mine)[number][]>();
+  for (const said of lastOfEvent.values()) byKey.set(said.fact.key, [...(byKey.get(said.fact.key) ?? []), said]);
+  return [...byKey.values()]
+    .flatMap((said) => said.sort((a, b) => b.seq - a.seq || b.at - a.at).slice(0, MAX_PREVIOUS + 1))
+    .sort((a, b) => a.at - b.at)
+    .map(({ fact }) => fact);
 }
 
 /** Facts grouped by page, each page's facts in slice order; pages in first-mention order. */

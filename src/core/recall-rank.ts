@@ -1,4 +1,5 @@
-import { parsePage, renderEntry, shownId } from "./fact-merge";
+import { parsePage, shownId } from "./fact-merge";
+import { contentWords, recallTerms, searchTerms } from "./search-text";
 
 /**
  * Recall's ranking, pure: the words a query searches with, an extracted page cut into the entries
@@ -11,49 +12,6 @@ import { parsePage, renderEntry, shownId } from "./fact-merge";
  * and the two lists are fused by rank position (reciprocal rank fusion, which needs no common scale),
  * not by score.
  */
-
-/** At most this many terms go into one search: enough for a slice's topics, bounded in cost. */
-export const MAX_RECALL_TERMS = 32;
-/** Shorter words are mostly function words, and match too much to rank anything. */
-const MIN_TERM_CHARS = 3;
-/** Longer "words" are pasted ids or base64, not topics; the cap also bounds the query's size. */
-const MAX_TERM_CHARS = 64;
-
-/**
- * Common English words of at least MIN_TERM_CHARS letters. Dropping them keeps the term cap for
- * words that say what a text is about; bm25 would rank them low anyway, but they would still let
- * every page into the candidates.
- */
-const STOP_WORDS = new Set(
-  (
-    "the and for are but not you all any can had her was one our out has have his how its may new now " +
-    "see two who did get him let say she too use that this with from they will would there their what " +
-    "about which when make like time just know take into year your some could them than then look only " +
-    "come over think also back after work first well even want because these give most been were said " +
-    "does yes yeah okay here where why very much more such should shall being each other those through " +
-    "while again same"
-  ).split(" "),
-);
-
-// Letters, marks and digits: the characters FTS5's unicode61 tokenizer keeps in tokens.
-const WORD = /[\p{L}\p{M}\p{N}]+/gu;
-
-/** Lower-cased words of `text` a search can use, stop words and too short or too long ones left out, in order. */
-export function searchWords(text: string): string[] {
-  const words: string[] = [];
-  for (const [word] of text.toLowerCase().matchAll(WORD)) {
-    const length = [...word].length;
-    if (length >= MIN_TERM_CHARS && length <= MAX_TERM_CHARS && !STOP_WORDS.has(word)) words.push(word);
-  }
-  return words;
-}
-
-/** The distinct words of `text` that carry content (stop words left out, numbers kept): what novelty is judged on. */
-export function contentWords(text: string): Set<string> {
-  const words = new Set<string>();
-  for (const [word] of text.toLowerCase().matchAll(WORD)) if (!STOP_WORDS.has(word) && ([...word].length >= MIN_TERM_CHARS || /\p{N}/u.test(word))) words.add(word);
-  return words;
-}
 
 /** Share of an item's content words an earlier one must hold for the item to add nothing new. */
 const RESTATED_SHARE = 0.75;
@@ -68,20 +26,6 @@ export function restates(words: ReadonlySet<string>, earlier: ReadonlySet<string
 /** What an entry or a turn says, as content words: a turn's with its author's name. */
 export function wordsOf(hit: RecalledEntryHit | RecalledTurnHit): Set<string> {
   return contentWords(hit.type === "entry" ? hit.statement : `${hit.authorName ?? hit.authorId} ${hit.content}`);
-}
-
-/** The text's most frequent search words (ties: first seen), at most `maxTerms`. */
-export function recallTerms(text: string, maxTerms = MAX_RECALL_TERMS): string[] {
-  const seen = new Map<string, { count: number; first: number }>();
-  for (const word of searchWords(text)) {
-    const entry = seen.get(word);
-    if (entry === undefined) seen.set(word, { count: 1, first: seen.size });
-    else entry.count += 1;
-  }
-  return [...seen]
-    .sort(([, a], [, b]) => b.count - a.count || a.first - b.first)
-    .slice(0, Math.max(0, maxTerms))
-    .map(([term]) => term);
 }
 
 export interface RecalledPageHit {
@@ -106,22 +50,12 @@ export interface RecalledTurnHit {
   readonly rank: number;
 }
 
-export type RecallHit = RecalledPageHit | RecalledTurnHit;
-
-/**
- * A search's results: turns and pages (whole), fused by rank position (a turn first at equal rank),
- * at most `limit`. The two indexes score on their own statistics, so their bm25 values are not compared.
- */
-export function mergeHits(pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[], limit: number): RecallHit[] {
-  return interleave<RecallHit>(turns, pages).slice(0, Math.max(0, limit));
-}
-
 /**
  * Reciprocal rank fusion of two disjoint lists: taking them in turn, the first list's item first at
  * equal rank. Recall puts turns first: the exact words before what was derived from them, and a
  * large page that barely matches cannot take the budget ahead of the turn that answers.
  */
-function interleave<T>(first: readonly T[], second: readonly T[]): T[] {
+export function fuseByRank<T>(first: readonly T[], second: readonly T[]): T[] {
   const fused: T[] = [];
   for (let i = 0; i < Math.max(first.length, second.length); i++) {
     const a = first[i];
@@ -133,8 +67,8 @@ function interleave<T>(first: readonly T[], second: readonly T[]): T[] {
 }
 
 /**
- * One fact of an extracted page as recall serves it: its current statement, in the page's own line
- * format (with its message and source reference). What it superseded stays on the page and in its
+ * One fact of an extracted page as recall serves it: its current statement with the message it
+ * came from, one line. What it superseded stays on the page and in its
  * history; the agent is served the value that holds.
  */
 export interface RecalledEntryHit {
@@ -149,6 +83,8 @@ export interface RecalledEntryHit {
   readonly statement: string;
   /** The message the statement came from, as the page shows it. */
   readonly messageId: string;
+  /** That message's seq in the conversation's log; absent on lines written before it was recorded. */
+  readonly seq?: number;
 }
 
 /** A page's entries; a page not in the extracted format (one a person wrote) has none and is served whole. */
@@ -159,9 +95,12 @@ export function entriesOf(page: RecalledPageHit): RecalledEntryHit[] {
     version: page.version,
     contentHash: page.contentHash,
     key,
-    content: renderEntry(key, { current: entry.current, previous: [] }),
+    // The agent is served the statement and the message it came from; the rest of the line (its
+    // ref, its position) is provenance, which the manifest carries (the page version and keys).
+    content: `- ${key}: ${entry.current.statement} (msg ${entry.current.messageId})`,
     statement: entry.current.statement,
     messageId: entry.current.messageId,
+    ...(entry.current.seq === undefined ? {} : { seq: entry.current.seq }),
   }));
 }
 
@@ -176,7 +115,7 @@ const B = 0.75;
 export function rankByTerms(query: readonly string[], documents: readonly string[]): number[] {
   const terms = new Set(query);
   const docs = documents.map((text) => {
-    const words = searchWords(text);
+    const words = searchTerms(text);
     const tf = new Map<string, number>();
     for (const word of words) if (terms.has(word)) tf.set(word, (tf.get(word) ?? 0) + 1);
     return { tf, length: words.length };
@@ -201,17 +140,22 @@ export type RecallCandidate = RecalledEntryHit | RecalledPageHit | RecalledTurnH
 
 /**
  * The served candidates for `queryText`, best first. The turns' side: in their store's order (bm25
- * over the whole conversation's index). The pages' side: the matched pages' entries, and every
- * page without entries (one a person wrote) as one document, ranked by bm25 over these documents
- * alone; an entry taken from one of the candidate turns is left to that turn, which holds the exact
- * words (a message id names a message only within its conversation, so the turn must also say
- * what the entry says). The two are fused by reciprocal rank: with two disjoint lists that is
- * taking them in turn, a turn first at equal rank.
+ * over the conversation's index). The pages' side: the matched pages' entries, and every page
+ * without entries (one a person wrote) as one document, ranked by bm25 over these documents
+ * alone. An entry earns its place only by saying what no candidate turn already does: an entry
+ * taken from one of the candidate turns is left to that turn, which holds the exact words, and
+ * one taken from a message of the served tail (at or after `beforeSeq`) is left to the tail. An
+ * entry names its message by seq (extracted pages are one conversation's, so a seq names one
+ * message); a line written before seqs were recorded is matched by message id, and the turn must
+ * also say what the entry says. The two lists are fused by reciprocal rank: with two disjoint
+ * lists that is taking them in turn, a turn first at equal rank.
  */
-export function rankCandidates(queryText: string, pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[]): RecallCandidate[] {
+export function rankCandidates(queryText: string, pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[], beforeSeq = Number.POSITIVE_INFINITY): RecallCandidate[] {
+  const turnSeqs = new Set(turns.map((turn) => turn.seq));
   const turnWords = new Map<string, Set<string>[]>();
   for (const turn of turns) turnWords.set(shownId(turn.messageId), [...(turnWords.get(shownId(turn.messageId)) ?? []), wordsOf(turn)]);
-  const taken = (entry: RecalledEntryHit): boolean => (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words));
+  const taken = (entry: RecalledEntryHit): boolean =>
+    entry.seq === undefined ? (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words)) : turnSeqs.has(entry.seq) || entry.seq >= beforeSeq;
   const fromPages = pages.flatMap((page): (RecalledEntryHit | RecalledPageHit)[] => {
     const entries = entriesOf(page);
     return entries.length === 0 ? [page] : entries.filter((entry) => !taken(entry));
@@ -220,5 +164,5 @@ export function rankCandidates(queryText: string, pages: readonly RecalledPageHi
     recallTerms(queryText),
     fromPages.map((hit) => (hit.type === "entry" ? hit.statement : hit.content)),
   ).flatMap((i) => fromPages[i] ?? []);
-  return interleave<RecallCandidate>(turns, ranked);
+  return fuseByRank<RecallCandidate>(turns, ranked);
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { authorLabel, escapeEnvelopeText, renderEnvelope } from "./render";
+import { authorLabel, escapeEnvelopeText, indentContinuation, renderEnvelope } from "./render";
 import type { NativeMessage } from "./render";
-import type { RecallCandidate, RecalledTurnHit } from "./recall-rank";
+import type { RecallCandidate, RecalledEntryHit, RecalledPageHit, RecalledTurnHit } from "./recall-rank";
 import { restates, wordsOf } from "./recall-rank";
 
 /**
@@ -26,11 +26,24 @@ const SEPARATOR = "\n\n";
 
 const pageHeader = (hit: { readonly path: string; readonly version: number }): string => `[memory page ${hit.path} (version ${hit.version})]`;
 
+/*
+ * The envelope's items start at the margin: `[earlier message …]`, `[memory page …]` and an
+ * extracted page's `- key: …` lines (each one line: statements are). Every line of stored text
+ * after an item's first is indented (`indentContinuation`), a page's whole content below its
+ * header, so no message or page can start a line that passes for an item.
+ */
+
 /** A turn as the agent reads it inside the memory envelope. */
 function renderTurn(hit: RecalledTurnHit): string {
   const speaker = hit.role === "user" ? authorLabel({ id: hit.authorId, ...(hit.authorName === null ? {} : { name: hit.authorName }) }) : `reply of ${hit.authorId}`;
-  return `[earlier message ${hit.messageId}] ${speaker}: ${hit.content}`;
+  return `[earlier message ${hit.messageId}] ${speaker}: ${indentContinuation(hit.content)}`;
 }
+
+/** A page served whole: its header, then its content, every line indented. */
+const pageBlock = (hit: RecalledPageHit): string => `${pageHeader(hit)}\n\t${indentContinuation(hit.content)}`;
+
+/** The first entry of an extracted page: the page's header, then the entry's line. */
+const entryBlock = (hit: RecalledEntryHit): string => `${pageHeader(hit)}\n${hit.content}`;
 
 /**
  * The envelope's body for the chosen items: a whole page under its header, the entries taken from
@@ -41,12 +54,12 @@ export function renderRecalled(hits: readonly RecallCandidate[]): string {
   const pageBlocks = new Map<string, number>();
   for (const hit of hits) {
     if (hit.type === "turn") blocks.push(renderTurn(hit));
-    else if (hit.type === "page") blocks.push(`${pageHeader(hit)}\n${hit.content}`);
+    else if (hit.type === "page") blocks.push(pageBlock(hit));
     else {
       const at = pageBlocks.get(hit.path);
       if (at === undefined) {
         pageBlocks.set(hit.path, blocks.length);
-        blocks.push(`${pageHeader(hit)}\n${hit.content}`);
+        blocks.push(entryBlock(hit));
       } else blocks[at] = `${blocks[at] ?? ""}\n${hit.content}`;
     }
   }
@@ -83,9 +96,11 @@ export function packMemory(candidates: readonly RecallCandidate[], budgetChars: 
     const added =
       hit.type === "turn"
         ? separator + escapedChars(renderTurn(hit))
-        : hit.type === "entry" && pagesServed.has(hit.path)
-          ? 1 + escapedChars(hit.content)
-          : separator + escapedChars(`${pageHeader(hit)}\n${hit.content}`);
+        : hit.type === "page"
+          ? separator + escapedChars(pageBlock(hit))
+          : pagesServed.has(hit.path)
+            ? 1 + escapedChars(hit.content)
+            : separator + escapedChars(entryBlock(hit));
     if (chars + added > budgetChars) continue;
     chars += added;
     chosen.push(hit);

@@ -103,6 +103,16 @@ export function escapeEnvelopeText(text: string): string {
   return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 }
 
+/** Every line break a model may honour. */
+const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
+
+/**
+ * Stored text inside a framed list (a slice, the memory envelope): every line after its first
+ * starts with a tab, so no line of it can start at the margin, where the list's own items start,
+ * and pass for an item of its own.
+ */
+export const indentContinuation = (text: string): string => text.replace(LINE_BREAK, "\n\t");
+
 export type EnvelopeKind = "boundary" | "amendment" | "memory";
 
 const ENVELOPE_TAG = "untrusted-history-summary";

@@ -202,8 +202,8 @@ export class CompactionEngine {
     return this.#settlement.abandon(runId, reason, now);
   }
 
-  selectContext(agentId: string, now: Date, asOfSeq?: number, query?: string): Promise<Result<ContextSelection>> {
-    return this.#server.select(agentId, now, asOfSeq, query);
+  selectContext(agentId: string, now: Date, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {
+    return this.#server.select(agentId, now, asOfSeq, query, scopes);
   }
 
   /** What the chain looks like to this object (for inspection and tests). */

@@ -50,7 +50,7 @@ export class ContextServer {
    * plain calls keep their prefix. Any doubt about the chain fails closed with a typed error and an
    * incident; the agent never gets an unverified summary.
    */
-  async select(agentId: string, now: Date, asOfSeq?: number, query?: string): Promise<Result<ContextSelection>> {
+  async select(agentId: string, now: Date, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {
     const { conversationId } = this.deps;
     const declaration = await currentDeclaration(this.deps.env.DB, agentId);
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, conversationId)) {
@@ -79,7 +79,7 @@ export class ContextServer {
     const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
     const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
-    const selected = await selectWithMemory({ control: this.deps.env.DB, shard: this.deps.shard }, { conversationId, agent, query, envelopes, groups: asOf.value });
+    const selected = await selectWithMemory({ control: this.deps.env.DB, shard: this.deps.shard }, { conversationId, agent, scopes, query, envelopes, groups: asOf.value });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
     const { selection, memory } = selected.value;
     const amendment = envelope === undefined ? undefined : { items: amendments, envelope };

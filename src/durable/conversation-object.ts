@@ -217,12 +217,12 @@ export class ConversationObject extends DurableObject<Env> {
     });
   }
 
-  /** Context for an agent, served from this object's hot state (reads are serialized with writes). */
-  async context(conversationId: string, agentId: string, asOfSeq?: number, query?: string): Promise<Result<ContextSelection>> {
+  /** Context for an agent, served from this object's hot state (reads are serialized with writes); `scopes`: the caller's, for recalled memory. */
+  async context(conversationId: string, agentId: string, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {
     return this.#exclusive(async () => {
       const bound = await this.#bind(conversationId);
       if (!bound.ok) return bound;
-      return this.#compaction(conversationId).selectContext(agentId, new Date(), asOfSeq, query);
+      return this.#compaction(conversationId).selectContext(agentId, new Date(), asOfSeq, query, scopes);
     });
   }
 

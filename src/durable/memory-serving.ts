@@ -2,26 +2,12 @@ import type { Group } from "../core/compaction-plan";
 import type { AgentDeclaration } from "../core/declarations";
 import type { MemoryManifest, MemoryPack } from "../core/recall";
 import { DEFAULT_MEMORY_BUDGET_CHARS, memoryManifest, packMemory } from "../core/recall";
-import { rankCandidates } from "../core/recall-rank";
+import { recallTerms } from "../core/search-text";
 import type { NativeMessage } from "../core/render";
 import { messageChars } from "../core/render";
 import type { Selection, SelectionFailure } from "../core/selection";
 import { selectContext } from "../core/selection";
-import { recallMatchExpression } from "../storage/memory-store";
-import { searchPages, searchTurns } from "../storage/recall-store";
-
-/** Pages read before packing: each yields its matching entries, so a few pages fill a budget. */
-const PAGE_CANDIDATES = 20;
-/**
- * Turns are read as if each took this many characters: chat turns are short (a budget of a few
- * thousand characters holds dozens), and packing skips the ones that say again what a chosen one
- * said, so the candidates need room beyond what fits.
- */
-const MIN_TURN_CHARS = 20;
-const MAX_TURN_CANDIDATES = 400;
-
-/** Turns read before packing for a memory budget: enough to fill it with short turns, bounded. */
-const turnCandidates = (budgetChars: number): number => Math.min(MAX_TURN_CANDIDATES, Math.max(PAGE_CANDIDATES, Math.ceil(budgetChars / MIN_TURN_CHARS)));
+import { recallCandidates } from "../api/served-memory";
 
 export interface ServedWithMemory {
   readonly selection: Selection;
@@ -32,8 +18,9 @@ export interface ServedWithMemory {
 type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: SelectionFailure };
 
 /**
- * The selection, and with a `query` a memory envelope for it: the entries of the agent's pages that
- * match (pages a person wrote whole) and its turns older than the served tail, in one order
+ * The selection, and with a `query` a memory envelope for it: the entries of the memory pages the
+ * agent may be served here that match (`servedPages`: the facts extracted from this conversation,
+ * and pages a person wrote, whole) and its turns older than the served tail, in one order
  * (`rankCandidates`), within `memoryBudgetChars` (envelope included),
  * reserved after the boundary and amendment envelopes and before the tail. The budget is capped by
  * what the agent's own caps leave, so memory never makes a context fail.
@@ -47,7 +34,15 @@ type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: Sele
  */
 export async function selectWithMemory(
   db: { readonly control: D1Database; readonly shard: D1Database },
-  input: { readonly conversationId: string; readonly agent: AgentDeclaration; readonly query: string | undefined; readonly envelopes: readonly NativeMessage[]; readonly groups: readonly Group[] },
+  input: {
+    readonly conversationId: string;
+    readonly agent: AgentDeclaration;
+    /** The caller's conversation scopes (core/memory-privacy); undefined when the service selects for the agent itself. */
+    readonly scopes: readonly string[] | undefined;
+    readonly query: string | undefined;
+    readonly envelopes: readonly NativeMessage[];
+    readonly groups: readonly Group[];
+  },
 ): Promise<Selected> {
   const { agent, envelopes, groups, query } = input;
   const policy = agent.context;
@@ -61,13 +56,12 @@ export async function selectWithMemory(
     const selected = selectContext({ envelopes: pack.envelope === undefined ? envelopes : [...envelopes, pack.envelope], groups, policy });
     return selected.ok ? { ok: true, value: { selection: selected.value, memory: memoryManifest(pack, budget) } } : selected;
   };
-  const match = recallMatchExpression(query);
-  if (budget === 0 || match === undefined) return select({ hits: [], envelope: undefined });
+  if (budget === 0 || recallTerms(query).length === 0) return select({ hits: [], envelope: undefined });
 
   const plain = selectContext({ envelopes, groups, policy });
   if (!plain.ok) return plain;
   const tailStart = plain.value.tail.groups[0]?.seq;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive, ...(tailStart === undefined ? {} : { beforeSeq: tailStart }) };
-  const [pages, turns] = await Promise.all([searchPages(db.control, agent.id, match, PAGE_CANDIDATES), searchTurns(db.shard, input.conversationId, match, view, turnCandidates(budget))]);
-  return select(packMemory(rankCandidates(query, pages, turns), budget));
+  const reader = { conversationId: input.conversationId, agentId: agent.id, sources: agent.sources, scopes: input.scopes };
+  return select(packMemory(await recallCandidates(db, reader, view, query, budget), budget));
 }

@@ -13,8 +13,8 @@ import type { PlanRecord } from "../storage/compaction-store-plans";
 import { insertPlanStatement } from "../storage/compaction-store-plans";
 import { putDocument, readTrustedDocuments } from "../storage/document-store";
 import { packetDocumentKey } from "../storage/document-keys";
-import { recallPages } from "../storage/memory-store";
 import type { CompactionJob } from "../core/jobs";
+import { packetPages } from "../api/served-memory";
 import type { ActiveReader } from "./active-history";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
@@ -109,7 +109,9 @@ export class Planner {
     if (!documents.ok) return this.#failed(chain, runId, triggerSeq, documents.error, now);
     const budget = pageBudget(documents.value, agent.documentBudgetChars);
     if (!budget.ok) return this.#failed(chain, runId, triggerSeq, budget.error, now);
-    const memoryPages = await recallPages(this.deps.env.DB, agent.id, sliceRecallText(slice.value), budget.value, MAX_RECALLED_PAGES);
+    // The conversation's own extracted pages and the pages people wrote for the agent (core/memory-privacy).
+    const reader = { conversationId: this.deps.conversationId, agentId: agent.id, sources: agent.sources, scopes: undefined };
+    const memoryPages = await packetPages({ control: this.deps.env.DB, shard: this.deps.shard }, reader, sliceRecallText(slice.value), budget.value, MAX_RECALLED_PAGES);
     const { activation, head } = chain;
     const packet = buildPacket({
       conversationId: this.deps.conversationId,

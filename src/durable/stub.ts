@@ -21,8 +21,8 @@ export async function appendToConversation(env: Env, request: AppendRequest): Pr
 /**
  * The agent's context, selected by the conversation's object (which holds the exact tail hot);
  * with `asOfSeq`, as it stood at that source message (a reply's); with `query`, with the memory
- * recalled for it.
+ * recalled for it that a caller holding `scopes` may be served (undefined: the service, for the agent itself).
  */
-export async function contextFor(env: Env, conversationId: string, agentId: string, asOfSeq?: number, query?: string): Promise<Result<ContextSelection>> {
-  return conversationStub(env, conversationId).context(conversationId, agentId, asOfSeq, query);
+export async function contextFor(env: Env, conversationId: string, agentId: string, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {
+  return conversationStub(env, conversationId).context(conversationId, agentId, asOfSeq, query, scopes);
 }

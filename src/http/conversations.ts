@@ -106,7 +106,7 @@ const getContext = operation({
     ...queryParameters(contextQuery, {
       agent: "the agent whose view is served",
       query:
-        "free text to recall memory for: the matching current statements of the agent's extracted pages (pages a person wrote whole) " +
+        "free text to recall memory for: the matching current statements of the facts extracted from this conversation (pages a person wrote for the agent whole) " +
         "and its best turns older than the tail, taken in turn, nothing said twice, within its `memoryBudgetChars`",
     }),
   ],
@@ -164,7 +164,8 @@ const searchMemoryRoute = operation({
   tags: ["memory"],
   summary: "Search the agent's memory and the conversation's turns",
   description:
-    "Recall: the agent's memory pages and the conversation's exact turns (edits applied, deletions removed), each bm25-ranked, " +
+    "Recall: the memory pages the agent may be served here (the pages people wrote for it, and the facts extracted from this conversation, never another's) " +
+    "and the conversation's exact turns (edits applied, deletions removed), each bm25-ranked, " +
     "fused by rank into one list, each with a snippet of the match (matched terms between « and »), its whole content, and the messages it comes from. " +
     "Only what the agent could be served: replies of its admitted history agents, sensitive turns only if it admits them. " +
     "The query is free text, never search syntax. The token needs the conversation and the agent.",
@@ -212,7 +213,7 @@ export const conversations = new OpenAPIHono<AppEnv>()
   .openapi(getContext, async (c) => {
     const scoped = scopedConversation(c);
     if (!scoped.ok) return problem(c, scoped.error);
-    const selected = await selectContext(c.env, scoped.value, c.req.query());
+    const selected = await selectContext(c.env, scoped.value, c.req.query(), c.get("principal").scopes);
     if (!selected.ok) return problem(c, selected.error);
     return c.json(selected.value);
   })
@@ -221,7 +222,7 @@ export const conversations = new OpenAPIHono<AppEnv>()
     if (!scoped.ok) return problem(c, scoped.error);
     const body = await readJson(c, anyJson);
     if (!body.ok) return problem(c, body.error);
-    const composed = await composeRequest(c.env, scoped.value, body.value);
+    const composed = await composeRequest(c.env, scoped.value, body.value, c.get("principal").scopes);
     if (!composed.ok) return problem(c, composed.error);
     return c.json(composed.value);
   })

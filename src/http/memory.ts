@@ -6,6 +6,7 @@ import { deleteMemoryPage, listMemoryPages, memoryListQuery, memoryPagePath, mem
 import { memoryPageListSchema, memoryPageSchema, memoryPageWriteSchema } from "../api/responses";
 import type { Result } from "../core/errors";
 import { putMemoryPageSchema } from "../core/memory-path";
+import { declaredAgentInScope } from "../api/access";
 import { scopedAgent } from "./auth";
 import { problem } from "./errors";
 import { BEARER, operation, pathParameter, queryParameters } from "./openapi/operation";
@@ -22,7 +23,7 @@ const anyJson = z.unknown();
  * The routes keep Hono's `*` rather than a `{path}` parameter for that reason; the document names
  * it `{path}` (`openapi/document.ts`).
  */
-function pagePath(c: Context<AppEnv>): Result<string> {
+export function pagePath(c: Context<AppEnv>): Result<string> {
   const star = routePath(c).split("/").indexOf("*");
   return memoryPagePath(new URL(c.req.url).pathname.split("/").slice(star));
 }
@@ -35,7 +36,7 @@ const listMemoryPagesRoute = operation({
   operationId: "listMemoryPages",
   tags: ["memory"],
   summary: "List memory pages",
-  description: "The agent's current memory pages, ordered by path, without their content.",
+  description: "The pages people wrote for the agent (agent-wide, served in every conversation it serves), ordered by path, without their content. Extracted facts are each conversation's: `GET /v1/conversations/{conversation}/memory/pages?agent=`.",
   security: BEARER,
   parameters: [pathParameter("agent"), ...queryParameters(memoryListQuery, { after: "the last path already read; empty reads from the start", limit: "most pages listed" })],
   responses: { 200: jsonResponse("a page of the listing", "MemoryPageList", memoryPageListSchema), ...problems(SCOPED_CODES, QUERY_CODES) },
@@ -47,14 +48,17 @@ const putMemoryPage = operation({
   operationId: "putMemoryPage",
   tags: ["memory"],
   summary: "Write a memory page",
-  description: "Writes a new version of the page (indexed for recall); the same content as the current version changes nothing. Pages under `extracted/` are written by memory extraction only (403 `forbidden`).",
+  description:
+    "Writes a new version of the page (indexed for recall, served in every conversation the agent serves); the same content as the current version changes nothing. " +
+    "Only for a declared agent (404 `not_found` otherwise), by a token that may change it: `agent:<id>` and conversation scopes containing every source of its declaration. " +
+    "Pages under `extracted/` are written by memory extraction only (403 `forbidden`).",
   security: BEARER,
   parameters: page,
   request: { body: jsonBody("MemoryPageBody", putMemoryPageSchema) },
   responses: {
     201: jsonResponse("a new version (`created: true`)", "MemoryPageWrite", memoryPageWriteSchema),
     200: jsonResponse("unchanged (`created: false`)", "MemoryPageWrite", memoryPageWriteSchema),
-    ...problems(SCOPED_CODES, BODY_CODES),
+    ...problems(["not_found"], SCOPED_CODES, BODY_CODES),
   },
 });
 
@@ -64,9 +68,11 @@ const getMemoryPage = operation({
   operationId: "getMemoryPage",
   tags: ["memory"],
   summary: "Read a memory page",
-  description: "The page's current version, or the version asked for. With `provenance=1`, an extracted page also lists each fact with the messages it came from.",
+  description:
+    "A page a person wrote: its current version, or the version asked for (with `provenance=1`, an empty list of facts). " +
+    "Paths under `extracted/` are refused (403 `forbidden`): extracted facts are read with their conversation, `GET /v1/conversations/{conversation}/memory/pages/{path}?agent=`.",
   security: BEARER,
-  parameters: [...page, ...queryParameters(memoryVersionQuery, { version: "a past version; omitted: the current one", provenance: "1: add each extracted fact's sources (conversation, message id, seq, event hash, run)" })],
+  parameters: [...page, ...queryParameters(memoryVersionQuery, { version: "a past version; omitted: the current one", provenance: "1: add `facts` (always empty for a person's page)" })],
   responses: { 200: jsonResponse("the page", "MemoryPage", memoryPageSchema), ...problems(["not_found"], SCOPED_CODES, QUERY_CODES) },
 });
 
@@ -76,15 +82,16 @@ const deleteMemoryPageRoute = operation({
   operationId: "deleteMemoryPage",
   tags: ["memory"],
   summary: "Delete a memory page",
-  description: "Deletes the page; its past versions stay stored.",
+  description: "Deletes the page; its past versions stay stored. Like a write: only for a declared agent, by a token that may change it; never under `extracted/`.",
   security: BEARER,
   parameters: page,
   responses: { 204: { description: "deleted" }, ...problems(["not_found"], SCOPED_CODES) },
 });
 
 /**
- * Memory pages of one agent, under `/v1/agents` (`api/memory`). Every route needs the
- * `agent:<id>` scope and conversation scopes containing the agent's sources.
+ * The pages people write for one agent, under `/v1/agents` (`api/memory`). Every route needs the
+ * `agent:<id>` scope and conversation scopes containing the agent's sources; a write or a delete
+ * also needs the agent to be declared (`declaredAgentInScope`).
  */
 export const memory = new OpenAPIHono<AppEnv>()
   .openapi(listMemoryPagesRoute, async (c) => {
@@ -94,7 +101,7 @@ export const memory = new OpenAPIHono<AppEnv>()
     return pages.ok ? c.json(pages.value) : problem(c, pages.error);
   })
   .openapi(putMemoryPage, async (c) => {
-    const agent = await scopedAgent(c);
+    const agent = await declaredAgentInScope(c.env.DB, c.get("principal"), c.req.param("agent"));
     if (!agent.ok) return problem(c, agent.error);
     const path = pagePath(c);
     if (!path.ok) return problem(c, path.error);
@@ -112,7 +119,7 @@ export const memory = new OpenAPIHono<AppEnv>()
     return found.ok ? c.json(found.value) : problem(c, found.error);
   })
   .openapi(deleteMemoryPageRoute, async (c) => {
-    const agent = await scopedAgent(c);
+    const agent = await declaredAgentInScope(c.env.DB, c.get("principal"), c.req.param("agent"));
     if (!agent.ok) return problem(c, agent.error);
     const path = pagePath(c);
     if (!path.ok) return problem(c, path.error);

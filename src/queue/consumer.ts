@@ -6,7 +6,8 @@ import { describeThrown } from "../core/thrown";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
-import { livePagePaths } from "../storage/memory-store";
+import { livePages } from "../api/served-memory";
+import { conversationDb } from "../storage/shards";
 import { latestRepair, putRepair } from "../storage/repair-store";
 import type { CompactionJob, ExtractJob, Job } from "../core/jobs";
 import { jobSchema } from "../core/jobs";
@@ -126,8 +127,9 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
   if (lacksTokenUsage(receipt.value)) return failed("model_evidence_missing", "the provider's reply reported no token usage, which a boundary's receipt must carry");
   const { text, finishReason } = receipt.value;
   // A pointer to a page recall did not find is kept when the page exists.
-  const livePages = await livePagePaths(env.DB, packet.data.agentId, unrecalledMemoryRefs(packet.data, text));
-  const content = validateCompactorOutput(packet.data, { text, finishReason }, livePages);
+  const compaction = { agentId: packet.data.agentId, conversationId: job.conversationId };
+  const named = await livePages({ control: env.DB, shard: await conversationDb(env, job.conversationId) }, compaction, unrecalledMemoryRefs(packet.data, text));
+  const content = validateCompactorOutput(packet.data, { text, finishReason }, named);
   if (!content.ok) {
     await putRepair(env.DOCUMENTS, job.packetKey, { runId: job.runId, packetHash: job.packetHash, attempt: attempts, code: content.error.code, problem: content.error.message, reply: text });
     return failed(`output_${content.error.code}`, content.error.message);

@@ -12,16 +12,19 @@ import { recordIncident } from "../incidents";
 import { runExtractor } from "../model/extractor-model";
 import { readBoundaryByRun } from "../storage/compaction-store-boundaries";
 import { readDocument } from "../storage/document-store";
-import { readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/extraction-store";
+import { extractionRecorded, readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/extraction-store";
 import { retryDelaySeconds } from "./retry";
 import { conversationDb } from "../storage/shards";
 
 /**
  * The extraction consumer: after a boundary settles, the durable facts of its frozen slice are
- * merged into the agent's pages under `extracted/`, each version with the facts' sources.
+ * merged into the conversation's pages under `extracted/` for the agent, each version with the
+ * facts' sources. The pages are the conversation's: they live on its shard beside the log they
+ * cite (migrations/shard/0016), and are served only as core/memory-privacy allows.
  *
+ * - A run already recorded complete is done: a redelivered job pays no second model call.
  * - The slice is the settled boundary's packet, re-read and re-verified from R2 by its hash.
- * - Merging is idempotent by source event, so a redelivered job writes no second version.
+ * - Merging is idempotent by source event, so a job redelivered mid-run writes no second version.
  * - A model error or an unusable reply is a failed attempt: a failed run event and an incident,
  *   then the consumer's retry with backoff. Nothing here writes to the chain or waits on it.
  */
@@ -39,6 +42,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   };
 
   const shard = await conversationDb(env, job.conversationId);
+  if (await extractionRecorded(shard, runId)) return { kind: "done" };
   const packet = await settledSlice(env, job);
   if (!packet.ok) return failed(packet.error.code, packet.error.message);
   const seqs = packet.value.frozen.turns.flatMap((t) => turnSeq(t.id) ?? []);
@@ -51,7 +55,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   const now = new Date();
   let versionsWritten = 0;
   for (const [path, facts] of factsByPage(extracted.value.facts)) {
-    if (await mergeIntoPage(env.DB, job, runId, path, facts, now)) versionsWritten += 1;
+    if (await mergeIntoPage(shard, job, runId, path, facts, now)) versionsWritten += 1;
   }
   const { provider, model, usage } = extracted.value;
   await recordExtractionRun(shard, { runId, conversationId: job.conversationId, agentId: job.agentId, boundaryId: job.boundaryId, provider, model, usage, facts: extracted.value.facts.length, versionsWritten }, now);
@@ -61,13 +65,13 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
 /** True when a new version was written; false when the page already held every fact. */
 async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, path: string, facts: readonly ExtractedFact[], now: Date): Promise<boolean> {
   for (let attempt = 0; attempt < MAX_MERGE_ATTEMPTS; attempt++) {
-    const head = await readPageHead(db, job.agentId, path);
+    const head = await readPageHead(db, job.conversationId, job.agentId, path);
     const merged = mergeFacts(path, head?.content, facts);
     if (!merged.changed) return false;
-    const written = await writeMergedVersion(db, { agentId: job.agentId, path, expectedVersion: head?.version ?? 0, content: merged.content, provenance: provenanceRows(merged.applied, job.conversationId, runId) }, now);
+    const written = await writeMergedVersion(db, { conversationId: job.conversationId, agentId: job.agentId, path, expectedVersion: head?.version ?? 0, content: merged.content, provenance: provenanceRows(merged.current, job.conversationId, runId) }, now);
     if (written === "written") return true;
   }
-  throw new Error(`memory page ${job.agentId}/${path} kept moving during ${MAX_MERGE_ATTEMPTS} merges`);
+  throw new Error(`memory page ${job.conversationId}/${job.agentId}/${path} kept moving during ${MAX_MERGE_ATTEMPTS} merges`);
 }
 
 /** The packet the settled boundary was compacted from, verified by the hash the boundary binds. */

@@ -110,15 +110,15 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
 
   /** The agent's verified context: provider-ready messages and the private manifest; with a `query`, recalled memory too. */
   async context(token: string, conversationId: string, agentId: string, options: ContextOptions = {}): Promise<RpcResult<ContextSelection>> {
-    return this.#scoped(token, conversationId, (conversation) => selectContext(this.env, conversation, { ...options, agent: agentId }));
+    return this.#scoped(token, conversationId, (conversation, principal) => selectContext(this.env, conversation, { ...options, agent: agentId }, principal.scopes));
   }
 
   /** One chat-completions request body: trusted documents, the selected history, then the prompt. */
   async compose(token: string, conversationId: string, request: ComposeInput): Promise<RpcResult<Composed>> {
-    return this.#scoped(token, conversationId, async (conversation) => {
+    return this.#scoped(token, conversationId, async (conversation, principal) => {
       const body = asJsonBody(this.env, request);
       if (!body.ok) return body;
-      return composeRequest(this.env, conversation, body.value);
+      return composeRequest(this.env, conversation, body.value, principal.scopes);
     });
   }
 

@@ -1,5 +1,5 @@
 import { sha256Hex } from "../core/hash";
-import { MAX_RECALL_TERMS, recallTerms } from "../core/recall-rank";
+import { MAX_RECALL_TERMS, matchExpression } from "../core/search-text";
 
 /**
  * Every D1 statement on memory pages (migrations/0004_memory_pages.sql).
@@ -176,17 +176,14 @@ export async function deletePage(db: D1Database, agentId: string, path: string, 
  * can still be filled by smaller pages further down. */
 const RECALL_CANDIDATES = 200;
 
+/** The columns of `memory_fts` a query's terms may match (never the unindexed agent id). */
+const PAGE_COLUMNS = ["path", "content", "grams"];
+
 /**
- * An FTS5 MATCH expression for a slice of conversation, or undefined when no word qualifies.
- * Never passes the text through as query syntax: each term (`recallTerms`) is a run of letters/marks/digits,
- * which cannot contain `"`, so quoting it as a phrase (`"term"`) leaves AND, NEAR, `*`, `:`,
- * `^`, parentheses and column filters in the slice as plain words or nothing. Terms are the
- * slice's most frequent qualifying words (ties: first seen), OR-ed so that any one can recall a page.
+ * An FTS5 MATCH expression for a slice of conversation over the pages' words, or undefined when no
+ * term qualifies: its most frequent terms (`matchExpression`), OR-ed so that any one can recall a page.
  */
-export function recallMatchExpression(text: string, maxTerms = MAX_RECALL_TERMS): string | undefined {
-  const terms = recallTerms(text, maxTerms).map((term) => `"${term}"`);
-  return terms.length === 0 ? undefined : terms.join(" OR ");
-}
+export const recallMatchExpression = (text: string, maxTerms = MAX_RECALL_TERMS): string | undefined => matchExpression(text, PAGE_COLUMNS, maxTerms);
 
 /**
  * Takes pages in rank order while they fit: a page that would overflow the budget is skipped and
@@ -219,15 +216,15 @@ export async function recallPages(
   const match = recallMatchExpression(queryText);
   if (match === undefined || budgetChars <= 0 || maxPages <= 0) return [];
   // Path is weighted above content: a page's path is its author's one-line statement of what it
-  // holds. The first weight belongs to the unindexed agent_id column.
+  // holds. The first weight belongs to the unindexed agent_id column, the last to the grams.
   const { results: ranked } = await db
     .prepare(
       `SELECT p.path AS path, p.version AS version, v.content_hash AS content_hash, v.chars AS chars
        FROM memory_fts
-       JOIN memory_pages p ON p.id = memory_fts.rowid
+       CROSS JOIN memory_pages p ON p.id = memory_fts.rowid
        JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
        WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0
-       ORDER BY bm25(memory_fts, 0.0, 2.0, 1.0), p.path
+       ORDER BY bm25(memory_fts, 0.0, 2.0, 1.0, 1.0), p.path
        LIMIT ?3`,
     )
     .bind(match, agentId, RECALL_CANDIDATES)

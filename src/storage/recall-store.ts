@@ -1,9 +1,17 @@
 import type { RecalledPageHit, RecalledTurnHit } from "../core/recall-rank";
+import { matchExpression } from "../core/search-text";
 
 /**
  * Recall's D1 statements: bm25 searches over an agent's live memory pages (`memory_fts`,
- * migrations/0004) and a conversation's live effective turns (`turn_fts`, migrations/0013). Both
- * take a MATCH expression built by `recallMatchExpression` (memory-store), never a caller's text.
+ * migrations/control/0016) and a conversation's live effective turns (`turn_fts`,
+ * migrations/shard/0015). Both take free text and search with the MATCH expression
+ * `matchExpression` (core/search-text) builds of it, never with the caller's text as syntax; text
+ * with no searchable term finds nothing.
+ *
+ * A turn search is scoped in the index: its expression ANDs the conversation's scope token (`k` and
+ * its key in `conversation_keys`) with the terms, so FTS5 walks that conversation's rows only, and
+ * what it costs follows the conversation, not the shard. Both searches join the index CROSS: in
+ * SQLite's own order the conversation's rows came first and the full-text query ran once per row.
  *
  * A turn search applies the reader's view in the statement itself: user turns always, replies only
  * of admitted history agents, sensitive turns only for a reader that admits them, so a row the
@@ -16,6 +24,13 @@ const SNIPPET_CLOSE = "»";
 const SNIPPET_ELLIPSIS = "…";
 /** Tokens of context in a snippet. */
 const SNIPPET_TOKENS = 24;
+
+/**
+ * The columns a query's terms may match (never `scope`, nor the unindexed agent id). A turn's
+ * `context` (its neighbours' words, migrations/shard/0015) counts half its own text, as its author does.
+ */
+const TURN_COLUMNS = ["author", "text", "grams", "context"];
+const PAGE_COLUMNS = ["path", "content", "grams"];
 
 /** Whose view a turn search takes: the agent's admitted history agents and sensitivity. */
 export interface TurnView {
@@ -46,13 +61,15 @@ interface TurnRow {
 }
 
 /** The agent's live pages matching `match`, best first. Path outweighs content, as in compactor recall. */
-export async function searchPages(db: D1Database, agentId: string, match: string, limit: number): Promise<RecalledPageHit[]> {
+export async function searchPages(db: D1Database, agentId: string, text: string, limit: number): Promise<RecalledPageHit[]> {
+  const match = matchExpression(text, PAGE_COLUMNS);
+  if (match === undefined) return [];
   const { results } = await db
     .prepare(
       `SELECT p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content,
-              snippet(memory_fts, 2, ?3, ?4, ?5, ?6) AS snippet, bm25(memory_fts, 0.0, 2.0, 1.0) AS rank
+              snippet(memory_fts, 2, ?3, ?4, ?5, ?6) AS snippet, bm25(memory_fts, 0.0, 2.0, 1.0, 1.0) AS rank
        FROM memory_fts
-       JOIN memory_pages p ON p.id = memory_fts.rowid
+       CROSS JOIN memory_pages p ON p.id = memory_fts.rowid
        JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
        WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0
        ORDER BY rank, p.path
@@ -72,15 +89,18 @@ export async function searchPages(db: D1Database, agentId: string, match: string
 }
 
 /** The conversation's live turns matching `match` that `view` may be served, best first; ties the later turn first (a later statement supersedes an earlier one). */
-export async function searchTurns(db: D1Database, conversationId: string, match: string, view: TurnView, limit: number): Promise<RecalledTurnHit[]> {
+export async function searchTurns(db: D1Database, conversationId: string, text: string, view: TurnView, limit: number): Promise<RecalledTurnHit[]> {
+  const terms = matchExpression(text, TURN_COLUMNS);
+  if (terms === undefined) return [];
   const { results } = await db
     .prepare(
       `SELECT t.role AS role, t.message_id AS message_id, t.seq AS seq, t.author_id AS author_id, t.author_name AS author_name,
               COALESCE(t.edit_text, t.origin_text) AS text,
-              snippet(turn_fts, 2, ?5, ?6, ?7, ?8) AS snippet, bm25(turn_fts, 0.0, 0.5, 1.0) AS rank
+              snippet(turn_fts, 2, ?5, ?6, ?7, ?8) AS snippet, bm25(turn_fts, 0.0, 0.5, 1.0, 1.0, 0.5) AS rank
        FROM turn_fts
-       JOIN turn_index t ON t.id = turn_fts.rowid
-       WHERE turn_fts MATCH ?1 AND turn_fts.conversation_id = ?2
+       CROSS JOIN turn_index t ON t.id = turn_fts.rowid
+       WHERE turn_fts MATCH ('scope : "k' || COALESCE((SELECT id FROM conversation_keys WHERE conversation_id = ?2), 0) || '" AND ' || ?1)
+         AND t.conversation_id = ?2
          AND t.seq IS NOT NULL AND t.deleted = 0 AND t.seq < ?9
          AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
          AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0))
@@ -88,7 +108,7 @@ export async function searchTurns(db: D1Database, conversationId: string, match:
        LIMIT ?10`,
     )
     .bind(
-      match,
+      terms,
       conversationId,
       JSON.stringify(view.historyAgents),
       view.admitSensitive ? 1 : 0,

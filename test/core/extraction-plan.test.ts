@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { extractionRunId, failedExtractionEvent, sliceTurns, turnSeq } from "../../src/core/extraction-plan";
+import { extractionRunId, failedExtractionEvent, provenanceRows, sliceTurns, turnSeq } from "../../src/core/extraction-plan";
 import { eventInputSchema } from "../../src/core/events";
+import type { ExtractedFact } from "../../src/core/fact-extraction";
+import { mergeFacts } from "../../src/core/fact-merge";
 import type { FrozenTurn } from "../../src/core/packet";
 
 const h = (c: string) => c.repeat(64);
@@ -45,5 +47,25 @@ describe("extraction-plan", () => {
     const event = failedExtractionEvent("helper.compactor", "ext_1", "bnd_1", 2, "output_not_json", "x".repeat(5_000));
     expect(eventInputSchema.safeParse(event).success).toBe(true);
     expect(event).toMatchObject({ idempotencyKey: "run:ext_1:failed:2", body: { role: "compactor", status: "failed", detail: { attempt: 2, process: "extraction", boundaryId: "bnd_1" } } });
+  });
+
+  describe("provenanceRows", () => {
+    const PAGE = "extracted/numbers/budget";
+    const CONVERSATION = "api:offsite-planning";
+    const source = (seq: number) => ({ messageId: `m${seq}`, seq, eventHash: h((seq % 10).toString()) });
+    const fact = (key: string, statement: string, ...seqs: number[]): ExtractedFact => ({ page: PAGE, key, statement, sources: seqs.map(source) });
+    const row = (factKey: string, seq: number) => ({ factKey, conversationId: CONVERSATION, messageId: `m${seq}`, seq, eventHash: h((seq % 10).toString()), runId: "ext_1" });
+    const rowsOf = (content: string | undefined, facts: readonly ExtractedFact[]) => provenanceRows(mergeFacts(PAGE, content, facts).current, CONVERSATION, "ext_1");
+
+    it("names per key only the sources of the fact that is current after the merge", () => {
+      // One slice says the budget twice: only the later message states the value the page now holds.
+      expect(rowsOf(undefined, [fact("budget", "budget is 4k", 1), fact("budget", "budget is 5k", 2), fact("currency", "in euros", 4, 3)])).toEqual([row("budget", 2), row("currency", 4), row("currency", 3)]);
+    });
+
+    it("adds no row for a fact that only went into the superseded values", () => {
+      const page = mergeFacts(PAGE, undefined, [fact("budget", "budget is 5k", 8)]).content;
+      expect(rowsOf(page, [fact("budget", "budget is 4k", 5)])).toEqual([]);
+      expect(rowsOf(page, [fact("budget", "budget is 4k", 5), fact("budget", "budget is 6k", 9)])).toEqual([row("budget", 9)]);
+    });
   });
 });

@@ -107,6 +107,28 @@ describe("the model extractor's reply, in detail", () => {
     });
   });
 
+  it("keeps a fact whose subject and key have no ASCII letter, on a page of its own per subject", () => {
+    const result = validateExtractorOutput(
+      slice,
+      reply([
+        { kind: "places", subject: "北京办公室", key: "地址", statement: "The Beijing office is on Chang'an Avenue.", messageIds: ["m3"] },
+        { kind: "places", subject: "上海办公室", key: "地址", statement: "The Shanghai office is in Pudong.", messageIds: ["m3"] },
+        { kind: "places", subject: "دفتر تهران", key: "نشانی", statement: "The Tehran office is on Valiasr Street.", messageIds: ["m9"] },
+        { kind: "people", subject: "Алиса", key: "роль", statement: "Alisa runs the offsite.", messageIds: ["m9"] },
+      ]),
+    );
+    expect(result.ok).toBe(true);
+    const facts = result.ok ? result.value : [];
+    expect(facts.map((f) => f.statement)).toEqual(["The Beijing office is on Chang'an Avenue.", "The Shanghai office is in Pudong.", "The Tehran office is on Valiasr Street.", "Alisa runs the offsite."]);
+    const [beijing, shanghai, tehran, alisa] = facts;
+    expect(beijing?.page).toMatch(/^extracted\/places\/u[0-9a-f]{10}$/);
+    expect(shanghai?.page).toMatch(/^extracted\/places\/u[0-9a-f]{10}$/);
+    expect(beijing?.page).not.toBe(shanghai?.page);
+    expect(beijing?.key).toBe(shanghai?.key);
+    expect(tehran?.page).toMatch(/^extracted\/places\/u[0-9a-f]{10}-u[0-9a-f]{10}$/);
+    expect(alisa).toMatchObject({ page: "extracted/people/alisa", key: "rol" });
+  });
+
   it("cuts a long statement to one stored line, and refuses a fact citing more messages than a fact keeps", () => {
     const long = validateExtractorOutput(slice, reply([{ kind: "plans", subject: "a", key: "b", statement: `${"x".repeat(500)}\nmore`, messageIds: ["m3"] }]));
     expect(long.ok && long.value[0]?.statement).toBe(`${"x".repeat(399)}…`);

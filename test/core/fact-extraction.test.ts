@@ -96,7 +96,7 @@ describe("mergeFacts", () => {
   it("does not let an older slice replayed after a newer one bring back the replaced value", () => {
     const v2 = mergeFacts(path, mergeFacts(path, undefined, first).content, later);
     const replay = mergeFacts(path, v2.content, first);
-    expect(replay).toEqual({ content: v2.content, changed: false, applied: [] });
+    expect(replay).toEqual({ content: v2.content, changed: false, applied: [], current: new Map() });
   });
 
   it("keeps at most MAX_PREVIOUS superseded statements per key", () => {

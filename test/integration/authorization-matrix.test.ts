@@ -1,8 +1,10 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { OpenApiDocument } from "../../src/http/openapi/types";
+import { writeMergedVersion } from "../../src/storage/extraction-store";
 import { shardsOf } from "../../src/storage/shards";
 import { pair } from "../support/declarations";
+import { placedShardOf } from "../support/shards";
 import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -17,24 +19,29 @@ type Caller = "none" | "otherTenant" | "agentOnly" | "conversationOnly" | "narro
 const CALLERS: readonly Caller[] = ["none", "otherTenant", "agentOnly", "conversationOnly", "narrower", "wildcard"];
 
 /** What each kind of route lets each caller do; `allowed` means one of the operation's documented success statuses. */
-type Kind = "public" | "telegram" | "conversation" | "agent";
+type Kind = "public" | "telegram" | "conversation" | "conversationAgent" | "agent";
 const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
   public: { none: "allowed", otherTenant: "allowed", agentOnly: "allowed", conversationOnly: "allowed", narrower: "allowed", wildcard: "allowed" },
   // A bearer token is no Telegram secret, whatever its scopes.
   telegram: { none: 401, otherTenant: 401, agentOnly: 401, conversationOnly: 401, narrower: 401, wildcard: 401 },
   conversation: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: "allowed", narrower: "allowed", wildcard: "allowed" },
+  // A conversation's extracted memory: the conversation and `agent:<id>`, not every source of the agent.
+  conversationAgent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: "allowed", wildcard: "allowed" },
   // The agent serves `<tenant>:*`: its scope alone, or conversation scopes narrower than its sources, reach nothing.
   agent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: 403, wildcard: "allowed" },
 };
 
 /** Conversation routes that also act as the agent (its memory pages): they need both scopes. */
 const NEEDS_AGENT = new Set(["searchMemory"]);
+/** Conversation routes that read the agent's memory of that conversation only: the conversation and `agent:<id>`. */
+const NEEDS_AGENT_SCOPE = new Set(["listConversationMemoryPages", "getConversationMemoryPage"]);
 
 function kindOf(path: string, operationId: string, security: readonly Record<string, unknown>[]): Kind {
   const schemes = security.flatMap((s) => Object.keys(s));
   if (schemes.length === 0) return "public";
   if (schemes.includes("telegramSecretToken")) return "telegram";
   if (NEEDS_AGENT.has(operationId)) return "agent";
+  if (NEEDS_AGENT_SCOPE.has(operationId)) return "conversationAgent";
   if (path.startsWith("/v1/conversations/")) return "conversation";
   if (path.startsWith("/v1/agents/")) return "agent";
   throw new Error(`${path}: no authorization kind`);
@@ -45,7 +52,12 @@ interface World {
   readonly agentId: string;
   readonly documentHash: string;
   readonly tokens: Record<Exclude<Caller, "none">, string>;
+  /** What the memory routes ask about (a query, a prompt): words of the fact extracted in `main`. */
+  readonly probe: string;
 }
+
+/** A fact said in the tenant's `main` conversation, as extraction keeps it there. */
+const FACT = { path: "extracted/plans/vault", marker: "zephyr7731", probe: "what is the vault code" } as const;
 
 let calls = 0;
 
@@ -55,13 +67,15 @@ const REQUESTS: Record<string, (w: World) => { path: string; body?: unknown }> =
   appendBatch: (w) => ({ path: eventsPath(w.conversation, "/batch"), body: { events: [sourceEvent(`mxb-${calls}`, `mxb-${calls}`, "matrix")] } }),
   listEvents: (w) => ({ path: eventsPath(w.conversation) }),
   listTurns: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/turns` }),
-  getContext: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/context?agent=${w.agentId}` }),
-  compose: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/compose`, body: { agent: w.agentId, prompt: { text: "hi" } } }),
+  getContext: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/context?agent=${w.agentId}&query=${encodeURIComponent(w.probe)}` }),
+  compose: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/compose`, body: { agent: w.agentId, prompt: { text: w.probe } } }),
   listChain: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/chain?agent=${w.agentId}` }),
   verifyChain: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify?agent=${w.agentId}` }),
   verifyLinks: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify/links?agent=${w.agentId}` }),
   listIncidents: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/incidents` }),
-  searchMemory: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/search?agent=${w.agentId}&q=hello` }),
+  searchMemory: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/search?agent=${w.agentId}&q=${encodeURIComponent(w.probe)}` }),
+  listConversationMemoryPages: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/pages?agent=${w.agentId}` }),
+  getConversationMemoryPage: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/pages/${FACT.path}?agent=${w.agentId}&provenance=1` }),
   putAgent: (w) => ({ path: `/v1/agents/${w.agentId}`, body: registration(w) }),
   getAgent: (w) => ({ path: `/v1/agents/${w.agentId}` }),
   putDocument: (w) => ({ path: `/v1/agents/${w.agentId}/documents/identity-${calls}`, body: { content: `identity ${calls}` } }),
@@ -118,7 +132,18 @@ async function setupWorld(): Promise<World> {
   for (const page of ["kept", "doomed"]) {
     expect((await call("PUT", `/v1/agents/${agentId}/memory/notes/${page}`, { token: admin, body: { content: page } })).status).toBe(201);
   }
-  return { conversation, agentId, documentHash: doc.hash, tokens };
+  await seedFact(conversation, agentId);
+  return { conversation, agentId, documentHash: doc.hash, tokens, probe: FACT.probe };
+}
+
+/** An extracted page of `conversation`, as the extraction job writes it (the page format of core/fact-merge). */
+async function seedFact(conversation: string, agentId: string): Promise<void> {
+  const content = [
+    `Extracted memory ${FACT.path}: facts taken from conversation history, newest value first.`,
+    `- vault-code: The vault code is ${FACT.marker}. (msg seed, ref 000000000000)`,
+  ].join("\n");
+  const provenance = [{ factKey: "vault-code", messageId: "seed", seq: 1, eventHash: "0".repeat(64), runId: "ext_seed" }];
+  expect(await writeMergedVersion(await placedShardOf(conversation), { conversationId: conversation, agentId, path: FACT.path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
 }
 
 describe("authorization matrix over /openapi.json", () => {
@@ -160,5 +185,43 @@ describe("authorization matrix over /openapi.json", () => {
       }
     }
     expect(refused).toBeGreaterThan(operations.length);
+  });
+
+  // The privacy rule over every route: the same requests, about a sibling conversation of the
+  // tenant, as tokens scoped to it (alone, and with the agent) and as the tenant itself.
+  it("never serves a fact said in one conversation through any route about another conversation, to any token", { timeout: 240_000 }, async () => {
+    const document = (await (await exports.default.fetch("http://foldline.test/openapi.json")).json()) as OpenApiDocument;
+    const world = await setupWorld();
+    const tenant = world.conversation.slice(0, world.conversation.lastIndexOf(":"));
+    const sibling = `${tenant}:sibling`;
+    const admin = world.tokens.wildcard;
+    expect((await call("POST", eventsPath(sibling), { token: admin, body: sourceEvent("sib", "sib", "hello from the sibling") })).status).toBe(201);
+
+    // Where it was said, the fact is served: context, compose, search and the conversation's page.
+    const own = { ...world };
+    const ownToken = await tokenFor(world.conversation, `agent:${world.agentId}`);
+    for (const id of ["getContext", "compose", "getConversationMemoryPage"]) {
+      const { path, body } = REQUESTS[id]?.(own) ?? { path: "" };
+      const res = await call(id === "compose" ? "POST" : "GET", path, { token: ownToken, ...(body === undefined ? {} : { body }) });
+      expect(await res.text(), id).toContain(FACT.marker);
+    }
+    expect(await (await call("GET", REQUESTS["searchMemory"]?.(own).path ?? "", { token: admin })).text()).toContain(FACT.marker);
+
+    const elsewhere = { ...world, conversation: sibling };
+    const readers = { sibling: await tokenFor(sibling), siblingAgent: await tokenFor(sibling, `agent:${world.agentId}`), tenant: admin };
+    const operations = Object.entries(document.paths).flatMap(([, item]) => Object.entries(item).map(([method, operation]) => ({ method: method.toUpperCase(), operation })));
+    let probed = 0;
+    for (const { method, operation } of operations) {
+      const build = REQUESTS[operation.operationId];
+      if (build === undefined) continue;
+      for (const [reader, token] of Object.entries(readers)) {
+        calls += 1;
+        const { path, body } = build(elsewhere);
+        const res = await call(method, path, { token, ...(body === undefined ? {} : { body }) });
+        expect(await res.text(), `${operation.operationId} as ${reader} (${res.status})`).not.toContain(FACT.marker);
+        probed += 1;
+      }
+    }
+    expect(probed).toBeGreaterThan(operations.length * 2);
   });
 });

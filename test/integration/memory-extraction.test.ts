@@ -3,18 +3,20 @@ import { beforeEach, describe, expect, inject, it } from "vitest";
 import type { ExtractJob } from "../../src/core/jobs";
 import { conversationStub } from "../../src/durable/stub";
 import type { ScriptStep } from "../fake-openai/server";
-import { settledChain, waitFor } from "../support/chain";
+import { waitFor } from "../support/chain";
 import { register } from "../support/declarations";
+import { extractionRuns, extractedThrough, fillUntilCovered, say } from "../support/extraction";
 import { inspectorPage } from "../support/inspector";
 import { deliver } from "../support/queue";
 import { readChainBoundaries, readIncidents } from "../support/reads";
 import { shardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
-import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
+import { call, eventsPath, freshConversation, json, logRows, tokenFor } from "./helpers";
 
 /**
  * Memory extraction: after each boundary settles, the durable facts of its frozen slice are merged
- * into the agent's pages under `extracted/`, with provenance. The offline extractor runs on the
+ * into the conversation's pages under `extracted/` for the agent, with provenance, on the
+ * conversation's shard, and read through the conversation. The offline extractor runs on the
  * default profile (no key bound); the model path runs on the profile "fakex", this file's own
  * session of the loopback fake model, where the extractor's replies are scripted.
  */
@@ -39,64 +41,19 @@ async function setup(profile = "default") {
   return { conversation, agentId, token };
 }
 
-let filler = 0;
-/** A message that holds no durable fact, to push older turns out of the tail. */
-async function fill(token: string, conversation: string): Promise<void> {
-  const n = filler++;
-  const text = `Filler chat line ${n} about nothing in particular, just some words to fill the window with ordinary talk and more ordinary talk.`;
-  expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`fill-${n}`, `fill${n}`, text) })).status).toBe(201);
-}
-
-async function say(token: string, conversation: string, messageId: string, text: string): Promise<number> {
-  const response = await call("POST", eventsPath(conversation), { token, body: sourceEvent(`say-${messageId}`, messageId, text) });
-  expect(response.status).toBe(201);
-  return (await json<{ event: { seq: number } }>(response)).event.seq;
-}
-
-/** Fills until a settled boundary covers `seq`; returns the chain then. */
-async function fillUntilCovered(token: string, conversation: string, agentId: string, seq: number) {
-  for (let i = 0; i < 60; i++) {
-    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
-    if (state !== undefined && state.openRunId !== null) {
-      // A compaction is in flight: wait for it to settle before deciding whether to say more.
-      const { chain } = await settledChain(conversation, agentId, 1);
-      if ((chain.at(-1)?.body.coveredThrough.seq ?? 0) >= seq) return chain;
-    }
-    const chain = await readChainBoundaries(await shardOf(conversation), conversation, agentId, state?.epochId);
-    if ((chain.at(-1)?.body.coveredThrough.seq ?? 0) >= seq) return chain;
-    await fill(token, conversation);
-  }
-  throw new Error(`no boundary covered seq ${seq}`);
-}
-
-interface ExtractionRun {
-  run_id: string;
-  boundary_id: string;
-  provider: string;
-  facts: number;
-  versions_written: number;
-}
-async function extractionRuns(conversation: string): Promise<ExtractionRun[]> {
-  const { results } = await (await shardOf(conversation)).prepare("SELECT run_id, boundary_id, provider, facts, versions_written FROM extraction_runs WHERE conversation_id = ? ORDER BY created_at").bind(conversation).all<ExtractionRun>();
-  return results;
-}
-const extractedBoundary = (conversation: string, boundaryId: string) =>
-  waitFor(async () => (await extractionRuns(conversation)).find((r) => r.boundary_id === boundaryId), `extraction of ${boundaryId}`);
-
-/** The first boundary that covers `seq`, once its extraction has run. */
-async function extractedThrough(token: string, conversation: string, agentId: string, seq: number) {
-  const covering = (await fillUntilCovered(token, conversation, agentId, seq)).find((b) => b.body.coveredThrough.seq >= seq);
-  if (covering === undefined) throw new Error(`no boundary covers seq ${seq}`);
-  return { boundary: covering, run: await extractedBoundary(conversation, covering.body.id) };
-}
-
 interface PageView {
   version: number;
   content: string;
   facts?: { key: string; sources: { conversationId: string; messageId: string; seq: number; eventHash: string; runId: string; version: number }[] }[];
 }
-async function page(token: string, agentId: string, path: string, query = "provenance=1"): Promise<Response> {
-  return call("GET", `/v1/agents/${agentId}/memory/${path}?${query}`, { token });
+/** An extracted page of the conversation, read through it. */
+async function page(token: string, conversation: string, agentId: string, path: string, query = "provenance=1"): Promise<Response> {
+  return call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/pages/${path}?agent=${agentId}&${query}`, { token });
+}
+
+/** The conversation's extracted pages for the agent. */
+async function listed(token: string, conversation: string, agentId: string): Promise<{ path: string }[]> {
+  return (await json<{ pages: { path: string }[] }>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/pages?agent=${agentId}`, { token }))).pages;
 }
 
 const OFFSITE = "extracted/plans/offsite-date";
@@ -109,17 +66,19 @@ describe("memory extraction after settlement", () => {
     expect(run).toMatchObject({ run_id: boundary.body.run.id.replace(/^cmp_/, "ext_"), provider: "foldline-extractive" });
     expect(run.versions_written).toBeGreaterThan(0);
 
-    const response = await page(token, agentId, OFFSITE);
+    const response = await page(token, conversation, agentId, OFFSITE);
     expect(response.status).toBe(200);
     const view = await json<PageView>(response);
     expect(view.content).toContain("@u1 (Ada): The offsite date is March 3.");
     const event = (await logRows(conversation)).find((row) => row.seq === seq);
     expect(view.facts).toEqual([{ key: "offsite-date", sources: [{ conversationId: conversation, messageId: "m-date", seq, eventHash: event?.hash, runId: run.run_id, version: 1 }] }]);
 
-    // Every page extraction wrote is under extracted/; the person who spoke has one.
-    const list = await json<{ pages: { path: string }[] }>(await call("GET", `/v1/agents/${agentId}/memory`, { token }));
-    expect(list.pages.map((p) => p.path)).toContain("extracted/people/u1");
-    expect(list.pages.every((p) => p.path.startsWith("extracted/"))).toBe(true);
+    // Every page extraction wrote is under extracted/, kept with the conversation; the person who spoke has one.
+    const pages = await listed(token, conversation, agentId);
+    expect(pages.map((p) => p.path)).toContain("extracted/people/u1");
+    expect(pages.every((p) => p.path.startsWith("extracted/"))).toBe(true);
+    // The agent's own pages are the ones people write: extraction wrote none there.
+    expect((await json<{ pages: unknown[] }>(await call("GET", `/v1/agents/${agentId}/memory`, { token }))).pages).toEqual([]);
   });
 
   it("merges a later boundary's update of a fact: two versions, the latest value current, the earlier kept", async () => {
@@ -130,7 +89,7 @@ describe("memory extraction after settlement", () => {
     const { boundary: covering, run } = await extractedThrough(token, conversation, agentId, second);
     expect(covering.body.id).not.toBe(one.body.id);
 
-    const now = await json<PageView>(await page(token, agentId, OFFSITE));
+    const now = await json<PageView>(await page(token, conversation, agentId, OFFSITE));
     expect(now.version).toBe(2);
     expect(now.content).toMatch(/- offsite-date: .*March 10\./);
     expect(now.content).toMatch(/previously: .*March 3\./);
@@ -138,7 +97,7 @@ describe("memory extraction after settlement", () => {
     expect(now.facts).toEqual([{ key: "offsite-date", sources: [{ conversationId: conversation, messageId: "m-move", seq: second, eventHash: log.find((r) => r.seq === second)?.hash, runId: run.run_id, version: 2 }] }]);
 
     // The earlier version is still readable, with its own sources.
-    const before = await json<PageView>(await page(token, agentId, OFFSITE, "version=1&provenance=1"));
+    const before = await json<PageView>(await page(token, conversation, agentId, OFFSITE, "version=1&provenance=1"));
     expect(before.content).toContain("March 3");
     expect(before.content).not.toContain("March 10");
     expect(before.facts?.[0]?.sources.map((s) => [s.messageId, s.seq])).toEqual([["m-date", first]]);
@@ -148,8 +107,9 @@ describe("memory extraction after settlement", () => {
     const { conversation, agentId, token } = await setup();
     const seq = await say(token, conversation, "m-budget", "The budget is 2000 euros.");
     const { boundary } = await extractedThrough(token, conversation, agentId, seq);
-    const versions = () => env.DB.prepare("SELECT COUNT(*) AS n FROM memory_page_versions WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
-    const sources = () => env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ?").bind(agentId).first<{ n: number }>();
+    const shard = await shardOf(conversation);
+    const versions = () => shard.prepare("SELECT COUNT(*) AS n FROM conversation_memory_versions WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ n: number }>();
+    const sources = () => shard.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ n: number }>();
     const [beforeVersions, beforeSources] = [await versions(), await sources()];
 
     const job: ExtractJob = { type: "extract", conversationId: conversation, agentId, compactorId: `${agentId}.compactor`, runId: boundary.body.run.id, boundaryId: boundary.body.id, model: "test-model", profile: "default" };
@@ -159,28 +119,43 @@ describe("memory extraction after settlement", () => {
     expect(await versions()).toEqual(beforeVersions);
     expect(await sources()).toEqual(beforeSources);
     expect((await extractionRuns(conversation)).filter((r) => r.boundary_id === boundary.body.id)).toHaveLength(1);
+
+    // A job that merged and then failed before recording its run (simulated: the record removed)
+    // runs again, and merging the same facts again writes nothing.
+    const runId = boundary.body.run.id.replace(/^cmp_/, "ext_");
+    await shard.prepare("DELETE FROM extraction_runs WHERE run_id = ?").bind(runId).run();
+    expect((await deliver("foldline-compaction", [job])).explicitAcks).toEqual(["msg-0"]);
+    expect(await versions()).toEqual(beforeVersions);
+    expect(await sources()).toEqual(beforeSources);
+    expect((await extractionRuns(conversation)).filter((r) => r.run_id === runId)).toMatchObject([{ versions_written: 0 }]);
   });
 
-  it("refuses a person's write under extracted/ with a typed error, and changes nothing", async () => {
-    const { agentId, token } = await setup();
+  it("refuses a person's write or read under extracted/ with a typed error, and changes nothing", async () => {
+    const { conversation, agentId, token } = await setup();
     const response = await call("PUT", `/v1/agents/${agentId}/memory/extracted/plans/forged`, { token, body: { content: "The offsite is cancelled." } });
     expect(response.status).toBe(403);
     expect((await json<ErrorBody>(response)).error.code).toBe("forbidden");
-    expect((await page(token, agentId, "extracted/plans/forged", "")).status).toBe(404);
+    expect((await page(token, conversation, agentId, "extracted/plans/forged", "")).status).toBe(404);
+    // Extracted facts are read with their conversation, never through the agent's pages.
+    for (const method of ["GET", "DELETE"] as const) {
+      const refused = await call(method, `/v1/agents/${agentId}/memory/extracted/plans/forged`, { token });
+      expect(refused.status).toBe(403);
+      expect((await json<ErrorBody>(refused)).error.code).toBe("forbidden");
+    }
     // Outside the namespace a person's page is written as before, and never gets extracted facts.
     expect((await call("PUT", `/v1/agents/${agentId}/memory/plans/offsite`, { token, body: { content: "Offsite: Lisbon." } })).status).toBe(201);
-    expect((await json<PageView>(await page(token, agentId, "plans/offsite"))).facts).toEqual([]);
+    expect((await json<PageView>(await call("GET", `/v1/agents/${agentId}/memory/plans/offsite?provenance=1`, { token }))).facts).toEqual([]);
   });
 });
 
 describe("extracted pages in recall", () => {
-  it("search names a page's source messages of this conversation only, and compose serves the page for a question", async () => {
+  it("serves each conversation its own facts: search names their messages, compose never brings a sibling conversation's value", async () => {
     const tenant = freshConversation();
     const [here, there] = [`${tenant}:here`, `${tenant}:there`];
     const agentId = `extract-${Date.now().toString(36)}-${counter++}`;
     const token = await tokenFor(`${tenant}:*`, `agent:${agentId}`);
     expect((await register(token, { agentId, sources: [`${tenant}:*`], trigger: 2_000, retain: 800 })).status).toBe(201);
-    // The same page gets a fact from each conversation: the latest value comes from "there".
+    // The same fact is said in each conversation: each keeps its own page, with its own value.
     const first = await say(token, here, "m-here", "The offsite date is March 3.");
     await extractedThrough(token, here, agentId, first);
     const second = await say(token, there, "m-there", "Update: the offsite date moved to March 10.");
@@ -188,25 +163,27 @@ describe("extracted pages in recall", () => {
 
     const search = (conversation: string) =>
       call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?agent=${agentId}&q=${encodeURIComponent("offsite date")}`, { token });
-    type Found = { results: { type: string; path?: string; sources: { messageId: string; seq: number }[] }[] };
-    const inThere = (await json<Found>(await search(there))).results.find((r) => r.path === OFFSITE);
-    expect(inThere?.sources).toEqual([{ messageId: "m-there", seq: second }]);
-    // The current fact came from "there": searched from "here", the page names none of its messages.
-    const inHere = (await json<Found>(await search(here))).results.find((r) => r.path === OFFSITE);
-    expect(inHere?.type).toBe("page");
-    expect(inHere?.sources).toEqual([]);
+    type Found = { results: { type: string; path?: string; content: string; sources: { messageId: string; seq: number }[] }[] };
+    // Each conversation's search names its own message (the turn that said it: the entry taken
+    // from it is left to it), and says nothing of the sibling's value.
+    const inThere = (await json<Found>(await search(there))).results;
+    expect(inThere.find((r) => r.content.includes("March 10"))?.sources).toEqual([{ messageId: "m-there", seq: second }]);
+    expect(inThere.some((r) => r.content.includes("March 3"))).toBe(false);
+    const inHere = (await json<Found>(await search(here))).results;
+    expect(inHere.find((r) => r.content.includes("March 3"))?.sources).toEqual([{ messageId: "m-here", seq: first }]);
+    expect(inHere.some((r) => r.content.includes("March 10"))).toBe(false);
+    // The page itself is the conversation's, with its own value.
+    const page = await json<{ content: string }>(await call("GET", `/v1/conversations/${encodeURIComponent(here)}/memory/pages/${OFFSITE}?agent=${agentId}`, { token }));
+    expect(page.content).toContain("March 3");
+    expect(page.content).not.toContain("March 10");
 
-    // Asked about the date, the agent is served the page holding it, as untrusted history.
-    const composed = await json<{ request: { messages: { role: string; content: string }[] }; manifest: { memory?: { pages: { path: string; version: number; keys?: string[] }[] } } }>(
+    // Asked about the date here, the agent is served what was said here (in its history, or
+    // recalled as untrusted history), never the value said in the sibling conversation.
+    const composed = await json<{ request: { messages: { role: string; content: string }[] } }>(
       await call("POST", `/v1/conversations/${encodeURIComponent(here)}/compose`, { token, body: { agent: agentId, prompt: { text: "When is the offsite?" } } }),
     );
-    // Served by entry: the page's version and the key of the fact, its current statement only.
-    expect(composed.manifest.memory?.pages.find((p) => p.path === OFFSITE)).toEqual({ path: OFFSITE, version: 2, contentHash: expect.any(String) as unknown as string, chars: expect.any(Number) as unknown as number, keys: ["offsite-date"] });
-    const memory = composed.request.messages.find((m) => m.content.includes('kind="memory"'));
-    expect(memory?.role).toBe("user");
-    expect(memory?.content).toMatch(/- offsite-date: .*March 10\. \(msg m-there, ref [0-9a-f]{12}\)/);
-    expect(memory?.content).not.toContain("previously:");
-    expect(composed.request.messages.filter((m) => m.role === "system").every((m) => !m.content.includes("March 10"))).toBe(true);
+    expect(composed.request.messages.filter((m) => m.content.includes("March 3")).map((m) => m.role)).toContain("user");
+    expect(composed.request.messages.some((m) => m.content.includes("March 10"))).toBe(false);
   });
 });
 
@@ -232,7 +209,7 @@ describe("memory extraction through the compactor's model", () => {
     const { run } = await extractedThrough(token, conversation, agentId, seq);
     expect(run.provider).toBe("openai-compatible");
 
-    const view = await json<PageView>(await page(token, agentId, "extracted/decisions/offsite-venue"));
+    const view = await json<PageView>(await page(token, conversation, agentId, "extracted/decisions/offsite-venue"));
     expect(view.content).toContain("Ada booked the Quinta in Sintra as the offsite venue.");
     expect(view.facts?.[0]?.sources.map((s) => [s.messageId, s.seq])).toEqual([["m-venue", seq]]);
     // The request framed the slice as data under the extractor's own prompt, held to its schema.
@@ -240,6 +217,29 @@ describe("memory extraction through the compactor's model", () => {
     const extraction = requests.find((r) => r.body.messages[0]?.content.startsWith(EXTRACTOR));
     expect(extraction?.body.response_format?.json_schema?.name).toBe("extracted_facts");
     expect(extraction?.body.messages[1]?.content).toContain("<slice>\n[m-venue] @u1 (user): Ada: we booked the Quinta in Sintra as the venue.");
+  });
+
+  it("pays no second model call for a run already recorded, however often its job is delivered again", async () => {
+    const { conversation, agentId, token } = await setup("fakex");
+    const seq = await say(token, conversation, "m-venue", "Ada: we booked the Quinta in Sintra as the venue.");
+    const facts = { facts: [{ kind: "decisions", subject: "Offsite venue", key: "venue", statement: "Ada booked the Quinta in Sintra as the offsite venue.", messageIds: ["m-venue"] }] };
+    await script([{ content: JSON.stringify(facts), whenSystemIncludes: EXTRACTOR }]);
+    const { boundary, run } = await extractedThrough(token, conversation, agentId, seq);
+    expect(run.provider).toBe("openai-compatible");
+    // The model calls that extracted this boundary's slice (a later boundary's slice holds other messages).
+    const extractorCalls = async () =>
+      ((await (await fetch(`${origin}/__requests`)).json()) as { body: { messages: { content: string }[] } }[]).filter(
+        (r) => r.body.messages[0]?.content.startsWith(EXTRACTOR) === true && r.body.messages[1]?.content.includes("[m-venue]") === true,
+      ).length;
+    const before = await extractorCalls();
+    expect(before).toBe(1);
+
+    const job: ExtractJob = { type: "extract", conversationId: conversation, agentId, compactorId: `${agentId}.compactor`, runId: boundary.body.run.id, boundaryId: boundary.body.id, model: "test-model", profile: "fakex" };
+    const result = await deliver("foldline-compaction", [job, job], { attempts: 2 });
+    expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-1"]);
+    expect(result.retryMessages).toEqual([]);
+    expect(await extractorCalls()).toBe(before);
+    expect((await extractionRuns(conversation)).filter((r) => r.boundary_id === boundary.body.id)).toHaveLength(1);
   });
 
   it("keeps a failed extraction private (no page, a failed run and an incident) and never blocks compaction", async () => {
@@ -267,8 +267,7 @@ describe("memory extraction through the compactor's model", () => {
     expect((await conversationStub(env, conversation).describeChain(conversation, agentId))?.headId).toBe(chain.at(-1)?.body.id);
 
     // Nothing was written: no page, no provenance, no completed extraction.
-    const list = await json<{ pages: unknown[] }>(await call("GET", `/v1/agents/${agentId}/memory`, { token }));
-    expect(list.pages).toEqual([]);
+    expect(await listed(token, conversation, agentId)).toEqual([]);
     expect(await extractionRuns(conversation)).toEqual([]);
     const incidents = await readIncidents(await shardOf(conversation), conversation, 100);
     expect(incidents.filter((i) => i.kind === "compactor_failure" || i.kind === "compactor_abandoned")).toEqual([]);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
 import { insertEvents } from "../../src/storage/event-store";
+import { readEventHashes, writeMergedVersion } from "../../src/storage/extraction-store";
 import { settledChain } from "../support/chain";
 import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
@@ -24,7 +25,7 @@ interface IndexRow {
 async function indexedTurns(conversation: string): Promise<IndexRow[]> {
   const { results } = await (await shardOf(conversation)).prepare(
     `SELECT t.message_id AS message_id, t.role AS role, turn_fts.text AS text FROM turn_fts JOIN turn_index t ON t.id = turn_fts.rowid
-     WHERE turn_fts.conversation_id = ? ORDER BY t.message_id`,
+     WHERE t.conversation_id = ? ORDER BY t.message_id`,
   )
     .bind(conversation)
     .all<IndexRow>();
@@ -113,8 +114,9 @@ describe("the turn index", () => {
 });
 
 interface SearchResult {
-  type: "page" | "turn";
+  type: "page" | "turn" | "entry";
   path?: string;
+  key?: string;
   snippet: string;
   content: string;
   sources: { messageId: string; seq: number }[];
@@ -147,7 +149,9 @@ describe("GET …/memory/search", () => {
     await post(token, conversation, sourceEvent("s2", "m-2", "lunch options are still open"));
 
     const results = await search(token, conversation, agentId, "Where is the Quinta? sintra");
-    expect(results.map((r) => r.type).sort()).toEqual(["page", "turn"]);
+    // The matching turn, the page, then the message after the matching one: a turn is also found by
+    // its neighbours' words (the turn index's context), ranked below the turns that say them.
+    expect(results.map((r) => [r.type, r.sources[0]?.messageId])).toEqual([["turn", "m-1"], ["page", undefined], ["turn", "m-2"]]);
     const page = results.find((r) => r.type === "page");
     expect(page).toEqual({
       type: "page",
@@ -169,6 +173,29 @@ describe("GET …/memory/search", () => {
     expect((await json<{ results: SearchResult[] }>(limited)).results).toHaveLength(1);
     const refused = await call("GET", searchPath(conversation, agentId, "sintra", "&limit=0"), { token });
     expect([refused.status, (await json<ErrorBody>(refused)).error.code]).toEqual([400, "validation_failed"]);
+  });
+
+  it("serves an extracted entry that says what no turn found does, with the message it came from, and leaves one its turn says to that turn", async () => {
+    const { conversation, agentId, token } = await recallSetup();
+    await post(token, conversation, sourceEvent("s1", "m-1", "we settled it, same place as last spring"));
+    await post(token, conversation, sourceEvent("s2", "m-2", "the caterer confirmed vegan options"));
+    const shard = await placedShardOf(conversation);
+    const hashes = await readEventHashes(shard, conversation, [1, 2]);
+    const path = "extracted/decisions/offsite-venue";
+    // A model extractor's statements: the first in words its message does not use, the second in its message's own words.
+    const content = [
+      `Extracted memory ${path}: facts taken from conversation history, newest value first.`,
+      `- venue: @ada: the offsite venue is the Quinta in Sintra (msg m-1, seq 1, ref ${hashes.get(1)?.slice(0, 12) ?? ""})`,
+      `- catering: @ada: the caterer confirmed vegan options (msg m-2, seq 2, ref ${hashes.get(2)?.slice(0, 12) ?? ""})`,
+    ].join("\n");
+    const provenance = [1, 2].map((seq) => ({ factKey: seq === 1 ? "venue" : "catering", messageId: `m-${seq}`, seq, eventHash: hashes.get(seq) ?? "", runId: "ext_test" }));
+    expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
+
+    const venue = await search(token, conversation, agentId, "Where is the offsite venue? Sintra");
+    expect(venue).toEqual([{ type: "entry", path, key: "venue", snippet: "@ada: the offsite venue is the Quinta in Sintra", content: "@ada: the offsite venue is the Quinta in Sintra", sources: [{ messageId: "m-1", seq: 1 }] }]);
+    const catering = await search(token, conversation, agentId, "vegan caterer");
+    // The turn that says it, then its neighbour (found by its context); no entry restating the turn.
+    expect(catering.map((r) => [r.type, r.sources[0]?.messageId])).toEqual([["turn", "m-2"], ["turn", "m-1"]]);
   });
 
   it("finds an edited message by its new text only, and a deleted one not at all", async () => {
@@ -312,9 +339,12 @@ describe("the memory envelope", () => {
     expect(manifest).toMatchObject({ budgetChars: 4_000, envelopeChars: memory.content.length });
     expect(manifest?.envelopeChars).toBeLessThanOrEqual(4_000);
     expect(manifest?.pages).toEqual([{ path: "people/keynote", version: 1, contentHash: expect.any(String) as unknown as string, chars: 58 }]);
-    expect(manifest?.turns).toEqual([{ turnId: "s1", messageId: "0", seq: 1, chars: expect.any(Number) as unknown as number }]);
-    // The recalled turn is older than the served tail, which the boundary starts after.
-    expect(manifest?.turns[0]?.seq ?? Infinity).toBeLessThanOrEqual(recalled.manifest.boundary?.coveredThroughSeq ?? 0);
+    // The message that says it first; after it, the one that follows it (found by its neighbour's
+    // words, the turn index's context), and nothing else: no other message mentions the keynote.
+    expect(manifest?.turns[0]).toEqual({ turnId: "s1", messageId: "0", seq: 1, chars: expect.any(Number) as unknown as number });
+    expect(manifest?.turns.map((t) => t.messageId)).toEqual(["0", "1"]);
+    // The recalled turns are older than the served tail, which the boundary starts after.
+    for (const turn of manifest?.turns ?? []) expect(turn.seq).toBeLessThanOrEqual(recalled.manifest.boundary?.coveredThroughSeq ?? 0);
     expect(recalled.manifest.reserved.chars).toBe(plain.manifest.reserved.chars + memory.content.length);
     expect(recalled.manifest.reserved.messages).toBe(plain.manifest.reserved.messages + 1);
 

@@ -3,14 +3,26 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
 import { memoryPathSchema } from "../../src/core/memory-path";
-import { MAX_RECALL_TERMS } from "../../src/core/recall-rank";
+import { MAX_RECALL_TERMS } from "../../src/core/search-text";
 import { deletePage, getPage, putPage, recallMatchExpression, recallPages } from "../../src/storage/memory-store";
+import { pair } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, json, tokenFor } from "./helpers";
 
 /** Storage is shared by the tests of this file, so each test writes under agents of its own. */
 function freshAgent(prefix = "agent"): string {
   return `${prefix}-${crypto.randomUUID()}`;
+}
+
+/**
+ * A declared agent (serving a tenant of its own) and a token that may change it: a person's pages
+ * are written only for a declared agent, by a token holding its scope and its sources.
+ */
+async function declared(prefix = "agent"): Promise<{ agent: string; token: string }> {
+  const agent = freshAgent(prefix);
+  const token = await tokenFor(`agent:${agent}`, `api:mem-${agent}:*`);
+  expect((await call("PUT", `/v1/agents/${agent}`, { token, body: pair({ agentId: agent, sources: [`api:mem-${agent}:*`] }) })).status).toBe(201);
+  return { agent, token };
 }
 
 function pageUrl(agent: string, path?: string, query = ""): string {
@@ -49,8 +61,7 @@ const NOW = new Date("2026-11-20T10:00:00Z");
 
 describe("memory pages over HTTP", () => {
   it("writes versions, reads the current and older ones, and treats an identical put as a no-op", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
 
     const first = await call("PUT", pageUrl(agent, "decisions/vendor.pkf"), { token, body: { content: "We chose vendor B." } });
     expect(first.status).toBe(201);
@@ -84,8 +95,7 @@ describe("memory pages over HTTP", () => {
   });
 
   it("counts chars as JavaScript string length and round-trips non-ASCII content exactly", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     const content = "Café ☕ — 🧭 north star: ship by Friday";
     expect((await call("PUT", pageUrl(agent, "goals"), { token, body: { content } })).status).toBe(201);
     const page = await json<PageBody>(await call("GET", pageUrl(agent, "goals"), { token }));
@@ -95,8 +105,7 @@ describe("memory pages over HTTP", () => {
   });
 
   it("deletes with a tombstone, keeps the history readable, and can write the page again", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     await call("PUT", pageUrl(agent, "people/ada"), { token, body: { content: "Ada prefers mornings." } });
     await call("PUT", pageUrl(agent, "people/ada"), { token, body: { content: "Ada prefers afternoons." } });
 
@@ -128,8 +137,7 @@ describe("memory pages over HTTP", () => {
   });
 
   it("lists live pages in path order with their current versions, a page at a time", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     for (const [path, content] of [
       ["b/two", "two"],
       ["a/one", "one"],
@@ -170,8 +178,7 @@ describe("memory pages over HTTP", () => {
     ["a non-ASCII letter", "caf%C3%A9"],
     ["malformed percent-encoding", "notes%E0%A4%A"],
   ])("refuses a page path with %s, and writes nothing", async (_, path) => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     const res = await call("PUT", `/v1/agents/${agent}/memory/${path}`, { token, body: { content: "x" } });
     expect(res.status).toBe(400);
     const body = await json<ErrorBody>(res);
@@ -182,8 +189,7 @@ describe("memory pages over HTTP", () => {
   });
 
   it("accepts a path of exactly 200 characters and percent-encoded unreserved characters", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     const longest = `${"a".repeat(99)}/${"b".repeat(100)}`;
     expect((await call("PUT", pageUrl(agent, longest), { token, body: { content: "long" } })).status).toBe(201);
     expect((await call("PUT", pageUrl(agent, "%6Eotes/x"), { token, body: { content: "encoded n" } })).status).toBe(201);
@@ -191,11 +197,9 @@ describe("memory pages over HTTP", () => {
   });
 
   it("resolves dot segments before routing, so they cannot reach another agent's pages", async () => {
-    const mine = freshAgent();
-    const theirs = freshAgent();
-    const token = await tokenFor(`agent:${mine}`);
-    const theirToken = await tokenFor(`agent:${theirs}`);
-    await call("PUT", pageUrl(theirs, "secret"), { token: theirToken, body: { content: "their secret" } });
+    const { agent: mine, token } = await declared();
+    const { agent: theirs, token: theirToken } = await declared();
+    expect((await call("PUT", pageUrl(theirs, "secret"), { token: theirToken, body: { content: "their secret" } })).status).toBe(201);
 
     for (const escape of [`../../${theirs}/memory/secret`, `%2E%2E/%2e%2e/${theirs}/memory/secret`]) {
       const res = await call("GET", `/v1/agents/${mine}/memory/${escape}`, { token });
@@ -214,8 +218,7 @@ describe("memory pages over HTTP", () => {
     ["empty content", { content: "" }],
     ["content over 50,000 characters", { content: "x".repeat(50_001) }],
   ])("refuses a body with %s", async (_, body) => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     const res = await call("PUT", pageUrl(agent, "notes"), { token, body });
     expect(res.status).toBe(400);
     expect((await json<ErrorBody>(res)).error.code).toBe("validation_failed");
@@ -223,8 +226,7 @@ describe("memory pages over HTTP", () => {
   });
 
   it("refuses content with a lone surrogate and bodies that are not JSON", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     const lone = await call("PUT", pageUrl(agent, "notes"), { token, raw: '{"content":"half a pair: \\ud83e"}' });
     expect(lone.status).toBe(400);
     expect((await json<ErrorBody>(lone)).error.message).toContain("well-formed");
@@ -234,8 +236,7 @@ describe("memory pages over HTTP", () => {
   });
 
   it.each(["0", "-1", "1.5", "abc"])("refuses ?version=%s", async (version) => {
-    const agent = freshAgent();
-    const token = await tokenFor(`agent:${agent}`);
+    const { agent, token } = await declared();
     await call("PUT", pageUrl(agent, "notes"), { token, body: { content: "x" } });
     const res = await call("GET", pageUrl(agent, "notes", `?version=${version}`), { token });
     expect(res.status).toBe(400);
@@ -245,10 +246,8 @@ describe("memory pages over HTTP", () => {
 
 describe("memory page scopes", () => {
   it("keeps one agent's token out of another agent's pages, for every route", async () => {
-    const mine = freshAgent();
-    const theirs = freshAgent();
-    const myToken = await tokenFor(`agent:${mine}`);
-    const theirToken = await tokenFor(`agent:${theirs}`);
+    const { token: myToken } = await declared();
+    const { agent: theirs, token: theirToken } = await declared();
     expect((await call("PUT", pageUrl(theirs, "plans"), { token: theirToken, body: { content: "secret plans" } })).status).toBe(201);
 
     for (const [method, url, body] of [
@@ -289,10 +288,18 @@ describe("memory page scopes", () => {
     expect(await versionRows(agent, "notes")).toEqual([]);
   });
 
-  it("lets an agent:* token reach every agent, and refuses a malformed agent id", async () => {
-    const agent = freshAgent();
-    const token = await tokenFor("agent:*");
+  it("lets an agent:* token reach every declared agent whose sources it holds, no undeclared one, and refuses a malformed agent id", async () => {
+    const { agent } = await declared();
+    const token = await tokenFor("agent:*", `api:mem-${agent}:*`);
     expect((await call("PUT", pageUrl(agent, "notes"), { token, body: { content: "x" } })).status).toBe(201);
+    // Nobody may leave pages behind for an id nobody declared (whoever declares it later would be served them).
+    const undeclared = freshAgent();
+    for (const method of ["PUT", "DELETE"] as const) {
+      const refused = await call(method, pageUrl(undeclared, "notes"), { token: await tokenFor("*"), ...(method === "PUT" ? { body: { content: "planted" } } : {}) });
+      expect(refused.status).toBe(404);
+      expect((await json<ErrorBody>(refused)).error.code).toBe("not_found");
+    }
+    expect(await versionRows(undeclared, "notes")).toEqual([]);
     const bad = await call("GET", pageUrl("-starts-with-dash"), { token });
     expect(bad.status).toBe(400);
     expect((await json<ErrorBody>(bad)).error.code).toBe("validation_failed");
@@ -490,17 +497,18 @@ describe("recall for the compactor", () => {
 
 describe("recallMatchExpression", () => {
   it("quotes deduplicated words, drops short and common ones, and ranks by frequency", () => {
-    expect(recallMatchExpression("The vendor, the VENDOR and the compliance (of it) — vendor!")).toBe('"vendor" OR "compliance"');
+    expect(recallMatchExpression("The vendor, the VENDOR and the compliance (of it) — vendor!")).toBe('{path content grams} : ("vendor" OR "compliance")');
   });
 
   it("keeps query syntax out of the expression", () => {
     const expression = recallMatchExpression('NEAR(alpha beta) AND "gamma" path:delta* ^omega');
-    expect(expression).toBe('"near" OR "alpha" OR "beta" OR "gamma" OR "path" OR "delta" OR "omega"');
+    expect(expression).toBe('{path content grams} : ("near" OR "alpha" OR "beta" OR "gamma" OR "path" OR "delta" OR "omega")');
   });
 
   it(`caps the number of terms at ${MAX_RECALL_TERMS}`, () => {
     const words = Array.from({ length: 100 }, (_, i) => `word${String(i).padStart(3, "0")}`);
     expect(recallMatchExpression(words.join(" "))?.split(" OR ")).toHaveLength(MAX_RECALL_TERMS);
+    expect(recallMatchExpression(words.join(" "))).toMatch(/^\{path content grams\} : \("word000" OR .* OR "word031"\)$/);
   });
 
   it("returns nothing for a slice without a qualifying word", () => {

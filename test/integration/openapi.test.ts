@@ -14,7 +14,7 @@ import type { chainAuditSchema, chainListingSchema, composeResponseSchema, conte
 import type { ContextSelection } from "../../src/core/context-manifest";
 import type { Composed } from "../../src/api/conversations";
 import { insertIncidentStatement } from "../../src/storage/compaction-store";
-import { settledChain } from "../support/chain";
+import { settledChain, waitFor } from "../support/chain";
 import { pair } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, textUpdate, tokenFor, webhook } from "./helpers";
@@ -401,6 +401,14 @@ describe("success responses", () => {
     await check("listMemoryPages", await call("GET", `/v1/agents/${agentId}/memory?limit=1`, { token }));
     await check("getMemoryPage", await call("GET", `${memoryPage}?version=1`, { token }));
     await check("searchMemory", await call("GET", `${conversationPath}/memory/search?agent=${agentId}&q=Lisbon`, { token }));
+    // The settled boundary's extraction keeps its pages with the conversation (the person who spoke has one).
+    const extracted = await waitFor(async () => {
+      const listing = await call("GET", `${conversationPath}/memory/pages?agent=${agentId}`, { token });
+      const pages = ((await listing.clone().json()) as { pages?: { path: string }[] }).pages ?? [];
+      return pages.length > 0 ? listing : undefined;
+    }, "an extracted page");
+    const pages = await check<{ pages: { path: string }[] }>("listConversationMemoryPages", extracted);
+    await check("getConversationMemoryPage", await call("GET", `${conversationPath}/memory/pages/${pages.pages[0]?.path ?? ""}?agent=${agentId}&provenance=1`, { token }));
     // With a query, the context carries the memory envelope and the manifest lists it.
     // (Extraction after the settled boundary may have written pages of its own that mention Lisbon too.)
     const recalled = await check<{ manifest: { memory?: { pages: { path: string }[] } } }>("getContext", await call("GET", `${conversationPath}/context?agent=${agentId}&query=Lisbon`, { token }));

@@ -23,7 +23,7 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index", "extraction_runs"] as const;
+const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index", "extraction_runs", "conversation_memory_versions", "conversation_memory_provenance"] as const;
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -81,7 +81,7 @@ describe("conversations on shards", () => {
     expect(shardsOf(env).map((s) => s.name)).toEqual(["DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2"]);
   });
 
-  it("puts every row of a conversation on its shard, and none on any other: events, plans, boundaries, activations, the turn index, extraction runs", async () => {
+  it("puts every row of a conversation on its shard, and none on any other: events, plans, boundaries, activations, the turn index, extraction runs, extracted memory", async () => {
     const conversation = conversationOn("DB_SHARD_2");
     const { agentId } = await compacted(conversation, 2);
     // Each settled boundary is extracted into the agent's memory (offline here), off the request path.
@@ -100,9 +100,11 @@ describe("conversations on shards", () => {
     expect(home["boundaries"]).toBeGreaterThanOrEqual(2);
     expect(home["turn_index"]).toBe(30);
     expect(home["extraction_runs"]).toBeGreaterThanOrEqual(2);
-    // What extraction wrote is the agent's memory, in the control database, each fact naming its source here.
+    // What extraction wrote is the conversation's memory, kept beside its log, each fact naming its source here; none in the control database.
+    expect(home["conversation_memory_versions"]).toBeGreaterThan(0);
+    expect(home["conversation_memory_provenance"]).toBeGreaterThan(0);
     const sourced = await env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ? AND conversation_id = ?").bind(agentId, conversation).first<{ n: number }>();
-    expect(sourced?.n).toBeGreaterThan(0);
+    expect(sourced?.n).toBe(0);
     for (const other of ["DB_SHARD_0", "DB_SHARD_1"]) expect(Object.values(counts[other] ?? {}).every((n) => n === 0), other).toBe(true);
     // The control database holds no per-conversation table at all.
     const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all<{ name: string }>();
@@ -231,6 +233,11 @@ describe("conversations on shards", () => {
     const conversation = conversationOn("DB_SHARD_1");
     const { agentId, token } = await compacted(conversation, 1);
     const base = `/v1/conversations/${encodeURIComponent(conversation)}`;
+    // The boundary's extraction keeps a page for the person who spoke, read below through the conversation.
+    await waitFor(async () => {
+      const row = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM extraction_runs WHERE conversation_id = ?").bind(conversation).first<{ n: number }>();
+      return (row?.n ?? 0) >= 1 ? true : undefined;
+    }, "an extraction run");
     const requests: { method: string; path: string; body?: unknown }[] = [
       { method: "POST", path: eventsPath(conversation), body: sourceEvent("late-1", "late-1", "one more about the offsite") },
       { method: "POST", path: eventsPath(conversation, "/batch"), body: { events: [sourceEvent("late-2", "late-2", "and another")] } },
@@ -244,6 +251,8 @@ describe("conversations on shards", () => {
       { method: "GET", path: `${base}/verify/links?agent=${agentId}` },
       { method: "GET", path: `${base}/incidents` },
       { method: "GET", path: `${base}/memory/search?agent=${agentId}&q=Lisbon` },
+      { method: "GET", path: `${base}/memory/pages?agent=${agentId}` },
+      { method: "GET", path: `${base}/memory/pages/extracted/people/u1?agent=${agentId}&provenance=1` },
     ];
     for (const request of requests) {
       const res = await call(request.method, request.path, { token, body: request.body, headers: { [D1_METER_HEADER]: "on" } });

@@ -8,8 +8,9 @@ import type { StoredEvent } from "../../core/events";
 import type { ContextSelection } from "../../core/context-manifest";
 import { servingDeclarations } from "../../storage/compaction-store";
 import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
-import type { ConversationFactRow } from "../../storage/extraction-store";
-import { readConversationFacts } from "../../storage/extraction-store";
+import type { ConversationFactRow } from "../../storage/conversation-memory-store";
+import { readConversationFacts } from "../../storage/conversation-memory-store";
+import { factRefusal } from "../../core/memory-privacy";
 import { parsePage } from "../../core/fact-merge";
 import { conversationDb } from "../../storage/shards";
 
@@ -63,7 +64,7 @@ function factViews(rows: readonly ConversationFactRow[]): ExtractedFactView[] {
     const id = `${row.path} ${row.factKey}`;
     let view = views.get(id);
     if (view === undefined) {
-      // Only the current statement: the page's earlier values may have come from other conversations.
+      // Only the current statement: what it superseded stays in the page's history.
       const statement = parsePage(row.pageContent).get(row.factKey)?.current.statement ?? "";
       view = { path: row.path, key: row.factKey, pageVersion: row.pageVersion, statement, sources: [] };
       views.set(id, view);
@@ -86,23 +87,26 @@ function paged<T extends { readonly seq: number }>(rows: readonly T[], size: num
   return { items, nextBefore: rows.length > size && last !== undefined ? last.seq : null };
 }
 
-export async function loadConversation(env: Env, conversationId: ScopedConversationId, query: ConversationQuery): Promise<ConversationModel> {
+/** The conversation page for a session whose token holds `scopes` (the extracted facts shown are those core/memory-privacy lets it read). */
+export async function loadConversation(env: Env, conversationId: ScopedConversationId, query: ConversationQuery, scopes: readonly string[]): Promise<ConversationModel> {
   const [declarations, shard] = await Promise.all([servingDeclarations(env.DB, conversationId), conversationDb(env, conversationId)]);
   const servingAgents = declarations
     .filter((d) => scopesAllow(d.registration.agent.sources, conversationId))
     .map((d) => d.agentId)
     .sort();
   const agentId = query.agent ?? servingAgents[0];
-  const policy = declarations.find((d) => d.agentId === agentId)?.registration.compactor.policy;
+  const declaration = declarations.find((d) => d.agentId === agentId);
+  const policy = declaration?.registration.compactor.policy;
+  const reader = declaration === undefined ? undefined : { conversationId, sources: declaration.registration.agent.sources, scopes };
   const agentQuery = { agent: agentId };
   const [context, listing, audit, timeline, runs, counts, facts] = await Promise.all([
-    agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery),
+    agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery, scopes),
     agentId === undefined ? undefined : listChain(env, conversationId, agentQuery),
     agentId === undefined ? undefined : verifyChain(env, conversationId, agentQuery),
     listEventsBefore(shard, conversationId, query.before ?? Number.MAX_SAFE_INTEGER, TIMELINE_PAGE + 1),
     listRunEventsBefore(shard, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
     countRunsByStatus(shard, conversationId),
-    agentId === undefined ? [] : readConversationFacts(env.DB, agentId, conversationId, MEMORY_SOURCES_SHOWN),
+    agentId === undefined || reader === undefined ? [] : readConversationFacts(shard, conversationId, agentId, MEMORY_SOURCES_SHOWN),
   ]);
   return {
     conversationId,
@@ -114,6 +118,6 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     audit,
     runs: { ...paged(runs.filter((e): e is RunEvent => e.kind === "run"), RUNS_PAGE), counts },
     timeline: paged(timeline, TIMELINE_PAGE),
-    memory: factViews(facts),
+    memory: factViews(reader === undefined ? [] : facts.filter((row) => factRefusal(reader, row.conversationId) === undefined)),
   };
 }

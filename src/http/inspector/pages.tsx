@@ -45,6 +45,6 @@ export const pageRoutes = new Hono<InspectorEnv>()
     if (!conversation.ok) return errorPage(c, conversation.error, true);
     const query = validate(conversationQuery, c.req.query());
     if (!query.ok) return errorPage(c, query.error, true);
-    const model = await loadConversation(c.env, conversation.value, query.value);
+    const model = await loadConversation(c.env, conversation.value, query.value, c.get("principal").scopes);
     return c.html(<ConversationPage model={model} before={query.value.before} />);
   });

@@ -18,7 +18,12 @@ const TAGS = [
   { name: "context", description: "What an agent is served: its verified context and one composed provider request." },
   { name: "chain", description: "The operator's audit of an agent's boundary chain, and the conversation's incident rows." },
   { name: "agents", description: "Declarations (an agent with its reciprocal compactor) and trusted identity/memory documents." },
-  { name: "memory", description: "Versioned memory pages of an agent, recalled for its compactor within the document budget." },
+  {
+    name: "memory",
+    description:
+      "Versioned memory pages: those people write for an agent (served in every conversation it serves), and the facts extraction keeps " +
+      "with each conversation (served in that conversation only). Recalled for context, compose and the compactor.",
+  },
   { name: "telegram", description: "Telegram ingress." },
   { name: "service", description: "Liveness and this reference." },
 ] as const satisfies readonly (TagObject & { name: Tag })[];
@@ -33,7 +38,7 @@ const INFO = {
 };
 
 /**
- * Hono's one wildcard route, the memory page path (`/:agent/memory/*`), keeps its `*` so that the
+ * Hono's wildcard routes, the memory page paths (`/:agent/memory/*`, `/:conversation/memory/pages/*`), keep their `*` so that the
  * handler splits the raw path before decoding it; in the document it is the parameter `{path}`.
  */
 const openApiPath = (path: string): string => path.replace(/\/\*$/, "/{path}");

@@ -1,7 +1,7 @@
 import type { FC } from "hono/jsx";
 import type { ExtractedFactView } from "../conversation-model";
 
-/** The agent's extracted facts whose current value came from this conversation, each with the messages it came from. */
+/** The facts extraction kept with this conversation for the agent (served here only, while the agent serves it), each with the messages it came from. */
 export const MemorySection: FC<{ facts: readonly ExtractedFactView[] }> = ({ facts }) => (
   <section>
     <h2>Extracted memory</h2>

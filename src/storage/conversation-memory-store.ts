@@ -1,0 +1,283 @@
+import type { RecalledPageHit } from "../core/recall-rank";
+import { matchExpression } from "../core/search-text";
+
+/**
+ * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
+ * (migrations/shard/0016_conversation_memory.sql). Extraction's writes are in extraction-store.
+ *
+ * Storage format: `conversation_memory_versions` holds one immutable row per write of an extracted
+ * page, numbered 1, 2, 3… per (conversation, agent, path); `conversation_memory_pages` points at
+ * each page's newest row and `conversation_memory_fts` indexes each live head, both maintained by
+ * the schema's AFTER INSERT trigger alone; `conversation_memory_provenance` names, per version,
+ * each fact key it set and the messages of the conversation it came from. Every statement here is
+ * keyed by the conversation and the agent: whether a reader may be served what it returns is
+ * src/core/memory-privacy.ts's to decide, which is why every row says which conversation it is kept with.
+ */
+
+export interface ConversationPage {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly path: string;
+  readonly version: number;
+  readonly content: string;
+  /** SHA-256 (hex) of the content's UTF-8 bytes. */
+  readonly contentHash: string;
+  /** JavaScript string length of the content. */
+  readonly chars: number;
+  readonly createdAt: string;
+}
+
+export interface ConversationPageSummary {
+  readonly conversationId: string;
+  readonly path: string;
+  readonly version: number;
+  readonly contentHash: string;
+  readonly chars: number;
+}
+
+/** A search hit, with the conversation its page is kept with. */
+export type ConversationPageHit = RecalledPageHit & { readonly conversationId: string };
+
+interface VersionRow {
+  conversation_id: string;
+  agent_id: string;
+  path: string;
+  version: number;
+  content: string;
+  content_hash: string;
+  chars: number;
+  created_at: string;
+}
+
+interface SummaryRow {
+  conversation_id: string;
+  path: string;
+  version: number;
+  content_hash: string;
+  chars: number;
+}
+
+const toPage = (row: VersionRow): ConversationPage => ({
+  conversationId: row.conversation_id,
+  agentId: row.agent_id,
+  path: row.path,
+  version: row.version,
+  content: row.content,
+  contentHash: row.content_hash,
+  chars: row.chars,
+  createdAt: row.created_at,
+});
+
+const toSummary = (row: SummaryRow): ConversationPageSummary => ({ conversationId: row.conversation_id, path: row.path, version: row.version, contentHash: row.content_hash, chars: row.chars });
+
+const VERSION_COLUMNS = "v.conversation_id, v.agent_id, v.path, v.version, v.content, v.content_hash, v.chars, v.created_at";
+const SUMMARY_COLUMNS = "p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.chars AS chars";
+/** A page's head `p` joined to its newest version row `v` (live or tombstone). */
+const HEAD_VERSION = "JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version";
+/** Each page joined to its newest version row. */
+const HEAD = `conversation_memory_pages p ${HEAD_VERSION}`;
+/**
+ * Each indexed (live) page's head and version, from its index row. CROSS JOIN keeps the index
+ * outside: SQLite's own order walked the conversation's heads and ran the full-text query once per
+ * row, at a cost that grew with every conversation on the shard.
+ */
+const INDEXED = `conversation_memory_fts CROSS JOIN conversation_memory_pages p ON p.id = conversation_memory_fts.rowid ${HEAD_VERSION}`;
+
+/** The columns of `conversation_memory_fts` a query's terms may match (never the conversation's scope). */
+const PAGE_COLUMNS = ["path", "content", "grams"];
+
+/** The MATCH argument: the conversation's scope token (?2 is its id) ANDed with the terms (?1). */
+const SCOPED_MATCH = `conversation_memory_fts MATCH ('scope : "k' || COALESCE((SELECT id FROM conversation_keys WHERE conversation_id = ?2), 0) || '" AND ' || ?1) AND p.conversation_id = ?2`;
+
+/** Marks around matched terms in a snippet, and its context in tokens (as the turn and page searches). */
+const SNIPPET = { open: "«", close: "»", ellipsis: "…", tokens: 24 } as const;
+
+/** The current live version, or the given version if it is live; undefined for missing and deleted. */
+export async function getConversationPage(db: D1Database, conversationId: string, agentId: string, path: string, version?: number): Promise<ConversationPage | undefined> {
+  const statement =
+    version === undefined
+      ? db.prepare(`SELECT ${VERSION_COLUMNS} FROM ${HEAD} WHERE p.conversation_id = ? AND p.agent_id = ? AND p.path = ? AND v.deleted = 0`).bind(conversationId, agentId, path)
+      : db
+          .prepare(`SELECT ${VERSION_COLUMNS} FROM conversation_memory_versions v WHERE v.conversation_id = ? AND v.agent_id = ? AND v.path = ? AND v.version = ? AND v.deleted = 0`)
+          .bind(conversationId, agentId, path, version);
+  const row = await statement.first<VersionRow>();
+  return row === null ? undefined : toPage(row);
+}
+
+export const MAX_LIST_CONVERSATION_PAGES = 500;
+
+/** The agent's live extracted pages of the conversation in path order, `limit` at a time after the path `after`. */
+export async function listConversationPages(
+  db: D1Database,
+  conversationId: string,
+  agentId: string,
+  page: { readonly after?: string; readonly limit?: number } = {},
+): Promise<ConversationPageSummary[]> {
+  const limit = Math.min(Math.max(page.limit ?? MAX_LIST_CONVERSATION_PAGES, 1), MAX_LIST_CONVERSATION_PAGES);
+  const { results } = await db
+    .prepare(`SELECT ${SUMMARY_COLUMNS} FROM ${HEAD} WHERE p.conversation_id = ? AND p.agent_id = ? AND p.path > ? AND v.deleted = 0 ORDER BY p.path LIMIT ?`)
+    .bind(conversationId, agentId, page.after ?? "", limit)
+    .all<SummaryRow>();
+  return results.map(toSummary);
+}
+
+/** Which of these paths are live extracted pages of the agent in the conversation, each sought by its key. */
+export async function liveConversationPagePaths(db: D1Database, conversationId: string, agentId: string, paths: readonly string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const { results } = await db
+    .prepare(`SELECT p.path AS path FROM ${HEAD} WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path IN (SELECT value FROM json_each(?3)) AND v.deleted = 0`)
+    .bind(conversationId, agentId, JSON.stringify(paths))
+    .all<{ path: string }>();
+  return new Set(results.map((row) => row.path));
+}
+
+export interface ConversationFactSource {
+  readonly conversationId: string;
+  readonly factKey: string;
+  readonly messageId: string;
+  readonly seq: number;
+  readonly eventHash: string;
+  readonly runId: string;
+  /** The page version that set the fact to its value at the version asked for. */
+  readonly version: number;
+}
+
+interface SourceRow {
+  conversation_id: string;
+  fact_key: string;
+  message_id: string;
+  seq: number;
+  event_hash: string;
+  run_id: string;
+  version: number;
+}
+
+const toSource = (r: SourceRow): ConversationFactSource => ({
+  conversationId: r.conversation_id,
+  factKey: r.fact_key,
+  messageId: r.message_id,
+  seq: r.seq,
+  eventHash: r.event_hash,
+  runId: r.run_id,
+  version: r.version,
+});
+
+/** Each fact key's sources at `version` of the page: the rows of the newest version at or below it that set the key. */
+export async function readConversationFactSources(db: D1Database, conversationId: string, agentId: string, path: string, version: number): Promise<ConversationFactSource[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT m.conversation_id, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version
+       FROM conversation_memory_provenance m
+       WHERE m.conversation_id = ?1 AND m.agent_id = ?2 AND m.path = ?3 AND m.version = (
+         SELECT MAX(version) FROM conversation_memory_provenance
+         WHERE conversation_id = ?1 AND agent_id = ?2 AND path = ?3 AND fact_key = m.fact_key AND version <= ?4
+       )
+       ORDER BY m.fact_key, m.seq`,
+    )
+    .bind(conversationId, agentId, path, version)
+    .all<SourceRow>();
+  return results.map(toSource);
+}
+
+export interface ConversationFactRow extends ConversationFactSource {
+  readonly path: string;
+  /** The page's current version, whose text holds the fact's statement. */
+  readonly pageVersion: number;
+  readonly pageContent: string;
+}
+
+/**
+ * The agent's extracted facts of the conversation on its current pages, with their sources, at
+ * most `limit` source rows: what the inspector shows beside the conversation.
+ */
+export async function readConversationFacts(db: D1Database, conversationId: string, agentId: string, limit: number): Promise<ConversationFactRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT m.conversation_id, m.path, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, p.version AS page_version, v.content
+       FROM ${HEAD}
+       JOIN conversation_memory_provenance m ON m.conversation_id = p.conversation_id AND m.agent_id = p.agent_id AND m.path = p.path
+       WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND v.deleted = 0 AND m.version = (
+         SELECT MAX(version) FROM conversation_memory_provenance
+         WHERE conversation_id = ?1 AND agent_id = ?2 AND path = m.path AND fact_key = m.fact_key AND version <= p.version
+       )
+       ORDER BY m.path, m.fact_key, m.seq LIMIT ?3`,
+    )
+    .bind(conversationId, agentId, limit)
+    .all<SourceRow & { path: string; page_version: number; content: string }>();
+  return results.map((r) => ({ ...toSource(r), path: r.path, pageVersion: r.page_version, pageContent: r.content }));
+}
+
+/**
+ * The agent's live extracted pages of the conversation matching free `text` (bm25 over path and
+ * content, path weighted above content), whole, best first; nothing when no term qualifies.
+ */
+export async function searchConversationPages(db: D1Database, conversationId: string, agentId: string, text: string, limit: number): Promise<ConversationPageHit[]> {
+  const match = matchExpression(text, PAGE_COLUMNS);
+  if (match === undefined || limit <= 0) return [];
+  // The first weight belongs to the unindexed conversation_id column.
+  const { results } = await db
+    .prepare(
+      `SELECT p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content,
+              snippet(conversation_memory_fts, 2, ?4, ?5, ?6, ?7) AS snippet, bm25(conversation_memory_fts, 0.0, 2.0, 1.0, 1.0) AS rank
+       FROM ${INDEXED}
+       WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
+       ORDER BY rank, p.path
+       LIMIT ?8`,
+    )
+    .bind(match, conversationId, agentId, SNIPPET.open, SNIPPET.close, SNIPPET.ellipsis, SNIPPET.tokens, limit)
+    .all<{ conversation_id: string; path: string; version: number; content_hash: string; content: string; snippet: string; rank: number }>();
+  return results.map((row) => ({
+    type: "page" as const,
+    conversationId: row.conversation_id,
+    path: row.path,
+    version: row.version,
+    contentHash: row.content_hash,
+    content: row.content,
+    snippet: row.snippet,
+    rank: row.rank,
+  }));
+}
+
+/** Ranked candidates read before packing a packet's pages: small rows (no content). */
+const RECALL_CANDIDATES = 200;
+
+/** The agent's live extracted pages of the conversation most relevant to `text`, best first, without content: what a packet's recall packs. */
+export async function rankConversationPages(db: D1Database, conversationId: string, agentId: string, text: string): Promise<ConversationPageSummary[]> {
+  const match = matchExpression(text, PAGE_COLUMNS);
+  if (match === undefined) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT ${SUMMARY_COLUMNS}
+       FROM ${INDEXED}
+       WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
+       ORDER BY bm25(conversation_memory_fts, 0.0, 2.0, 1.0, 1.0), p.path
+       LIMIT ?4`,
+    )
+    .bind(match, conversationId, agentId, RECALL_CANDIDATES)
+    .all<SummaryRow>();
+  return results.map(toSummary);
+}
+
+/**
+ * The content of exactly these versions (immutable, so reading them after ranking is consistent
+ * even if a page moved on meanwhile), by `<version>:<path>`. CROSS JOIN keeps the list outside, so
+ * each version is sought by its key.
+ */
+export async function readConversationPageVersions(
+  db: D1Database,
+  conversationId: string,
+  agentId: string,
+  versions: readonly { readonly path: string; readonly version: number }[],
+): Promise<Map<string, string>> {
+  if (versions.length === 0) return new Map();
+  const { results } = await db
+    .prepare(
+      `SELECT v.path AS path, v.version AS version, v.content AS content
+       FROM json_each(?3) j
+       CROSS JOIN conversation_memory_versions v
+         ON v.conversation_id = ?1 AND v.agent_id = ?2 AND v.path = json_extract(j.value, '$[0]') AND v.version = json_extract(j.value, '$[1]')`,
+    )
+    .bind(conversationId, agentId, JSON.stringify(versions.map((v) => [v.path, v.version])))
+    .all<{ path: string; version: number; content: string }>();
+  return new Map(results.map((row) => [`${row.version}:${row.path}`, row.content]));
+}
