@@ -28,6 +28,8 @@ import { groupStream, probeEvent, userChars } from "./lib/conversation.mjs";
 import { startFakeOpenAi } from "../test/fake-openai/server.ts";
 import { renderMarkdown } from "./lib/report.mjs";
 import { runCostPhase } from "./lib/cost-phase.mjs";
+import { runLocomoPhase } from "./lib/locomo-phase.mjs";
+import { locomoTotalsTable } from "./lib/locomo-report.mjs";
 import { runMemoryPhase } from "./lib/memory-phase.mjs";
 import { runShardPhase } from "./lib/shard-phase.mjs";
 import { latencySummary, max, mean, percentile, round, roundSummary } from "./lib/stats.mjs";
@@ -44,12 +46,13 @@ const { values: args } = parseArgs({
     out: { type: "string", default: "bench/results" },
     keep: { type: "boolean", default: false },
     // The sections on Workers of their own: `memory` runs only §9 and §10 and writes results/memory.{md,json};
-    // `shards` runs only §11 and writes results/shards.{md,json}.
+    // `shards` runs only §11 and writes results/shards.{md,json}; `locomo` runs only §12 (LoCoMo, which
+    // runs only when asked for) and writes results/locomo.{md,json}.
     only: { type: "string" },
   },
 });
-if (args.only !== undefined && args.only !== "memory" && args.only !== "shards") {
-  console.error("--only: memory (§9 and §10) or shards (§11), the sections that run on Workers of their own");
+if (args.only !== undefined && args.only !== "memory" && args.only !== "shards" && args.only !== "locomo") {
+  console.error("--only: memory (§9 and §10), shards (§11) or locomo (§12), the sections that run on Workers of their own");
   process.exit(2);
 }
 if (args.source !== "worktree" && args.source !== "head") {
@@ -315,8 +318,9 @@ async function main() {
     quick: args.quick,
     compactor: [
       args.only === undefined ? `§1–8: loopback OpenAI-compatible fake (answers at once, summary ≤ ${FAKE_SUMMARY_CHARS} chars, counts request characters), not the offline extractive compactor` : null,
-      args.only !== "shards" ? "§9: the offline extractive compactor, on a Worker of its own with no model key" : null,
-      args.only !== "memory" ? "§11: none runs (each row's trigger is 2,000,000 characters; no key either)" : null,
+      args.only === undefined || args.only === "memory" ? "§9: the offline extractive compactor, on a Worker of its own with no model key" : null,
+      args.only === undefined || args.only === "shards" ? "§11: none runs (each row's trigger is 2,000,000 characters; no key either)" : null,
+      args.only === "locomo" ? "§12: the offline extractive compactor and the offline extractor, on a Worker of its own with no model key" : null,
     ]
       .filter((part) => part !== null)
       .join("; "),
@@ -332,7 +336,14 @@ async function main() {
     // §9 runs last, on a Worker of its own with no model key (the offline compactor and extractor),
     // after the main Worker has stopped, so the two never share the cores.
     results.started = true;
-    if (args.only !== "shards") {
+    // §12 (LoCoMo) only when asked for: a real data set under its own licence, and 10–20 minutes of recall calls.
+    if (args.only === "locomo") {
+      await phase("locomo", async () => {
+        results.metrics.locomo = await runLocomoPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+        log(`[locomo] totals\n${locomoTotalsTable(results.metrics.locomo)}`);
+      });
+    }
+    if (args.only === undefined || args.only === "memory") {
       await phase("memory", async () => {
         results.metrics.memory = await runMemoryPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
       });
@@ -342,7 +353,7 @@ async function main() {
       });
     }
     // §11 last, one Worker per row (1, 2 and 4 shards, local D1 and simulated), one at a time.
-    if (args.only !== "memory") {
+    if (args.only === undefined || args.only === "shards") {
       await phase("shards", async () => {
         results.metrics.shards = await runShardPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
       });

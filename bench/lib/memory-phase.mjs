@@ -77,7 +77,7 @@ async function measure(api, log, quick) {
   // What extraction kept, whatever recall then serves: the facts whose latest value is on a live page.
   const pageText = [];
   for (const page of pages.extracted) {
-    const url = `/v1/agents/${AGENT}/memory/${page.path.split("/").map(encodeURIComponent).join("/")}`;
+    const url = `${Api.conversationPath(CONVERSATION)}/memory/pages/${page.path.split("/").map(encodeURIComponent).join("/")}?agent=${encodeURIComponent(AGENT)}`;
     pageText.push((await api.expect("extracted page", [200], "GET", url)).json().content);
   }
   const onPages = facts.map((f) => pageText.some((text) => text.includes(f.expected)));
@@ -215,7 +215,7 @@ async function measure(api, log, quick) {
 const row = () => ({ answered: /** @type {boolean[]} */ ([]), chars: /** @type {number[]} */ ([]) });
 const isEnvelope = (/** @type {string} */ content) => content.startsWith("<untrusted-history-summary ");
 /** What the agent reads: every message's content; its size is their total length. @param {Message[]} messages */
-const served = (messages) => ({ text: messages.map((m) => m.content).join("\n"), chars: messages.reduce((n, m) => n + m.content.length, 0) });
+export const served = (messages) => ({ text: messages.map((m) => m.content).join("\n"), chars: messages.reduce((n, m) => n + m.content.length, 0) });
 
 /** @template {{ updated: boolean }} F @param {boolean[]} answered @param {F[]} facts @param {(f: F) => boolean} keep */
 function shareOf(answered, facts, keep) {
@@ -225,21 +225,26 @@ function shareOf(answered, facts, keep) {
 
 /**
  * The agent's pages once extraction (a queue job after each settled boundary) has finished: the
- * listing polled until it is the same four times in a row, a second apart, or 90 s have passed.
+ * pages people wrote for the agent and the conversation's extracted pages (kept with it, listed
+ * through it), polled until the listing is the same four times in a row, a second apart, or 90 s
+ * have passed.
  * @param {Api} api @param {(line: string) => void} log
  */
 async function settledPages(api, log) {
   const started = Date.now();
   let previous = "";
   let same = 0;
+  const listings = [`/v1/agents/${AGENT}/memory?`, `${Api.conversationPath(CONVERSATION)}/memory/pages?agent=${encodeURIComponent(AGENT)}&`];
   for (;;) {
     /** @type {{ path: string, version: number }[]} */
     const all = [];
-    for (let after = ""; ; ) {
-      const page = (await api.expect("memory pages", [200], "GET", `/v1/agents/${AGENT}/memory?limit=500&after=${encodeURIComponent(after)}`)).json();
-      all.push(...page.pages);
-      if (page.nextAfter === null) break;
-      after = page.nextAfter;
+    for (const listing of listings) {
+      for (let after = ""; ; ) {
+        const page = (await api.expect("memory pages", [200], "GET", `${listing}limit=500&after=${encodeURIComponent(after)}`)).json();
+        all.push(...page.pages);
+        if (page.nextAfter === null) break;
+        after = page.nextAfter;
+      }
     }
     const key = JSON.stringify(all.map((p) => [p.path, p.version]));
     same = key === previous ? same + 1 : 0;

@@ -1,5 +1,6 @@
 // The markdown report: every metric with what exactly it measured, targets first.
 import { costSection } from "./cost-report.mjs";
+import { locomoSection, locomoTargets } from "./locomo-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
 import { shardSection } from "./shard-report.mjs";
 
@@ -105,6 +106,12 @@ export function renderMarkdown(r) {
     out.push("> **Only §9 and §10 (`--only memory`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], memoryTargets(m.memory)), "");
     section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
     section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
+    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
+    return `${out.join("\n").trim()}\n`;
+  }
+  if (r.only === "locomo") {
+    out.push("> **Only §12 (`--only locomo`)**: the other sections did not run (§12 runs only when asked for).", "", "## Targets", "", table(["target", "measured", "verdict"], locomoTargets(m.locomo)), "");
+    section("12. LoCoMo: evidence for questions about long real conversations", "locomo", () => locomoSection(m.locomo));
     if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
     return `${out.join("\n").trim()}\n`;
   }
