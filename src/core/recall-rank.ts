@@ -142,20 +142,19 @@ export type RecallCandidate = RecalledEntryHit | RecalledPageHit | RecalledTurnH
  * The served candidates for `queryText`, best first. The turns' side: in their store's order (bm25
  * over the conversation's index). The pages' side: the matched pages' entries, and every page
  * without entries (one a person wrote) as one document, ranked by bm25 over these documents
- * alone. An entry earns its place only by saying what no candidate turn already does: an entry
- * taken from one of the candidate turns is left to that turn, which holds the exact words, and
- * one taken from a message of the served tail (at or after `beforeSeq`) is left to the tail. An
- * entry names its message by seq (extracted pages are one conversation's, so a seq names one
- * message); a line written before seqs were recorded is matched by message id, and the turn must
- * also say what the entry says. The two lists are fused by reciprocal rank: with two disjoint
- * lists that is taking them in turn, a turn first at equal rank.
+ * alone. An entry taken from a message of the served tail (at or after `beforeSeq`) is left to the
+ * tail; one taken from a turn that is also a candidate stays a candidate, and packing serves
+ * whichever of the two ranks first (`packMemory` skips the entry once its turn is chosen): an entry
+ * earns its place where its turn would not be served. An entry names its message by seq
+ * (extracted pages are one conversation's); a line written before seqs were recorded is matched by
+ * message id, and left to a candidate turn that says what it says. The two lists are fused by
+ * reciprocal rank: with two disjoint lists that is taking them in turn, a turn first at equal rank.
  */
 export function rankCandidates(queryText: string, pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[], beforeSeq = Number.POSITIVE_INFINITY): RecallCandidate[] {
-  const turnSeqs = new Set(turns.map((turn) => turn.seq));
   const turnWords = new Map<string, Set<string>[]>();
   for (const turn of turns) turnWords.set(shownId(turn.messageId), [...(turnWords.get(shownId(turn.messageId)) ?? []), wordsOf(turn)]);
   const taken = (entry: RecalledEntryHit): boolean =>
-    entry.seq === undefined ? (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words)) : turnSeqs.has(entry.seq) || entry.seq >= beforeSeq;
+    entry.seq === undefined ? (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words)) : entry.seq >= beforeSeq;
   const fromPages = pages.flatMap((page): (RecalledEntryHit | RecalledPageHit)[] => {
     const entries = entriesOf(page);
     return entries.length === 0 ? [page] : entries.filter((entry) => !taken(entry));

@@ -79,17 +79,20 @@ const escapedChars = (text: string): number => escapeEnvelopeText(text).length;
  * Takes candidates in order while the whole envelope (frame, notice and escaped body) stays within
  * `budgetChars`; one that would overflow is skipped and the next tried, so a large page does not
  * shut out smaller items further down. Items are whole: a page, an entry or a turn is never cut.
- * Nothing is said twice: a turn or an entry whose words a chosen one already holds
- * (`restates`: the same message again, by whoever, or an entry and the turn it was taken from) is
- * skipped for the next. Sizes are added up as items are taken (the body is rendered once), so
+ * Nothing is said twice: an entry taken from a message whose turn was chosen, and a turn or an
+ * entry whose words a chosen one already holds (`restates`: the same message again, by whoever, or
+ * an entry and the turn it was taken from), are skipped for the next. Sizes are added up as items are taken (the body is rendered once), so
  * packing hundreds of candidates stays linear.
  */
 export function packMemory(candidates: readonly RecallCandidate[], budgetChars: number): MemoryPack {
   const chosen: RecallCandidate[] = [];
   const pagesServed = new Set<string>();
+  const turnsServed = new Set<number>();
   const said: Set<string>[] = [];
   let chars = renderEnvelope("memory", "").content.length;
   for (const hit of candidates) {
+    // An entry taken from a message whose turn is already served adds nothing the exact words do not.
+    if (hit.type === "entry" && hit.seq !== undefined && turnsServed.has(hit.seq)) continue;
     const words = hit.type === "page" ? undefined : wordsOf(hit);
     if (words !== undefined && said.some((earlier) => restates(words, earlier))) continue;
     const separator = chosen.length === 0 ? 0 : SEPARATOR.length;
@@ -106,6 +109,7 @@ export function packMemory(candidates: readonly RecallCandidate[], budgetChars: 
     chosen.push(hit);
     if (words !== undefined) said.push(words);
     if (hit.type === "entry") pagesServed.add(hit.path);
+    if (hit.type === "turn") turnsServed.add(hit.seq);
   }
   return { hits: chosen, envelope: chosen.length === 0 ? undefined : renderEnvelope("memory", renderRecalled(chosen)) };
 }

@@ -239,11 +239,17 @@ describe("the memory envelope's items", () => {
 describe("rankCandidates: an entry earns its place", () => {
   const withSeqs = (path: string, facts: readonly ExtractedFact[]): RecalledPageHit => extractedPage(path, facts);
 
-  it("leaves an entry to the candidate turn it was taken from, and to the served tail, by the message's seq", () => {
+  it("leaves an entry to the served tail, and to its own turn once that turn is chosen, by the message's seq", () => {
     const hit = withSeqs(PLANS, [fact(PLANS, "venue", "the offsite venue is Casa Novak", 3), fact(PLANS, "date", "the offsite date is 3 May", 5), fact(PLANS, "budget", "the offsite budget is 5,500 euros", 40)]);
     // The turn of seq 3 says it in other words (a model's statement): still its own message.
-    const candidates = rankCandidates("offsite venue date budget", [hit], [turn(3, "we booked Casa Novak for it", -2)], 30);
-    expect(candidates.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["turn", "date"]);
+    const booked = turn(3, "we booked Casa Novak for it", -2);
+    const candidates = rankCandidates("offsite venue date budget", [hit], [booked], 30);
+    expect(candidates.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["turn", "date", "venue"]);
+    expect(packMemory(candidates, 10_000).hits.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["turn", "date"]);
+    // Where the turn does not fit, its entry does: it earns its place.
+    const long = { ...booked, content: `${booked.content} ${"and more ".repeat(60)}` };
+    const tight = FRAME + renderRecalled(entriesOf(hit).slice(0, 2)).length;
+    expect(packMemory(rankCandidates("offsite venue date budget", [hit], [long], 30), tight).hits.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["date", "venue"]);
   });
 
   it("serves every entry whose message no candidate holds and the tail does not", () => {
