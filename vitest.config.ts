@@ -32,7 +32,7 @@ type Migrations = { readonly control: Awaited<ReturnType<typeof readD1Migrations
  */
 const TEST_DATABASES = { DB: "foldline-control", DB_SHARD_0: "foldline-shard-0", DB_SHARD_1: "foldline-shard-1", DB_SHARD_2: "foldline-shard-2" };
 
-function workers(migrations: Migrations, inject: Inject) {
+export function workers(migrations: Migrations, inject: Inject) {
   return {
     wrangler: { configPath: "./wrangler.toml" },
     miniflare: {
@@ -104,7 +104,7 @@ function workers(migrations: Migrations, inject: Inject) {
 const LIVENESS_TESTS = "test/liveness/**/*.test.ts";
 const LIVENESS_QUEUE = "foldline-liveness-jobs";
 const LIVENESS_OPERATOR_CHAT = `${TEST_BOT_ID}:-1009990001`;
-const QUEUE_RECORDER_SCRIPT = `
+export const QUEUE_RECORDER_SCRIPT = `
 const sent = [];
 export default {
   queue(batch) {
@@ -130,11 +130,19 @@ const EXCLUSIVE_TESTS = ["test/integration/telegram-dispatch.test.ts", "test/int
 /** The pure core's tests run in plain Node, as the project `vitest.core.config.ts` defines. */
 const CORE_TESTS = "test/core/**/*.test.ts";
 
-export default defineConfig(async () => {
-  const migrations = {
+/** The fault matrix runs on its own, with its own config (`npm run faults`, vitest.faults.config.ts). */
+export const FAULT_TESTS = "test/faults/**/*.test.ts";
+
+/** The control and shard migrations, as the setup file applies them (test/apply-migrations.ts). */
+export async function testMigrations(): Promise<Migrations> {
+  return {
     control: await readD1Migrations(path.join(import.meta.dirname, "migrations", "control")),
     shard: await readD1Migrations(path.join(import.meta.dirname, "migrations", "shard")),
   };
+}
+
+export default defineConfig(async () => {
+  const migrations = await testMigrations();
   const test = {
     globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts", "./test/fake-bot/global-setup.ts"],
     setupFiles: ["./test/apply-migrations.ts"],
@@ -153,7 +161,7 @@ export default defineConfig(async () => {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
           // One workerd per worker, reused by the files it runs (not restarted for each): every
           // file works in conversations, agents and fake sessions of its own.
-          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, ...EXCLUSIVE_TESTS] },
+          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, FAULT_TESTS, ...EXCLUSIVE_TESTS] },
         },
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],

@@ -68,18 +68,35 @@ export function conversationInScope(principal: ApiPrincipal, conversation: unkno
 }
 
 /**
- * The wire form of an agent refusal. Missing the agent scope and not containing the agent's stored
- * sources are one message, so a token learns neither whether the agent is declared nor where it
- * serves; only the caller's own proposed patterns are named back to it.
+ * The answer about an agent the caller may not act on: the one an id nobody declared gets, in status,
+ * code and words, so that holding `agent:<id>` (or `agent:*`) never tells a token whether some
+ * declaration outside its scopes exists. Every agent route answers an undeclared id with it where it
+ * has nothing to show (`readAgent`, a memory page write), and every refusal that depends on a stored
+ * declaration the caller cannot see (its sources outside the caller's scopes, or an id of the pair it
+ * proposes held by one) is it too. Only existence-free refusals stay `forbidden`: a token without the
+ * agent scope at all, and the caller's own proposed patterns outside its scopes.
+ */
+export function agentNotFound(agentId: string): AppError {
+  return {
+    code: "not_found",
+    message: `no agent ${agentId} that this token may act on (ids are global: one declared with sources outside this token's scopes can be neither read nor reused)`,
+  };
+}
+
+/**
+ * The wire form of an agent refusal. A token without the agent scope is `forbidden` before anything
+ * is read, whatever exists; a stored declaration whose sources the caller's scopes do not contain is
+ * `agentNotFound`, as if there were none; only the caller's own proposed patterns are named back to it.
  */
 function agentRefused(refusal: AgentRefusal): AppError {
   switch (refusal.reason) {
     case "agent_scope":
-    case "stored_sources":
       return {
         code: "forbidden",
         message: "this token is not scoped to that agent (it needs agent:<id> and conversation scopes that contain every source the agent serves)",
       };
+    case "stored_sources":
+      return agentNotFound(refusal.agentId);
     case "proposed_sources":
       return {
         code: "forbidden",
@@ -103,7 +120,8 @@ export async function agentInScope(db: D1Database, principal: ApiPrincipal, agen
  * (`agent:<id>` and conversation scopes containing every source pattern of its declaration). A
  * write that outlives the request (a person's memory page) is taken only for a declared agent, so
  * nobody can leave pages behind for an id that whoever declares it later would be served;
- * `not_found` for an id nobody declared, after the agent scope (a token without it learns nothing).
+ * `agentNotFound` for an id nobody declared, after the agent scope (a token without it learns
+ * nothing), the same answer as for a declared agent the caller may not act on.
  */
 export async function declaredAgentInScope(db: D1Database, principal: ApiPrincipal, agent: unknown): Promise<Result<string>> {
   return scopedAgent(db, principal, agent, { proposed: undefined, declared: true });
@@ -116,7 +134,7 @@ async function scopedAgent(db: D1Database, principal: ApiPrincipal, agent: unkno
   const early = agentAccess(principal.scopes, parsed.data, undefined);
   if (early !== undefined) return { ok: false, error: agentRefused(early) };
   const stored = await currentDeclaration(db, parsed.data);
-  if (options.declared && stored === undefined) return fail("not_found", `no declaration for agent ${parsed.data}: declare it before writing its memory`);
+  if (options.declared && stored === undefined) return { ok: false, error: agentNotFound(parsed.data) };
   const refusal = agentAccess(principal.scopes, parsed.data, stored?.registration.agent.sources, options.proposed);
   return refusal === undefined ? ok(parsed.data) : { ok: false, error: agentRefused(refusal) };
 }

@@ -5,15 +5,17 @@ import { fail, ok } from "../core/errors";
 import { sha256Hex } from "../core/hash";
 import { compactorPrompt } from "../core/prompts";
 import { registrationWarnings } from "../core/registration-warnings";
+import { mayActOn } from "../core/agent-access";
 import { currentDeclaration, documentExists, idHolders, insertDeclaration, insertDocument } from "../storage/compaction-store";
 import { trustedDocumentKey } from "../storage/document-keys";
 import { putDocument, readDocument } from "../storage/document-store";
 import type { ApiPrincipal } from "../storage/token-store";
-import { agentInScope } from "./access";
+import { agentInScope, agentNotFound } from "./access";
 import type { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema, Wire } from "./responses";
 import { validate } from "./validation";
 import { shardsOf } from "../storage/shards";
 import { publishRevision } from "../storage/compaction-store-declarations";
+import { unavailableError } from "../core/transient";
 
 /**
  * The agent operations: registering the declaration pair, reading it back, and the agent's
@@ -53,9 +55,13 @@ export async function registerAgent(env: Env, principal: ApiPrincipal, agentId: 
     });
   }
   const ids = [registration.agent.id, registration.compactor.id];
-  const clash = (await idHolders(db, ids)).find((holder) => holder.agentId !== registration.agent.id);
-  // Which agent holds it is not this caller's to know.
-  if (clash !== undefined) return fail("id_in_use", `another declaration already uses one of ${ids.join(", ")}; choose other ids`);
+  const holders = (await idHolders(db, ids)).filter((holder) => holder.agentId !== registration.agent.id);
+  // Which agent holds it is never said. An id held by a declaration the caller could read anyway is
+  // `id_in_use`; one held only by declarations it may not act on is the answer an agent it may not
+  // act on gets (`agentNotFound`), so a taken id tells it no more than a refused agent does: not
+  // whose it is, not which of the two ids, not whether as an agent or a compactor.
+  if (holders.some((holder) => mayActOn(principal.scopes, holder))) return fail("id_in_use", `another declaration already uses one of ${ids.join(", ")}; choose other ids`);
+  if (holders.length > 0) return { ok: false, error: agentNotFound(agentId) };
   for (const doc of registration.agent.documents) {
     if (!(await documentExists(db, scoped.value, doc.name, doc.hash))) {
       return fail("unknown_document", `document ${doc.name}@${doc.hash} was never uploaded for this agent`);
@@ -69,10 +75,11 @@ export async function registerAgent(env: Env, principal: ApiPrincipal, agentId: 
       currentRevision: written.current?.revision ?? null,
     });
   }
+  const { declaration } = written;
   // Created or unchanged alike: every shard's copy of the revision is raised before the answer,
   // so a registration retried after a failure here still publishes what the first one wrote.
-  await publishRevision(db, shardsOf(env).map((shard) => shard.db));
-  const { declaration } = written;
+  const published = await publishedOrRefusal(env, declaration.revision);
+  if (!published.ok) return published;
   return ok({
     created: written.kind === "created",
     agent: {
@@ -86,10 +93,39 @@ export async function registerAgent(env: Env, principal: ApiPrincipal, agentId: 
   });
 }
 
+/**
+ * Publishes the declarations' revision to every shard (`publishRevision`) for a registration that is
+ * already stored. A failure here does not undo it: the declaration is current and serving, and what
+ * lags is only how soon each shard's next source append sees it (within the objects' confirmation
+ * window, `SERVING_CONFIRM_MS` in durable/chain-book, even if nothing else is done). So the answer
+ * says that, rather than that the request failed: `unavailable` (503, `Retry-After`) with
+ * `stored: true` when a retry will fix it, after which the same request finds its own registration
+ * and answers 200; `internal` with the same facts when it will not (a defect: the same request would
+ * fail the same way).
+ */
+async function publishedOrRefusal(env: Env, revision: number): Promise<Result<void>> {
+  try {
+    await publishRevision(env.DB, shardsOf(env).map((shard) => shard.db));
+    return ok(undefined);
+  } catch (error) {
+    const stored = { stored: true, revision };
+    const retryable = unavailableError(error);
+    if (retryable !== undefined) {
+      return fail(
+        "unavailable",
+        `the declaration is stored as revision ${revision} and in force, but not yet published to every shard (a conversation there sees it once its object next confirms the declarations); re-send the same request to finish publishing it`,
+        { ...retryable.details, ...stored },
+      );
+    }
+    console.error("publishing a stored declaration failed", error);
+    return fail("internal", `the declaration is stored as revision ${revision} and in force, but publishing it to the shards failed; a conversation there sees it once its object next confirms the declarations`, stored);
+  }
+}
+
 /** `GET /v1/agents/{agent}`: the current declaration pair. */
 export async function readAgent(db: D1Database, agentId: string): Promise<Result<Wire<typeof currentAgentSchema>>> {
   const declaration = await currentDeclaration(db, agentId);
-  if (declaration === undefined) return fail("not_found", "no declaration for this agent");
+  if (declaration === undefined) return { ok: false, error: agentNotFound(agentId) };
   return ok({
     agentId: declaration.agentId,
     revision: declaration.revision,

@@ -248,14 +248,27 @@ export const linkPageSchema = z.strictObject({
   nextAfter: position.nullable(),
 });
 
+/**
+ * An event (a failed attempt, a refused delivery) is one incident seen once. A condition that holds
+ * across calls (a chain the resolver refuses on every context call, a deadline that keeps failing)
+ * is one incident while `open`: each further occurrence raises `count` and moves `lastSeenAt` on the
+ * same row (same id), and the operator is notified once; it closes when what it concerns works again,
+ * and the next occurrence opens a new incident.
+ */
 export const incidentSchema = z.strictObject({
   id: position,
-  agentId: agentIdSchema,
+  /** Null for an incident of the conversation's own bookkeeping (a catch-up deadline), not of one agent. */
+  agentId: agentIdSchema.nullable(),
   runId: id.nullable(),
   kind: z.enum(INCIDENT_KINDS),
   code: z.string(),
   message: z.string(),
+  /** When it was first seen. */
   createdAt: isoTime,
+  /** How many times it was seen while open (1 for an event). */
+  count: z.number().int().positive(),
+  lastSeenAt: isoTime,
+  open: z.boolean(),
 });
 
 export const incidentPageSchema = z.strictObject({

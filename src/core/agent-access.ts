@@ -12,7 +12,10 @@ import { scopesAllow, scopesContain } from "./conversation-id";
 
 export type AgentRefusal =
   | { readonly reason: "agent_scope"; readonly agentId: string }
-  /** The stored declaration serves conversations outside the caller's scopes; which ones is not said. */
+  /**
+   * The stored declaration serves conversations outside the caller's scopes. Not even its existence
+   * is the caller's to know: it is answered as an agent nobody declared (`api/access` `agentNotFound`).
+   */
   | { readonly reason: "stored_sources"; readonly agentId: string }
   /** The caller's own proposed patterns that its scopes do not contain. */
   | { readonly reason: "proposed_sources"; readonly agentId: string; readonly outside: readonly string[] };
@@ -28,4 +31,14 @@ export function agentAccess(
   const outside = (proposed ?? []).filter((pattern) => !scopesContain(scopes, pattern));
   if (outside.length > 0) return { reason: "proposed_sources", agentId, outside };
   return undefined;
+}
+
+/**
+ * Whether the caller may act on a declaration it did not name but ran into: the holder of an id of
+ * the pair it is registering. The same test as for the agent it named (`agentAccess`, nothing
+ * proposed): one it could read anyway may be named as the holder (`id_in_use`); any other is not
+ * the caller's to know of.
+ */
+export function mayActOn(scopes: readonly string[], holder: { readonly agentId: string; readonly sources: readonly string[] }): boolean {
+  return agentAccess(scopes, holder.agentId, holder.sources) === undefined;
 }

@@ -23,6 +23,9 @@ export const ERROR_STATUS = {
   secret_outside_namespace: 422,
   unsafe_characters: 422,
   internal: 500,
+  // A storage or platform call failed or timed out, or the deployment's shards cannot serve the
+  // conversation (`core/transient`): answered with `Retry-After`, and the same request succeeds later.
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

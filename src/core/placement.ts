@@ -34,3 +34,26 @@ export function pickShard(conversationId: string, open: readonly string[]): stri
   // NaN (x % 0), which names no element: undefined.
   return open[Number.parseInt(sha256Hex(conversationId).slice(0, 12), 16) % open.length];
 }
+
+/**
+ * Why this deployment's shards cannot serve a conversation, until an operator changes its bindings
+ * or `SHARDS_CLOSED`: its placement names a shard the Worker does not bind, or no shard takes new
+ * conversations.
+ */
+export type ShardProblem = { readonly reason: "shard_unbound"; readonly shard: string } | { readonly reason: "no_open_shard" };
+
+/** The name every `ShardConfigurationError` carries, also across a Durable Object's RPC (which keeps an error's own fields, not its class). */
+export const SHARD_CONFIGURATION_ERROR = "ShardConfigurationError";
+
+/** A conversation whose placement names a shard this Worker does not bind, or a deployment with no open shard. */
+export class ShardConfigurationError extends Error {
+  override readonly name = SHARD_CONFIGURATION_ERROR;
+  readonly reason: ShardProblem["reason"] | undefined;
+  readonly shard: string | undefined;
+
+  constructor(message: string, problem?: ShardProblem) {
+    super(message);
+    this.reason = problem?.reason;
+    this.shard = problem?.reason === "shard_unbound" ? problem.shard : undefined;
+  }
+}

@@ -85,6 +85,22 @@ export class ChainBook {
     return held !== undefined && Date.now() - held.confirmedAt < SERVING_CONFIRM_MS ? held : undefined;
   }
 
+  /**
+   * Lets go of every chain held here, so the next call reads each one from D1 again. For a write
+   * whose outcome is unknown, or a step after a kept write that failed: the hot state is a cache of
+   * D1, and a cache that may disagree with it is dropped rather than patched.
+   */
+  forget(): void {
+    this.#chains.clear();
+  }
+
+  /** Lets go of a held chain whose head is behind `head`, a boundary D1 holds for its epoch (see `forget`). */
+  forgetBehind(head: { readonly epochId: string; readonly position: number }): void {
+    for (const [agentId, chain] of this.#chains) {
+      if (chain.declaration.epoch.id === head.epochId && (chain.head?.position ?? 0) < head.position) this.#chains.delete(agentId);
+    }
+  }
+
   cached(declaration: StoredDeclaration): HotChain | undefined {
     const cached = this.#chains.get(declaration.agentId);
     return cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id ? cached : undefined;

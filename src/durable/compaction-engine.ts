@@ -15,6 +15,7 @@ import { observe } from "./hot-chain";
 import { Planner } from "./planner";
 import { ContextServer } from "./context-server";
 import type { SettleError } from "../core/settle-checks";
+import type { RunState } from "./settlement";
 import { Settlement } from "./settlement";
 import { Watchdogs } from "./watchdogs";
 import type { Wakeups } from "./wakeups";
@@ -191,15 +192,33 @@ export class CompactionEngine {
   }
 
   settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Result<Boundary, { code: SettleError; message: string }>> {
-    return this.#settlement.settle(runId, content, model, now);
+    return this.#reloadingOnFailure(() => this.#settlement.settle(runId, content, model, now));
   }
 
-  recordFailure(runId: string, attempt: number, code: string, message: string, now: Date): Promise<void> {
-    return this.#settlement.recordFailure(runId, attempt, code, message, now);
+  recordFailure(runId: string, attempt: number, code: string, message: string, now: Date, delivery?: string): Promise<void> {
+    return this.#settlement.recordFailure(runId, attempt, code, message, now, delivery);
+  }
+
+  runState(runId: string, now: Date): Promise<RunState> {
+    return this.#settlement.runState(runId, now);
   }
 
   abandon(runId: string, reason: string, now: Date): Promise<void> {
-    return this.#settlement.abandon(runId, reason, now);
+    return this.#reloadingOnFailure(() => this.#settlement.abandon(runId, reason, now));
+  }
+
+  /**
+   * A settlement step that failed may have committed (a lost answer) or stopped between a write
+   * and the hot state that mirrors it: the chains are read from D1 again on the next call, so a
+   * retry meets D1's state, never a half-applied copy of it.
+   */
+  async #reloadingOnFailure<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      this.#book.forget();
+      throw error;
+    }
   }
 
   selectContext(agentId: string, now: Date, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {

@@ -1,4 +1,4 @@
-import { recordIncident } from "../incidents";
+import { raiseIncident } from "../incidents";
 import { amendmentEnvelope } from "../core/amendments";
 import type { Group } from "../core/compaction-plan";
 import { renderBoundaryBody } from "../core/compactor-output";
@@ -17,6 +17,7 @@ import { groupsAsOf } from "../core/selection";
 import { groupsAfter } from "../core/tail-ledger";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 import { currentDeclaration } from "../storage/compaction-store-declarations";
+import { closeIncidents } from "../storage/compaction-store-incidents";
 import { readHeadRows } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
 import { listEventsBefore } from "../storage/event-store";
@@ -36,6 +37,13 @@ const HISTORY_PAGE = 500;
  * selection and its manifest pure (`core/selection`, `core/context-manifest`).
  */
 export class ContextServer {
+  /**
+   * Agents with no open `resolver_failure` incident here, as far as this server knows: it closed
+   * them, or found none to close, since it was made. A refused head opens (or counts) one; the next
+   * head that verifies closes it, with one statement the first time per agent and none after.
+   */
+  readonly #clear = new Set<string>();
+
   constructor(
     private readonly deps: EngineDeps,
     private readonly book: ChainBook,
@@ -99,7 +107,7 @@ export class ContextServer {
     const rows = await readHeadRows(this.deps.shard, conversationId, agentId, epoch.id);
     if (rows.head === undefined) {
       const anchored = verifyAnchor(rows.anchor, undefined);
-      return anchored.ok ? ok(undefined) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
+      return anchored.ok ? this.#verified(agentId) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
     }
     const verdict = verifyHead({
       conversationId,
@@ -121,7 +129,7 @@ export class ContextServer {
     // is), then this object's own memory of the head it settled.
     const settled = chain.head === undefined ? undefined : { id: chain.head.body.id, hash: chain.head.hash };
     const checked = verdict.ok ? verifySettledHead(rows.head, settled) : verdict;
-    if (checked.ok) return ok(undefined);
+    if (checked.ok) return this.#verified(agentId);
     return this.#refuse(agentId, rows.head.id, rows.head.runId, checked.error, now);
   }
 
@@ -165,11 +173,25 @@ export class ContextServer {
     return packet.data;
   }
 
-  /** An unverifiable head: an incident for the operator, and `chain_invalid` instead of any summary. */
+  /** A head that verified: the agent's refused-chain incidents, if any are open, are over. */
+  async #verified(agentId: string): Promise<Result<void>> {
+    if (!this.#clear.has(agentId)) {
+      await closeIncidents(this.deps.shard, this.deps.conversationId, agentId, "resolver_failure");
+      this.#clear.add(agentId);
+    }
+    return ok(undefined);
+  }
+
+  /**
+   * An unverifiable head: `chain_invalid` instead of any summary, and an incident for the operator.
+   * The head stays refused on every call until it is repaired, so it is one open incident that
+   * counts the calls (and pages once), not a row and a page per call (`raiseIncident`).
+   */
   async #refuse(agentId: string, boundaryId: string, runId: string | null, reason: ResolverFailure, now: Date): Promise<Result<never>> {
     const { env, conversationId } = this.deps;
     const { code, cause, check, field, expected, found, message } = reason;
-    await recordIncident(env, { conversationId, agentId, runId, kind: "resolver_failure", code, message: `${cause}: ${message}`, createdAt: now.toISOString() });
+    this.#clear.delete(agentId);
+    await raiseIncident(env, { conversationId, agentId, runId, kind: "resolver_failure", code, message: `${cause}: ${message}`, createdAt: now.toISOString() });
     // `reason` is the code the API has always answered with; `cause` and the tagged data say which condition it was.
     return fail("chain_invalid", `no valid summary can be served: ${message}`, { reason: code, cause, check, field, expected, found, boundaryId });
   }

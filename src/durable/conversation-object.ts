@@ -11,8 +11,8 @@ import type { D1Reads } from "../storage/d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
 import { countAlarm, meteredEnv } from "../storage/usage-meter";
 import { simulatedD1Env } from "../storage/d1-simulation";
-import type { Shard } from "../storage/shards";
-import { heldPlacement, mapDatabases, placeConversation } from "../storage/shards";
+import type { ReadPlacement, Shard } from "../storage/shards";
+import { heldPlacement, mapDatabases, placeConversation, readPlacement } from "../storage/shards";
 import type { SourceWrite } from "../storage/event-store";
 import { insertEvents, insertSourceWithRuns, readEventsByKeys, readHead, storedForm } from "../storage/event-store";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
@@ -22,14 +22,15 @@ import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";
 import { replyJobs } from "./reply-jobs";
 import { dueWakes, wakeKey } from "../core/wakeups";
-import { WakeupBook } from "./wakeups";
+import { WakeupBook, wakeFailed, wakeSucceeded } from "./wakeups";
 
-/** A wake whose handler failed is tried again this much later, not in a hot loop. */
-const WAKE_RETRY_MS = 30_000;
 /** After a failed preflight, bookkeeping catches up this soon. */
 const CATCH_UP_MS = 1_000;
 /** Idempotency keys the object remembers writing, so a retry of one is not preflighted ahead. */
 const RECENT_KEYS = 256;
+
+/** Why a call binds the object: a `write` places an unplaced conversation, a `read` never does. */
+type BindIntent = "read" | "write";
 
 export interface AppendRequest {
   readonly conversationId: string;
@@ -53,7 +54,8 @@ export interface AppendResponse {
  *
  * Its state is a cache: the head sequence is read from D1 when the object wakes (after an
  * eviction or a failed write), never kept only here. D1 keeps the invariants too (unique keys,
- * gap-free sequences), so a stale cache can only make a write fail, never corrupt the log.
+ * gap-free sequences), so a stale cache can only make a write fail, never corrupt the log. A call
+ * that fails leaves nothing half-set: the next one binds, reads or writes afresh.
  */
 export class ConversationObject extends DurableObject<Env> {
   #conversationId: string | undefined;
@@ -61,6 +63,8 @@ export class ConversationObject extends DurableObject<Env> {
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
   #shard: Shard | undefined;
+  /** Whether `#shard` is the conversation's placement, or only where a read found it unplaced (`#bind`). */
+  #placed = false;
   readonly #d1Meter = new D1Meter();
   readonly #recentKeys = new Set<string>();
   readonly #wakes: WakeupBook;
@@ -93,7 +97,7 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async append(request: AppendRequest): Promise<Result<AppendResponse>> {
     return this.#exclusive(async () => {
-      const bound = await this.#bind(request.conversationId);
+      const bound = await this.#bind(request.conversationId, "write");
       if (!bound.ok) return bound;
       const now = new Date();
       const quick = await this.#appendSource(request, now);
@@ -136,9 +140,11 @@ export class ConversationObject extends DurableObject<Env> {
       runs = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
       written = await insertSourceWithRuns(this.#db(), conversationId, planned, runs, recordedAt, ahead.revision);
     } catch (error) {
-      // Nothing was written, but the chains may have seen the source: both are read again.
+      // The chains may have seen the source, and the write may have committed with its answer
+      // lost: both are read again, and bookkeeping catches up in case it did.
       this.#lastSeq = undefined;
       this.#engine = undefined;
+      await this.#catchUpLater();
       throw error;
     }
     const stored = written.rows.get(input.idempotencyKey);
@@ -147,16 +153,44 @@ export class ConversationObject extends DurableObject<Env> {
       this.#engine = undefined;
       return this.#replayed([item], written.rows, lastSeq, expectedSeq);
     }
-    // The shard's copy of the revision behind the one the object confirmed with the control
-    // database: a registration that did not get to raise it. Raised now, so the next append's
-    // guard passes; this append's runs were not written, and its preflight runs below.
-    if (written.revision < ahead.revision) await raiseRevisionStatement(this.#db(), ahead.revision).run();
+    // The source is durable: from here on the append is acknowledged, whatever else fails.
     const runsWritten = written.applied.slice(1).filter(Boolean).length;
     this.#lastSeq = planned.seq + runsWritten;
     this.#remember([input.idempotencyKey]);
+    // The shard's copy of the revision behind the one the object confirmed with the control
+    // database: a registration that did not get to raise it. This append's runs were not written,
+    // and its preflight runs below.
+    if (written.revision < ahead.revision) await this.#raiseRevision(ahead.revision);
     const decidedHere = ahead.skips !== undefined && written.revision === ahead.revision && runsWritten === runs.length;
     await this.#afterWrite(conversationId, [stored], now, decidedHere ? ahead.serving : undefined);
     return ok({ results: [{ event: stored, duplicate: false }], lastSeq: planned.seq });
+  }
+
+  /**
+   * Raises the shard's copy of the declarations' revision, so the next source append's guard
+   * passes. Best effort: it runs after a write that is kept, and when it fails the next source
+   * append finds the copy behind again and raises it then (its runs fall back to the preflight
+   * after the write, as this append's do).
+   */
+  async #raiseRevision(revision: number): Promise<void> {
+    try {
+      await raiseRevisionStatement(this.#db(), revision).run();
+    } catch (error) {
+      console.error("raising the shard's declaration revision failed; the next source append raises it", error);
+    }
+  }
+
+  /**
+   * Schedules bookkeeping to catch up (`catch_up`: every chain resumes from its newest source), for a
+   * write whose outcome is unknown: if it committed, its retry is a replay that preflights nothing.
+   * Best effort: the next source's preflight also judges the whole window.
+   */
+  async #catchUpLater(): Promise<void> {
+    try {
+      await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
+    } catch (error) {
+      console.error("scheduling a catch-up failed; the next source's preflight catches up", error);
+    }
   }
 
   /** A single append whose key the log already held: a replay of the same payload, or a conflict. */
@@ -186,7 +220,7 @@ export class ConversationObject extends DurableObject<Env> {
       // replay it and skip the preflight).
       console.error("preflight failed; an alarm will catch up", error);
       this.#engine = undefined;
-      await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
+      await this.#catchUpLater();
     }
   }
 
@@ -198,37 +232,50 @@ export class ConversationObject extends DurableObject<Env> {
     model: ModelEvidence,
   ): Promise<Result<Boundary, { code: SettleError; message: string }>> {
     return this.#exclusive(async () => {
-      await this.#bind(conversationId);
+      await this.#bound(conversationId, "write");
       return this.#compaction(conversationId).settle(runId, content, model, new Date());
     });
   }
 
-  async recordFailure(conversationId: string, runId: string, attempt: number, code: string, message: string): Promise<void> {
+  /** A failed attempt of a planned run; `delivery`: the queue message that made it (attempts are numbered per message). */
+  async recordFailure(conversationId: string, runId: string, attempt: number, code: string, message: string, delivery?: string): Promise<void> {
     return this.#exclusive(async () => {
-      await this.#bind(conversationId);
-      await this.#compaction(conversationId).recordFailure(runId, attempt, code, message, new Date());
+      await this.#bound(conversationId, "write");
+      await this.#compaction(conversationId).recordFailure(runId, attempt, code, message, new Date(), delivery);
+    });
+  }
+
+  /** Whether a planned run can still settle: the queue consumer asks before it pays for a model call. A read. */
+  async runState(conversationId: string, runId: string) {
+    return this.#exclusive(async () => {
+      await this.#bound(conversationId, "read");
+      return this.#compaction(conversationId).runState(runId, new Date());
     });
   }
 
   async abandon(conversationId: string, runId: string, reason: string): Promise<void> {
     return this.#exclusive(async () => {
-      await this.#bind(conversationId);
+      await this.#bound(conversationId, "write");
       await this.#compaction(conversationId).abandon(runId, reason, new Date());
     });
   }
 
-  /** Context for an agent, served from this object's hot state (reads are serialized with writes); `scopes`: the caller's, for recalled memory. */
+  /**
+   * Context for an agent, served from this object's hot state (reads are serialized with writes);
+   * `scopes`: the caller's, for recalled memory. A read: it places nothing (`#bind`).
+   */
   async context(conversationId: string, agentId: string, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {
     return this.#exclusive(async () => {
-      const bound = await this.#bind(conversationId);
+      const bound = await this.#bind(conversationId, "read");
       if (!bound.ok) return bound;
       return this.#compaction(conversationId).selectContext(agentId, new Date(), asOfSeq, query, scopes);
     });
   }
 
+  /** The agent's chain as this object holds it. A read: it places nothing (`#bind`). */
   async describeChain(conversationId: string, agentId: string) {
     return this.#exclusive(async () => {
-      await this.#bind(conversationId);
+      await this.#bound(conversationId, "read");
       return this.#compaction(conversationId).describe(agentId, new Date());
     });
   }
@@ -243,7 +290,7 @@ export class ConversationObject extends DurableObject<Env> {
     await this.#exclusive(async () => {
       const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
       if (conversationId === undefined) return;
-      await this.#bind(conversationId);
+      await this.#bound(conversationId, "write");
       const now = new Date();
       const wakes = await this.#wakes.list();
       if (wakes.size === 0) await this.#compaction(conversationId).adoptLegacyAlarm(now);
@@ -251,9 +298,16 @@ export class ConversationObject extends DurableObject<Env> {
         try {
           await this.#compaction(conversationId).onWake(key, wake, now);
         } catch (error) {
+          // Tried again with backoff; a streak of failures is one open `wake_failure` incident.
           console.error("wake-up failed; it is tried again", { key, error });
           this.#engine = undefined;
-          await this.#wakes.put(key, { ...wake, at: now.getTime() + WAKE_RETRY_MS });
+          await wakeFailed(this.env, this.#wakes, conversationId, key, wake, error, now);
+          continue;
+        }
+        try {
+          await wakeSucceeded(this.env, this.#wakes, conversationId, key, wake);
+        } catch (error) {
+          console.error("closing a wake-up's streak failed; the next success closes it", { key, error });
         }
       }
       await this.#wakes.rearm();
@@ -266,6 +320,11 @@ export class ConversationObject extends DurableObject<Env> {
       this.#db(),
       conversationId,
       async (events, together) => {
+        // Bookkeeping writes: a conversation only read so far is placed first. Its engine reads the
+        // shard reads looked in, which is the one placement picks unless the open shards changed.
+        const readFrom = this.#shard?.name;
+        await this.#bound(conversationId, "write");
+        if (this.#shard?.name !== readFrom) throw new Error("the conversation was placed on another shard than it was read from; its state is read again");
         const appended = await this.#appendOrReset({ conversationId, events }, together);
         if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
         return appended.value.results.map((r) => r.event);
@@ -279,7 +338,10 @@ export class ConversationObject extends DurableObject<Env> {
     try {
       return await this.#append(request, together);
     } catch (error) {
+      // The write may have committed with its answer lost: the head is read again, and bookkeeping
+      // catches up in case the retry finds a replay.
       this.#lastSeq = undefined;
+      await this.#catchUpLater();
       throw error;
     }
   }
@@ -344,30 +406,47 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   /**
-   * An object is named after its conversation; a call for another conversation is a routing bug.
-   * The name is also kept in the object's storage so that an alarm knows whom it is for.
+   * Binds the object to its conversation and the shard it lives on. An object is named after its
+   * conversation; a call for another conversation is a routing bug. A `write` places a conversation
+   * nothing placed yet; a `read` never does: it reads the conversation where it would be placed
+   * (and finds it empty), and the object stays unplaced until a write. Nothing is assigned until
+   * the shard is known, so a bind that throws (the control database unreachable, a shard not
+   * bound) leaves the object as it was and the next call binds it afresh. The conversation's name
+   * and shard are kept in the object's storage once placed, so that an alarm knows whom it is for
+   * and no later bind reads a placement.
    */
-  async #bind(conversationId: string): Promise<Result<void>> {
-    if (this.#conversationId === undefined) {
-      const stored = await this.ctx.storage.get<string>(["conversationId", "shard"]);
-      this.#conversationId = conversationId;
-      if (stored.get("conversationId") !== conversationId) await this.ctx.storage.put("conversationId", conversationId);
-      this.#shard = await this.#place(conversationId, stored.get("shard"));
+  async #bind(conversationId: string, intent: BindIntent): Promise<Result<void>> {
+    if (this.#conversationId !== undefined && this.#conversationId !== conversationId) return fail("internal", "request routed to another conversation's object");
+    if (this.#shard !== undefined && (this.#placed || intent === "read")) return ok(undefined);
+    const located = await this.#locate(conversationId, intent);
+    if (this.#shard !== undefined && this.#shard.name !== located.shard.name) {
+      // Read where it would have been placed, then placed elsewhere: nothing held is about this shard.
+      this.#engine = undefined;
+      this.#lastSeq = undefined;
     }
-    if (this.#conversationId !== conversationId) return fail("internal", "request routed to another conversation's object");
+    this.#conversationId = conversationId;
+    this.#shard = located.shard;
+    this.#placed = located.placed;
     return ok(undefined);
   }
 
+  /** `#bind` where a refusal is a routing bug the caller cannot answer: thrown. */
+  async #bound(conversationId: string, intent: BindIntent): Promise<void> {
+    const bound = await this.#bind(conversationId, intent);
+    if (!bound.ok) throw new Error(bound.error.message);
+  }
+
   /**
-   * The conversation's shard: the one this object recorded in its storage, or else its placement in
-   * the control database (made now if the conversation was never seen), which is then recorded
-   * here. A placement never changes, so after the first call no request reads it again.
+   * The conversation's shard: the one this object recorded in its storage, or else its placement
+   * in the control database, which is recorded here (made now, for a write, if the conversation
+   * was never placed). A placement never changes, so after the first call no request reads it again.
    */
-  async #place(conversationId: string, recorded: string | undefined): Promise<Shard> {
-    if (recorded !== undefined) return heldPlacement(this.env, conversationId, recorded);
-    const shard = await placeConversation(this.env, conversationId);
-    await this.ctx.storage.put("shard", shard.name);
-    return shard;
+  async #locate(conversationId: string, intent: BindIntent): Promise<ReadPlacement> {
+    const recorded = await this.ctx.storage.get<string>("shard");
+    if (recorded !== undefined) return { shard: heldPlacement(this.env, conversationId, recorded), placed: true };
+    const found = intent === "read" ? await readPlacement(this.env, conversationId) : { shard: await placeConversation(this.env, conversationId), placed: true };
+    if (found.placed) await this.ctx.storage.put({ conversationId, shard: found.shard.name });
+    return found;
   }
 
   /** The bound conversation's shard database (every call site runs after `#bind`). */

@@ -10,7 +10,7 @@ import type { PreflightDecision } from "../core/preflight-decider";
 import { compactionDue, decidePreflight, mayPlan, skippedRun } from "../core/preflight-decider";
 import { wakeKey } from "../core/wakeups";
 import type { PlanRecord } from "../storage/compaction-store-plans";
-import { insertPlanStatement } from "../storage/compaction-store-plans";
+import { insertPlanStatement, readPlan } from "../storage/compaction-store-plans";
 import { putDocument, readTrustedDocuments } from "../storage/document-store";
 import { packetDocumentKey } from "../storage/document-keys";
 import type { CompactionJob } from "../core/jobs";
@@ -155,7 +155,14 @@ export class Planner {
     await this.watchdogs.arm(plan, now);
     await wakes.delete(wakeKey.replan(agentId));
     const detail = { triggerSeq, activeChars: sizes.preCompactionChars, frozenChars: frozen.chars, frozenTurns: frozen.turns.length, retainedTailChars: sizes.retainedTailChars, throughSeq: frozen.throughSeq };
-    await append([compactorRunEvent(packet.compactorId, runId, "planned", { detail })], [insertPlanStatement(shard, plan)]);
+    try {
+      await append([compactorRunEvent(packet.compactorId, runId, "planned", { detail })], [insertPlanStatement(shard, plan)]);
+    } catch (error) {
+      // The write's outcome is unknown (its answer may be lost after the commit): D1 says whether
+      // the plan is open, by its run id. A plan that committed is this chain's open plan, or the
+      // next trigger would open a second one beside it.
+      if ((await readPlan(shard, runId)) === undefined) throw error;
+    }
     chain.openPlan = plan;
     chain.backoffUntil = 0;
     await this.send(chain, plan);

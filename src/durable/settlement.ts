@@ -24,7 +24,16 @@ import { advanceHead, latestSource } from "./hot-chain";
 import type { Planner } from "./planner";
 import type { Watchdogs } from "./watchdogs";
 
+/** After a failed step of a kept settlement, the chain's planning catches up this soon (as the object's own catch-up). */
+const CATCH_UP_MS = 1_000;
+
 type Settled = Result<Boundary, { code: SettleError; message: string }>;
+
+/**
+ * Whether a planned run can still settle. One that cannot — it completed, it was abandoned, or it is
+ * no longer its chain's current plan — is worth no model call: a copy of its job is acked unrun.
+ */
+export type RunState = { readonly open: true } | { readonly open: false; readonly reason: "completed" | "abandoned" | SettleError };
 
 const refuse = (refusal: SettleRefusal): { ok: false; error: { code: SettleError; message: string } } => ({ ok: false, error: settleError(refusal) });
 
@@ -45,7 +54,12 @@ export class Settlement {
   async settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Settled> {
     const { env, shard } = this.deps;
     const existing = await readBoundaryByRun(shard, runId);
-    if (existing !== undefined) return ok({ body: existing.body, hash: existing.hash });
+    if (existing !== undefined) {
+      // Settled before, perhaps by an attempt whose answer was lost: a chain held here that is
+      // still behind it is read from D1 again, so the same boundary is what it serves too.
+      this.book.forgetBehind(existing);
+      return ok({ body: existing.body, hash: existing.hash });
+    }
     const current = await this.#currentPlan(runId, now);
     if (!current.ok) return current;
     const { plan, declaration, chain } = current.value;
@@ -63,30 +77,86 @@ export class Settlement {
       createdAt: now.toISOString(),
     });
     await this.#store(declaration, plan, packet, boundary, content, model);
-    advanceHead(chain, await readBoundaryByRun(shard, runId), boundary.body.coveredThrough.seq);
-    await this.watchdogs.drop(plan.agentId, runId);
+    // The boundary is durable: from here on the run is settled, whatever else fails.
+    try {
+      await this.#advance(chain, runId, plan.agentId, now);
+    } catch (error) {
+      // The chain is read from D1 again (the system of record); the next source's preflight, or
+      // the catch-up, plans what this did not get to.
+      console.error("bookkeeping after a settled boundary failed; the chain is read again", error);
+      this.book.forget();
+      await this.#catchUpLater(now);
+    }
+    return ok(boundary);
+  }
+
+  /**
+   * The hot chain follows the boundary just stored. Every read comes before the chain changes, so
+   * a read that fails leaves it as it was (and the caller drops it).
+   */
+  async #advance(chain: HotChain, runId: string, agentId: string, now: Date): Promise<void> {
+    const head = await readBoundaryByRun(this.deps.shard, runId);
+    if (head === undefined) throw new Error(`the boundary of ${runId} was stored and is not found`);
+    advanceHead(chain, head, head.coveredThroughSeq);
+    await this.watchdogs.drop(agentId, runId);
     // Messages that arrived while this run was in flight may already call for the next one.
     const latest = latestSource(chain);
     if (latest !== undefined) await this.planner.planIfDue(chain, latest.seq, now);
-    return ok(boundary);
+  }
+
+  /** Best effort: the next source's preflight judges the whole window too. */
+  async #catchUpLater(now: Date): Promise<void> {
+    try {
+      await this.deps.wakes.put(wakeKey.catchUp, { kind: "catch_up", at: now.getTime() + CATCH_UP_MS });
+    } catch (error) {
+      console.error("scheduling a catch-up failed; the next source's preflight catches up", error);
+    }
+  }
+
+  /**
+   * Whether `runId` can still settle, by the checks `settle` applies (`core/settle-checks`); a read
+   * that writes nothing. The queue consumer asks before it pays for a model call, and `settle` asks
+   * again when the output arrives, so a run that settled in between is still settled once.
+   */
+  async runState(runId: string, now: Date): Promise<RunState> {
+    const settled = await this.#settledAs(runId);
+    if (settled !== undefined) return { open: false, reason: settled };
+    const current = await this.#plan(runId, now);
+    return current.ok ? { open: true } : { open: false, reason: settleError(current.error).code };
+  }
+
+  /** How the run closed, if it did: a boundary names it, or a `compactor_abandoned` incident does. */
+  async #settledAs(runId: string): Promise<"completed" | "abandoned" | undefined> {
+    const { shard } = this.deps;
+    if ((await readBoundaryByRun(shard, runId)) !== undefined) return "completed";
+    return (await planAbandoned(shard, runId)) ? "abandoned" : undefined;
+  }
+
+  /** The plan of `runId` if it is its epoch's and its chain's current one. */
+  async #plan(runId: string, now: Date): Promise<Result<{ plan: PlanRecord; declaration: StoredDeclaration; chain: HotChain }, SettleRefusal>> {
+    const { shard, conversationId } = this.deps;
+    const plan = checkPlanExists(runId, await readPlan(shard, runId), conversationId);
+    if (!plan.ok) return plan;
+    const declaration = checkPlanEpoch(plan.value, (await this.book.serving()).find((d) => d.agentId === plan.value.agentId));
+    if (!declaration.ok) return declaration;
+    const chain = checkPlanCurrent(plan.value, await this.book.chain(declaration.value, now));
+    if (!chain.ok) return chain;
+    return ok({ plan: plan.value, declaration: declaration.value, chain: chain.value });
   }
 
   /** The plan of `runId` if it is its chain's current one and follows the head the log anchors (`core/settle-checks`). */
   async #currentPlan(runId: string, now: Date): Promise<Result<{ plan: PlanRecord; declaration: StoredDeclaration; chain: HotChain }, { code: SettleError; message: string }>> {
     const { env, shard, conversationId } = this.deps;
-    const plan = checkPlanExists(runId, await readPlan(shard, runId), conversationId);
-    if (!plan.ok) return refuse(plan.error);
-    const declaration = checkPlanEpoch(plan.value, (await this.book.serving()).find((d) => d.agentId === plan.value.agentId));
-    if (!declaration.ok) return refuse(declaration.error);
-    const chain = checkPlanCurrent(plan.value, await this.book.chain(declaration.value, now));
-    if (!chain.ok) return refuse(chain.error);
-    const unanchored = checkAnchor(plan.value, await readChainAnchor(shard, conversationId, plan.value.epochId), chain.value.head?.hash);
+    const current = await this.#plan(runId, now);
+    if (!current.ok) return refuse(current.error);
+    const { plan, chain } = current.value;
+    const unanchored = checkAnchor(plan, await readChainAnchor(shard, conversationId, plan.epochId), chain.head?.hash);
     if (unanchored !== undefined) {
       const refusal = settleError(unanchored);
-      await recordIncident(env, { conversationId, agentId: plan.value.agentId, runId, kind: "resolver_failure", code: "missing_link", message: refusal.message, createdAt: now.toISOString() });
+      await recordIncident(env, { conversationId, agentId: plan.agentId, runId, kind: "resolver_failure", code: "missing_link", message: refusal.message, createdAt: now.toISOString() });
       return { ok: false, error: refusal };
     }
-    return ok({ plan: plan.value, declaration: declaration.value, chain: chain.value });
+    return current;
   }
 
   /**
@@ -110,17 +180,30 @@ export class Settlement {
       ...(model.usage === null ? {} : { usage: model.usage }),
       anchor,
     });
-    await append([event], [insertBoundaryStatement(shard, conversationId, plan.agentId, plan.epochId, boundary)]);
+    try {
+      await append([event], [insertBoundaryStatement(shard, conversationId, plan.agentId, plan.epochId, boundary)]);
+    } catch (error) {
+      // The write's outcome is unknown (its answer may be lost after the commit): D1 says whether
+      // the boundary is there. If it is not, nothing here changed and a retry settles afresh.
+      if ((await readBoundaryByRun(shard, plan.runId)) === undefined) throw error;
+    }
   }
 
-  /** A failed attempt: private evidence (a failed run event and an incident), never a chat message. */
-  async recordFailure(runId: string, attempt: number, code: string, message: string, now: Date): Promise<void> {
+  /**
+   * A failed attempt: private evidence (a failed run event and an incident), never a chat message.
+   * `delivery` names the queue message that made it (its attempts are numbered per message). A
+   * failure reported for a run that already settled — a copy of its job that lost the race to the
+   * one that completed it, or outlived its abandonment — is no attempt of that run any more and
+   * writes nothing: the log never shows `failed` after `completed`.
+   */
+  async recordFailure(runId: string, attempt: number, code: string, message: string, now: Date, delivery?: string): Promise<void> {
     const { env, shard, conversationId } = this.deps;
     const plan = await readPlan(shard, runId);
     if (plan === undefined || plan.conversationId !== conversationId) return;
+    if ((await this.#settledAs(runId)) !== undefined) return;
     const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId);
     const compactorId = declaration?.registration.compactor.id ?? `${plan.agentId}.compactor`;
-    await this.deps.append([failedAttemptEvent(compactorId, runId, attempt, code, message)]);
+    await this.deps.append([failedAttemptEvent(compactorId, runId, attempt, code, message, {}, delivery)]);
     await recordIncident(env, {
       conversationId,
       agentId: plan.agentId,

@@ -1,5 +1,17 @@
 import type { Wake } from "../core/wakeups";
 import { earliestWake, wakeKey, wakeSchema } from "../core/wakeups";
+import type { WakeStreak } from "../core/wake-retries";
+import { WAKE_RETRY_BASE_MS, wakeAgent, wakeFailureMessage, wakeFailureStep, wakeStreakSchema } from "../core/wake-retries";
+import { raiseIncident } from "../incidents";
+import { closeIncidents } from "../storage/compaction-store-incidents";
+import { conversationDb } from "../storage/shards";
+
+/**
+ * A deadline's failures in a row (`core/wake-retries`), kept beside it in the object's storage under
+ * a key outside `wakeKey.prefix`, so `list` never takes it for a deadline, and it outlives evictions
+ * as the deadline does.
+ */
+const streakKey = (key: string): string => `wake-streak:${key}`;
 
 /** What the compaction engine needs of the object's deadlines (`core/wakeups`). */
 export interface Wakeups {
@@ -42,6 +54,35 @@ export class WakeupBook implements Wakeups {
     if (await this.storage.delete(key)) await this.rearm();
   }
 
+  /**
+   * A due wake whose handler threw (or the preflight a `catch_up` stands in for): kept, and tried
+   * again after the backoff its failures in a row call for (`core/wake-retries`). Returns the step,
+   * with the streak as stored.
+   */
+  async failed(key: string, wake: Wake, now: number, baseMs: number): Promise<ReturnType<typeof wakeFailureStep>> {
+    const step = wakeFailureStep(await this.streak(key), now, baseMs);
+    await this.storage.put(streakKey(key), step.streak);
+    await this.put(key, { ...wake, at: step.retryAt });
+    return step;
+  }
+
+  /** Records that the incident for the streak of `key` was raised. */
+  async raised(key: string, streak: WakeStreak): Promise<void> {
+    await this.storage.put(streakKey(key), { ...streak, raised: true });
+  }
+
+  /** A handler that succeeded ends the streak of `key`; returns the streak it ended (undefined: none). */
+  async succeeded(key: string): Promise<WakeStreak | undefined> {
+    const streak = await this.streak(key);
+    if (streak !== undefined) await this.storage.delete(streakKey(key));
+    return streak;
+  }
+
+  async streak(key: string): Promise<WakeStreak | undefined> {
+    const stored = wakeStreakSchema.safeParse(await this.storage.get(streakKey(key)));
+    return stored.success ? stored.data : undefined;
+  }
+
   /** Sets the alarm to the earliest deadline (or clears it when none is left). */
   async rearm(): Promise<number | undefined> {
     const earliest = earliestWake((await this.list()).values());
@@ -53,4 +94,42 @@ export class WakeupBook implements Wakeups {
     }
     return earliest;
   }
+}
+
+/**
+ * A deadline that failed (`WakeupBook.failed`), as the operator sees it: nothing below
+ * `WAKE_FAILURES_BEFORE_INCIDENT` failures in a row; from there one open `wake_failure` incident
+ * (code: the deadline's kind; agent: its chain's, or none for the conversation's catch-up) that counts
+ * every further failure and pages once. Raising is best effort: the deadline is already re-armed, and
+ * an incident that could not be written (often the very outage that failed the handler) is raised
+ * with the whole streak at the next failure.
+ */
+export async function wakeFailed(env: Env, book: WakeupBook, conversationId: string, key: string, wake: Wake, error: unknown, now: Date, baseMs = WAKE_RETRY_BASE_MS): Promise<void> {
+  const step = await book.failed(key, wake, now.getTime(), baseMs);
+  if (step.raise === undefined) return;
+  try {
+    await raiseIncident(
+      env,
+      {
+        conversationId,
+        agentId: wakeAgent(wake),
+        runId: wake.kind === "plan_watchdog" ? wake.runId : null,
+        kind: "wake_failure",
+        code: wake.kind,
+        message: wakeFailureMessage(wake, step.streak.failures, step.retryAt, error),
+        createdAt: now.toISOString(),
+      },
+      step.raise,
+    );
+    if (!step.streak.raised) await book.raised(key, step.streak);
+  } catch (raising) {
+    console.error("raising a wake_failure incident failed; the next failure raises it", { key, raising });
+  }
+}
+
+/** A deadline whose handler succeeded: its streak ends, and the incident it raised, if any, is closed. */
+export async function wakeSucceeded(env: Env, book: WakeupBook, conversationId: string, key: string, wake: Wake): Promise<void> {
+  const streak = await book.succeeded(key);
+  if (streak?.raised !== true) return;
+  await closeIncidents(await conversationDb(env, conversationId), conversationId, wakeAgent(wake), "wake_failure", wake.kind);
 }

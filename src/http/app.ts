@@ -6,7 +6,7 @@ import { requireToken } from "./auth";
 import { chainRoutes } from "./chain";
 import { conversations } from "./conversations";
 import { conversationMemory } from "./conversation-memory";
-import { problem } from "./errors";
+import { problem, thrownProblem } from "./errors";
 import { incidentRoutes } from "./incidents";
 import { inspector } from "./inspector";
 import { memory } from "./memory";
@@ -78,10 +78,7 @@ app.route("/v1/agents", agents);
 app.route("/inspector", inspector);
 
 app.notFound((c) => problem(c, { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }));
-app.onError((error, c) => {
-  console.error("unhandled error", error);
-  return problem(c, { code: "internal", message: "internal error; nothing was acknowledged, retrying is safe" });
-});
+app.onError((error, c) => thrownProblem(c, error));
 
 let built: OpenApiDocument | undefined;
 

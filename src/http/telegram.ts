@@ -24,20 +24,22 @@ const webhook = operation({
   description:
     "Telegram ingress. `message`/`channel_post` become sources, `edited_message`/`edited_channel_post` corrections; " +
     "`update_id` is the idempotency key (`tg:update:<id>`). Every update Telegram sent validly is answered 200, including " +
-    "kinds that are not used and redeliveries, because Telegram retries non-2xx answers for a day.",
+    "kinds that are not used and redeliveries, because Telegram retries non-2xx answers for a day; a storage failure a retry " +
+    "will fix is answered 503 `unavailable`, so Telegram delivers the update again and it is stored once.",
   security: TELEGRAM_SECRET,
   parameters: [pathParameter("bot")],
   request: { body: jsonBody("TelegramUpdate", telegramUpdateSchema) },
   responses: {
     200: jsonResponse("stored (`seq`, `duplicate`), or `ignored` with the reason", "TelegramWebhookAnswer", telegramWebhookAnswerSchema),
-    ...problems(["unauthorized"], BODY_CODES),
+    ...problems(["unauthorized", "unavailable"], BODY_CODES),
   },
 });
 
 /**
  * Telegram's webhook. Telegram retries any non-2xx answer for up to a day, so only requests that
- * are not Telegram's (bad secret, malformed body) and transient failures (D1 unavailable: nothing
- * was acknowledged, the retry will land) get one; everything Telegram sent validly gets a 200,
+ * are not Telegram's (bad secret, malformed body) and failures a retry will fix (a storage call that
+ * failed, shards that cannot take the chat: 503 `unavailable` from `app.onError`, and the redelivery
+ * is stored once) get one; everything Telegram sent validly gets a 200,
  * including updates Foldline does not use and redeliveries of updates already stored.
  */
 export const telegram = new OpenAPIHono<AppEnv>().openapi(webhook, async (c) => {

@@ -1,9 +1,10 @@
-import { compactionRetryBaseSeconds } from "../config";
 import { lacksTokenUsage } from "../core/boundary";
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
+import { extractionRunId } from "../core/extraction-plan";
 import { packetSchema } from "../core/packet";
 import { describeThrown } from "../core/thrown";
 import { conversationStub } from "../durable/stub";
+import { recordIncident } from "../incidents";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
 import { livePages } from "../api/served-memory";
@@ -11,58 +12,112 @@ import { conversationDb } from "../storage/shards";
 import { latestRepair, putRepair } from "../storage/repair-store";
 import type { CompactionJob, ExtractJob, Job } from "../core/jobs";
 import { jobSchema } from "../core/jobs";
+import { BATCH_BUDGET_MS, DEADLINE_PASSED, jobDeadlineMs, withinDeadline } from "./deadline";
 import { abandonExtraction, extract, recordExtractionFailure } from "./extract";
 import { reply } from "./reply";
 import { abandonReply } from "./reply-notice";
 import { recordReplyFailure } from "./reply-record";
-import { retryDelaySeconds } from "./retry";
+import { backoffSeconds } from "./retry";
 import { deliverText } from "../telegram/dispatch";
 
 /**
  * Queue consumers: the compactor runs here, off the request path, at least once.
  *
  * - A job names an immutable packet; every attempt re-reads and re-verifies the same bytes.
+ * - A compaction job is worth a model call only while its run is open: a copy of the job of a run
+ *   that settled (completed, abandoned, or no longer its chain's plan) — a redelivery, or the plan
+ *   watchdog's re-send — is acked without one and writes nothing.
  * - Model errors, timeouts and invalid output are failed attempts: a failed run event and an
  *   incident (private evidence, never a chat message), then a retry with exponential backoff.
+ *   Attempts are numbered per queue message, so a failed attempt is recorded under its message's
+ *   id too: a watchdog's copy, whose attempts start at 1 again, never overwrites another's.
  * - After the queue's last retry the job lands in the dead-letter queue, whose consumer closes the
  *   plan; the conversation's object then backs off and re-plans from an alarm.
- * - Settling is idempotent, so a duplicated delivery yields the same boundary, never a second one.
- * - Each message is acked or retried on its own. A batch holds jobs of many conversations, and
- *   whatever one job throws (a response body that is not JSON, a binding's TypeError) is that
- *   job's failed attempt, recorded like any other; it never reaches the batch, whose failure
- *   would retry every other job with it.
+ * - Settling is idempotent, so a copy that raced another to the model yields the same boundary,
+ *   never a second one.
+ * - A batch holds jobs of many conversations and they run side by side: one job's hanging call
+ *   never holds up another's (only a conversation's replies, and one chat's notices, wait for the
+ *   one before them: that is the order their chat reads them in). Each job has a deadline
+ *   (`deadline.ts`), and one still running at it is retried on its own.
+ * - Each message is acked or retried on its own. Whatever one job throws (a response body that is
+ *   not JSON, a binding's TypeError) is that job's failed attempt, recorded like any other; it
+ *   never reaches the batch, whose failure would retry every other job with it.
  */
 
 const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
 
 type Outcome = { kind: "done" } | { kind: "retry"; delaySeconds: number };
 
+/** One delivery of a job: its queue message's id and how many times that message was delivered. */
+interface Delivery {
+  readonly id: string;
+  readonly attempts: number;
+}
+
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const deadLetter = batch.queue === DEAD_LETTER_QUEUE;
-  for (const message of batch.messages) {
+  const budgetEnd = Date.now() + BATCH_BUDGET_MS;
+  const lanes = new Map<string, Promise<unknown>>();
+  const outcomes = batch.messages.map((message): Promise<Outcome> => {
     const job = jobSchema.safeParse(message.body);
     if (!job.success) {
       console.error("dropping unrecognized queue message", { queue: batch.queue, id: message.id });
-      message.ack();
-      continue;
+      return Promise.resolve({ kind: "done" });
     }
-    const outcome = await isolated(env, job.data, message.attempts, deadLetter);
+    const delivery: Delivery = { id: message.id, attempts: message.attempts };
+    const lane = laneOf(job.data);
+    const before = lane === undefined ? undefined : lanes.get(lane);
+    const run = (before ?? Promise.resolve()).then(() => bounded(env, job.data, delivery, deadLetter, Math.min(jobDeadlineMs(env), budgetEnd - Date.now())));
+    if (lane !== undefined) lanes.set(lane, run);
+    return run;
+  });
+  // In the batch's order, each as soon as it and the ones before it are done.
+  for (const [index, message] of batch.messages.entries()) {
+    const outcome = await (outcomes[index] ?? Promise.resolve<Outcome>({ kind: "done" }));
     if (outcome.kind === "retry") message.retry({ delaySeconds: outcome.delaySeconds });
     else message.ack();
   }
 }
 
+/**
+ * The jobs that must keep their order share a lane and run one after another: a conversation's
+ * replies (answers to a burst arrive in the order it was asked) and the notices to one chat.
+ * Compactions and extractions run at once: each has its own run, and the object serializes writes.
+ */
+function laneOf(job: Job): string | undefined {
+  switch (job.type) {
+    case "reply":
+      return `reply:${job.conversationId}`;
+    case "notice":
+      return `notice:${job.botId}:${job.chatId}`;
+    case "compaction":
+    case "extract":
+      return undefined;
+  }
+}
+
+/** One job within its deadline; never throws. A job still running at it is retried with its message's backoff. */
+async function bounded(env: Env, job: Job, delivery: Delivery, deadLetter: boolean, deadlineMs: number): Promise<Outcome> {
+  const retry: Outcome = { kind: "retry", delaySeconds: backoffSeconds(env, delivery.attempts) };
+  if (deadlineMs <= 0) return retry;
+  const outcome = await withinDeadline(isolated(env, job, delivery, deadLetter), deadlineMs);
+  if (outcome !== DEADLINE_PASSED) return outcome;
+  console.error("queue job still running at its deadline; retried", { type: job.type, id: delivery.id, attempts: delivery.attempts, deadlineMs });
+  return retry;
+}
+
 /** One job's outcome; never throws. */
-async function isolated(env: Env, job: Job, attempts: number, deadLetter: boolean): Promise<Outcome> {
+async function isolated(env: Env, job: Job, delivery: Delivery, deadLetter: boolean): Promise<Outcome> {
+  const { attempts } = delivery;
   try {
-    return await handle(env, job, attempts, deadLetter);
+    return await handle(env, job, delivery, deadLetter);
   } catch (error) {
     const thrown = describeThrown(error);
     console.error("queue job failed", { type: job.type, attempts, deadLetter, code: thrown.code, message: thrown.message });
-    const retry: Outcome = { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) };
+    const retry: Outcome = { kind: "retry", delaySeconds: backoffSeconds(env, attempts) };
     try {
       // Evidence first, as for any failed attempt; a dead letter has no attempt left to record.
-      if (!deadLetter && job.type === "compaction") await conversationStub(env, job.conversationId).recordFailure(job.conversationId, job.runId, attempts, thrown.code, thrown.message);
+      if (!deadLetter && job.type === "compaction") await conversationStub(env, job.conversationId).recordFailure(job.conversationId, job.runId, attempts, thrown.code, thrown.message, delivery.id);
       if (!deadLetter && job.type === "reply") await recordReplyFailure(env, job, attempts, thrown.code, thrown.message);
       if (!deadLetter && job.type === "extract") await recordExtractionFailure(env, job, attempts, thrown.code, thrown.message);
     } catch (secondary) {
@@ -73,21 +128,22 @@ async function isolated(env: Env, job: Job, attempts: number, deadLetter: boolea
   }
 }
 
-async function handle(env: Env, job: Job, attempts: number, deadLetter: boolean): Promise<Outcome> {
+async function handle(env: Env, job: Job, delivery: Delivery, deadLetter: boolean): Promise<Outcome> {
+  const { attempts } = delivery;
   switch (job.type) {
     case "notice": {
       const sent = await deliverText(env, { botId: job.botId, chatId: job.chatId, text: job.text });
       if (!sent.ok && (sent.error.kind === "rate_limited" || sent.error.kind === "unavailable") && !deadLetter) {
-        return { kind: "retry", delaySeconds: sent.error.kind === "rate_limited" ? sent.error.retryAfterSeconds : 5 };
+        return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, sent.error.kind === "rate_limited" ? sent.error.retryAfterSeconds : null) };
       }
       return { kind: "done" };
     }
     case "reply":
       if (!deadLetter) return reply(env, job, attempts);
-      await abandonReply(env, job);
+      await abandonReply(env, job, attempts);
       return { kind: "done" };
     case "compaction":
-      if (!deadLetter) return compact(env, job, attempts);
+      if (!deadLetter) return compact(env, job, delivery);
       await conversationStub(env, job.conversationId).abandon(job.conversationId, job.runId, `retries exhausted after ${attempts} dead-letter attempt(s)`);
       return { kind: "done" };
     case "extract":
@@ -105,11 +161,14 @@ function parsePacket(text: string): unknown {
   }
 }
 
-async function compact(env: Env, job: CompactionJob, attempts: number): Promise<Outcome> {
+async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promise<Outcome> {
+  const { attempts } = delivery;
   const stub = conversationStub(env, job.conversationId);
+  // Asked before anything that could pay or write: a settled run's copy is acked as it is.
+  if (!(await stub.runState(job.conversationId, job.runId)).open) return { kind: "done" };
   const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
-    await stub.recordFailure(job.conversationId, job.runId, attempts, code, message);
-    return { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, retryAfter) };
+    await stub.recordFailure(job.conversationId, job.runId, attempts, code, message, delivery.id);
+    return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter) };
   };
 
   const read = await readDocument(env.DOCUMENTS, job.packetKey, job.packetHash);
@@ -141,9 +200,31 @@ async function compact(env: Env, job: CompactionJob, attempts: number): Promise<
     console.warn("compaction result refused", { runId: job.runId, code: settled.error.code, message: settled.error.message });
     return { kind: "done" };
   }
-  // Sent after settling, from here: a send that fails retries this job, whose settle returns the
-  // same boundary, so the extraction is queued at least once and never before its boundary exists.
   const extraction: ExtractJob = { type: "extract", conversationId: job.conversationId, agentId: job.agentId, compactorId: packet.data.compactorId, runId: job.runId, boundaryId: settled.value.body.id, model: job.model, profile: job.profile };
-  await env.JOB_QUEUE.send(extraction);
+  await handOff(env, extraction);
   return { kind: "done" };
+}
+
+/**
+ * Queues the extraction of a boundary this delivery settled, after settling, so it never runs
+ * before its boundary exists. A copy of the job that comes later finds the run settled and queues
+ * nothing, so this send has no second chance: one that fails is an incident (the boundary stands,
+ * its facts are not extracted), not a retry of a compaction that is done.
+ */
+async function handOff(env: Env, extraction: ExtractJob): Promise<void> {
+  try {
+    await env.JOB_QUEUE.send(extraction);
+  } catch (error) {
+    const thrown = describeThrown(error);
+    console.error("could not queue an extraction", { runId: extraction.runId, code: thrown.code, message: thrown.message });
+    await recordIncident(env, {
+      conversationId: extraction.conversationId,
+      agentId: extraction.agentId,
+      runId: extractionRunId(extraction.runId),
+      kind: "extraction_failure",
+      code: "handoff_failed",
+      message: `the extraction of ${extraction.boundaryId} could not be queued: ${thrown.message.slice(0, 800)}`,
+      createdAt: new Date().toISOString(),
+    });
+  }
 }

@@ -1,4 +1,3 @@
-import { compactionRetryBaseSeconds } from "../config";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import type { ExtractedFact } from "../core/fact-extraction";
@@ -13,7 +12,7 @@ import { runExtractor } from "../model/extractor-model";
 import { readBoundaryByRun } from "../storage/compaction-store-boundaries";
 import { readDocument } from "../storage/document-store";
 import { extractionRecorded, readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/extraction-store";
-import { retryDelaySeconds } from "./retry";
+import { backoffSeconds } from "./retry";
 import { conversationDb } from "../storage/shards";
 
 /**
@@ -38,7 +37,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   const runId = extractionRunId(job.runId);
   const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
     await recordExtractionFailure(env, job, attempts, code, message);
-    return { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, retryAfter) };
+    return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter) };
   };
 
   const shard = await conversationDb(env, job.conversationId);

@@ -8,6 +8,7 @@ import { deliverText } from "../telegram/dispatch";
 import type { ReplyOutcome } from "./reply-record";
 import { appendEvents } from "./reply-record";
 import { conversationDb } from "../storage/shards";
+import { backoffSeconds } from "./retry";
 
 /**
  * Sending a recorded proposal: only for agents on the direct-reply allowlist, only in Telegram
@@ -21,7 +22,7 @@ export function mayDispatch(env: Env, agentId: string, conversationId: string): 
 }
 
 /** Sends a recorded proposal to its Telegram chat, once, if the agent may speak there directly. */
-export async function dispatchProposal(env: Env, declaration: StoredDeclaration, job: ReplyJob, proposalId: string, text: string): Promise<ReplyOutcome> {
+export async function dispatchProposal(env: Env, declaration: StoredDeclaration, job: ReplyJob, proposalId: string, text: string, attempts: number): Promise<ReplyOutcome> {
   const route = telegramRoute(job.conversationId);
   if (route === undefined || !directReplyAgents(env).has(declaration.agentId)) return { kind: "done" };
   const delivered = `dispatch:${proposalId}:delivered`;
@@ -54,8 +55,8 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
       body: { status: "failed", proposalId, reason: reason.slice(0, 1_000), at, ...(sentMessageIds.length === 0 ? {} : { sentMessageIds }) },
     },
   ]);
-  if (failure.kind === "rate_limited") return { kind: "retry", delaySeconds: Math.max(1, failure.retryAfterSeconds) };
-  if (failure.kind === "unavailable") return { kind: "retry", delaySeconds: 5 };
+  if (failure.kind === "rate_limited") return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, Math.max(1, failure.retryAfterSeconds)) };
+  if (failure.kind === "unavailable") return { kind: "retry", delaySeconds: backoffSeconds(env, attempts) };
   // Blocked, kicked or refused: recorded, never retried.
   await recordIncident(env, {
     conversationId: job.conversationId,

@@ -13,7 +13,7 @@ export const FAILURE_NOTICE = "Sorry, I could not answer that message just now."
  * allowlisted agents only, like any direct reply — recorded as a proposal so history shows what
  * the user saw.
  */
-export async function abandonReply(env: Env, job: ReplyJob): Promise<void> {
+export async function abandonReply(env: Env, job: ReplyJob, attempts: number): Promise<void> {
   const declaration = await currentDeclaration(env.DB, job.agentId);
   if (declaration === undefined || !admits(declaration, job) || !mayDispatch(env, job.agentId, job.conversationId)) return;
   const k = replyKeys(job);
@@ -22,5 +22,5 @@ export async function abandonReply(env: Env, job: ReplyJob): Promise<void> {
   const written = await appendEvents(env, job.conversationId, [
     { kind: "proposal", idempotencyKey: k.notice, sensitive: false, body: { proposalId: noticeId, agentId: job.agentId, runId: k.run, replyToMessageId: job.sourceMessageId, text: FAILURE_NOTICE } },
   ]);
-  if (written.ok) await dispatchProposal(env, declaration, job, noticeId, FAILURE_NOTICE);
+  if (written.ok) await dispatchProposal(env, declaration, job, noticeId, FAILURE_NOTICE, attempts);
 }

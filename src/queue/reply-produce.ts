@@ -1,4 +1,4 @@
-import { compactionRetryBaseSeconds, DEFAULT_PROFILE, openAiApiKey } from "../config";
+import { DEFAULT_PROFILE, openAiApiKey } from "../config";
 import { buildChatRequest } from "../core/compose";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
@@ -14,7 +14,7 @@ import { chatCompletion } from "../model/compactor-model";
 import type { StoredDeclaration } from "../storage/compaction-store";
 import type { Answer, Produced } from "./reply-record";
 import { recordAnswer, recordReplyFailure } from "./reply-record";
-import { retryDelaySeconds } from "./retry";
+import { backoffSeconds } from "./retry";
 
 /**
  * Producing a reply: compose the agent's context as of the message it answers, ask its model (or
@@ -49,7 +49,7 @@ export async function produceReply(env: Env, declaration: StoredDeclaration, job
   const { agent } = declaration.registration;
   const failed = async (code: string, message: string, retryable: boolean): Promise<Produced> => {
     await recordReplyFailure(env, job, attempts, code, message);
-    return { kind: "stop", outcome: retryable ? { kind: "retry", delaySeconds: retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, null) } : { kind: "done" } };
+    return { kind: "stop", outcome: retryable ? { kind: "retry", delaySeconds: backoffSeconds(env, attempts) } : { kind: "done" } };
   };
 
   // As of the message this job answers: a burst gets one reply per message, each ending there.
@@ -78,7 +78,7 @@ export async function produceReply(env: Env, declaration: StoredDeclaration, job
     // Like a model: a bot that is down or slow gets another attempt; one that refused, or answered
     // something that is not a reply, would do the same again.
     if (!answered.ok) return failed(`bot_${answered.error.kind}`, answered.error.message, answered.error.kind === "unreachable" || answered.error.kind === "timeout");
-    return recordAnswer(env, job, agent.id, externalAnswer(answered.value), selection.value.manifest.totals.chars);
+    return recordAnswer(env, job, attempts, agent.id, externalAnswer(answered.value), selection.value.manifest.totals.chars);
   }
 
   const messages: NativeMessage[] = request.messages.map((m) => ({ role: m.role, content: typeof m.content === "string" ? m.content : "" }));
@@ -86,5 +86,5 @@ export async function produceReply(env: Env, declaration: StoredDeclaration, job
   const answered: Result<ModelReceipt, ModelFailure> = offline ? ok(offlineReply(messages)) : await chatCompletion(env, agent.provider.profile, { model: agent.provider.model, messages });
   if (!answered.ok) return failed(`model_${answered.error.kind}`, answered.error.message, answered.error.kind !== "rejected");
   if (answered.value.text.trim() === "") return failed("empty_reply", "the model returned no text", true);
-  return recordAnswer(env, job, agent.id, answered.value, selection.value.manifest.totals.chars);
+  return recordAnswer(env, job, attempts, agent.id, answered.value, selection.value.manifest.totals.chars);
 }

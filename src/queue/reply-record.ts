@@ -10,6 +10,7 @@ import type { ModelReceipt } from "../model/compactor-model";
 import type { StoredDeclaration } from "../storage/compaction-store";
 import { readEventsByKeys } from "../storage/event-store";
 import { conversationDb } from "../storage/shards";
+import { backoffSeconds } from "./retry";
 
 /**
  * What a reply job writes into the log, and under which keys. Every write is keyed by the source
@@ -72,7 +73,7 @@ export interface Answer {
 export type Produced = { kind: "proposal"; event: StoredEvent } | { kind: "stop"; outcome: ReplyOutcome };
 
 /** The completed run and the proposal, in one batch: a reply is never recorded without its run. */
-export async function recordAnswer(env: Env, job: ReplyJob, agentId: string, receipt: Answer, contextChars: number): Promise<Produced> {
+export async function recordAnswer(env: Env, job: ReplyJob, attempts: number, agentId: string, receipt: Answer, contextChars: number): Promise<Produced> {
   const k = replyKeys(job);
   const text = receipt.text.trim();
   const written = await appendEvents(env, job.conversationId, [
@@ -98,5 +99,5 @@ export async function recordAnswer(env: Env, job: ReplyJob, agentId: string, rec
   }
   // A concurrent attempt recorded its own reply first: that one stands, this answer is dropped.
   const winner = (await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [k.proposal])).get(k.proposal);
-  return winner === undefined ? { kind: "stop", outcome: { kind: "retry", delaySeconds: 5 } } : { kind: "proposal", event: winner };
+  return winner === undefined ? { kind: "stop", outcome: { kind: "retry", delaySeconds: backoffSeconds(env, attempts) } } : { kind: "proposal", event: winner };
 }

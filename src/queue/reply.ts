@@ -26,5 +26,5 @@ export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<
     proposal = produced.event;
   }
   if (proposal.kind !== "proposal") return { kind: "done" };
-  return dispatchProposal(env, declaration, job, proposal.body.proposalId, proposal.body.text);
+  return dispatchProposal(env, declaration, job, proposal.body.proposalId, proposal.body.text, attempts);
 }

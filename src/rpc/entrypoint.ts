@@ -16,6 +16,7 @@ import type { composeRequestSchema } from "../core/compose";
 import type { LinkPage } from "../core/chain-audit";
 import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
+import { unavailableError } from "../core/transient";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import type { ContextSelection } from "../core/context-manifest";
 import type { ApiPrincipal } from "../storage/token-store";
@@ -163,7 +164,10 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
       if (!conversation.ok) return toRpc(conversation);
       return toRpc(await operation(conversation.value, principal.value));
     } catch (error) {
-      // HTTP's `onError`, for RPC: logged here, a typed `internal` there, never a rejected promise.
+      // HTTP's `onError`, for RPC: a failure a retry fixes is `unavailable` (core/transient), anything
+      // else is logged here and a typed `internal` there; never a rejected promise.
+      const unavailable = unavailableError(error);
+      if (unavailable !== undefined) return toRpc({ ok: false, error: unavailable });
       console.error("unhandled RPC error", error);
       return toRpc(fail("internal", "internal error; nothing was acknowledged, retrying is safe"));
     }

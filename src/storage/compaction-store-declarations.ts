@@ -90,11 +90,15 @@ export function raiseRevisionStatement(shard: D1Database, revision: number): D1P
 /**
  * After a declaration write: every shard's copy of the revision raised to the control database's,
  * before the registration answers, so the next source append of every conversation sees the change
- * (its one-round-trip guard reads the copy on its own shard). Returns the revision published.
+ * (its one-round-trip guard reads the copy on its own shard). Returns the revision published. Every
+ * shard is raised even when another fails (a copy only goes up, so raising one is never wrong); the
+ * first failure is then thrown, and publishing again (the registration re-sent) finishes the rest.
  */
 export async function publishRevision(control: D1Database, shards: readonly D1Database[]): Promise<number> {
   const revision = await declarationRevision(control);
-  await Promise.all(shards.map((shard) => raiseRevisionStatement(shard, revision).run()));
+  const raised = await Promise.allSettled(shards.map((shard) => raiseRevisionStatement(shard, revision).run()));
+  const failed = raised.find((outcome) => outcome.status === "rejected");
+  if (failed !== undefined) throw failed.reason;
   return revision;
 }
 
@@ -117,16 +121,23 @@ function servingStatement(db: D1Database, conversationId: string): D1PreparedSta
     .bind(conversationId, JSON.stringify(prefixes));
 }
 
-/** Who already uses an id as agent or compactor (another agent's current pair), for uniqueness. */
-export async function idHolders(db: D1Database, ids: readonly string[]): Promise<{ agentId: string; compactorId: string }[]> {
+/**
+ * Who already uses an id as agent or compactor (an agent's current pair), for uniqueness, with the
+ * holder's sources: whether the caller may be told who holds it depends on them (`core/agent-access`).
+ */
+export async function idHolders(db: D1Database, ids: readonly string[]): Promise<{ agentId: string; compactorId: string; sources: string[] }[]> {
   const { results } = await db
     .prepare(
-      `SELECT agent_id, compactor_id FROM (${CURRENT_DECLARATIONS})
+      `SELECT agent_id, compactor_id, registration FROM (${CURRENT_DECLARATIONS})
        WHERE agent_id IN (SELECT value FROM json_each(?1)) OR compactor_id IN (SELECT value FROM json_each(?1))`,
     )
     .bind(JSON.stringify(ids))
-    .all<{ agent_id: string; compactor_id: string }>();
-  return results.map((r) => ({ agentId: r.agent_id, compactorId: r.compactor_id }));
+    .all<{ agent_id: string; compactor_id: string; registration: string }>();
+  return results.map((r) => ({
+    agentId: r.agent_id,
+    compactorId: r.compactor_id,
+    sources: registrationSchema.parse(JSON.parse(r.registration) as unknown).agent.sources,
+  }));
 }
 
 /**

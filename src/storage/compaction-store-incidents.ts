@@ -1,7 +1,22 @@
-/** Incidents: private operational evidence, one row each, never summarized into the chat they concern. */
+/**
+ * Incidents: private operational evidence, never summarized into the chat they concern. An event (a
+ * failed attempt, a refused delivery) is one row; a condition that holds across calls (a chain the
+ * resolver refuses, a deadline that keeps failing) is one row while it is open, counting its
+ * occurrences (migration 0017).
+ */
 
-/** Every kind an incident row may have (the table's CHECK constraint, migration 0010). */
-export const INCIDENT_KINDS = ["compactor_failure", "compactor_abandoned", "compaction_stalled", "plan_failure", "resolver_failure", "agent_failure", "delivery_failure", "extraction_failure"] as const;
+/** Every kind an incident row may have (the table's CHECK constraint, migration 0017). */
+export const INCIDENT_KINDS = [
+  "compactor_failure",
+  "compactor_abandoned",
+  "compaction_stalled",
+  "plan_failure",
+  "resolver_failure",
+  "agent_failure",
+  "delivery_failure",
+  "extraction_failure",
+  "wake_failure",
+] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];
 
 /** What the operator sees of a chain's troubles: its newest failure of any kind, and the failed attempts of one run. */
@@ -22,26 +37,18 @@ export async function readChainTrouble(
   const attempts =
     runId === null
       ? null
-      : await db.prepare("SELECT COUNT(*) AS n FROM incidents WHERE run_id = ? AND kind = 'compactor_failure'").bind(runId).first<{ n: number }>();
+      : await db.prepare("SELECT COALESCE(SUM(count), 0) AS n FROM incidents WHERE run_id = ? AND kind = 'compactor_failure'").bind(runId).first<{ n: number }>();
   return {
     lastFailure: last === null ? null : { kind: last.kind, code: last.code, message: last.message, runId: last.run_id, createdAt: last.created_at },
     failedAttempts: attempts?.n ?? 0,
   };
 }
 
-export function insertIncidentStatement(
-  db: D1Database,
-  incident: { conversationId: string; agentId: string; runId: string | null; kind: IncidentKind; code: string; message: string; createdAt: string },
-): D1PreparedStatement {
-  return db
-    .prepare("INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-    .bind(incident.conversationId, incident.agentId, incident.runId, incident.kind, incident.code, incident.message, incident.createdAt);
-}
-
-/** A stored incident as the read API serves it. */
-export interface IncidentRecord {
-  readonly id: number;
-  readonly agentId: string;
+/** What an incident says, as the engine records it; storage adds its id, count and times. */
+export interface IncidentInput {
+  readonly conversationId: string;
+  /** Null: the conversation's own bookkeeping (a catch-up deadline), not one agent's chain. */
+  readonly agentId: string | null;
   readonly runId: string | null;
   readonly kind: IncidentKind;
   readonly code: string;
@@ -50,9 +57,124 @@ export interface IncidentRecord {
 }
 
 /**
+ * `agent_id` is NOT NULL so that it can be part of the open-incident key (migration 0017: NULLs are
+ * distinct in a unique index, so a NULL agent would never be found open); '' is stored for none.
+ */
+const NO_AGENT = "";
+const agentColumn = (agentId: string | null): string => agentId ?? NO_AGENT;
+const agentOf = (column: string): string | null => (column === NO_AGENT ? null : column);
+
+/** An incident that is one event (a failed attempt, a refused delivery): one closed row, seen once. */
+export function insertIncidentStatement(db: D1Database, incident: IncidentInput): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?7, 0)`,
+    )
+    .bind(incident.conversationId, agentColumn(incident.agentId), incident.runId, incident.kind, incident.code, incident.message, incident.createdAt);
+}
+
+/** The row a raised incident landed in: new (`count` equals what was raised) or an open one seen again. */
+export interface RaisedRow {
+  readonly id: number;
+  readonly count: number;
+  /** Whether the operator was already sent this incident's notice. */
+  readonly notified: boolean;
+}
+
+/**
+ * A condition seen `occurrences` times (1 unless the caller counted repeats before raising it): a new
+ * open row, or, while one is open for the same (conversation, agent, kind, code), that row with its
+ * count raised and `last_seen_at` moved (migration 0017's unique partial index `incidents_open` is
+ * the conflict target, so two open rows for one key cannot be stored). The first occurrence's run,
+ * message and time stay: the row says when the condition began and when it was last seen.
+ */
+function raiseIncidentStatement(db: D1Database, incident: IncidentInput, occurrences = 1): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, 1)
+       ON CONFLICT (conversation_id, agent_id, kind, code) WHERE open = 1
+       DO UPDATE SET count = count + excluded.count, last_seen_at = MAX(last_seen_at, excluded.last_seen_at)
+       RETURNING id, count, notified_at`,
+    )
+    .bind(incident.conversationId, agentColumn(incident.agentId), incident.runId, incident.kind, incident.code, incident.message, incident.createdAt, occurrences);
+}
+
+export async function raiseIncident(db: D1Database, incident: IncidentInput, occurrences = 1): Promise<RaisedRow> {
+  const row = await raiseIncidentStatement(db, incident, occurrences).first<{ id: number; count: number; notified_at: string | null }>();
+  if (row === null) throw new Error("incidents: an upsert returned no row");
+  return { id: row.id, count: row.count, notified: row.notified_at !== null };
+}
+
+/** Records that the operator was sent the notice of incident `id`. */
+export async function markIncidentNotified(db: D1Database, id: number, at: string): Promise<void> {
+  await db.prepare("UPDATE incidents SET notified_at = ? WHERE id = ? AND notified_at IS NULL").bind(at, id).run();
+}
+
+/**
+ * Closes the open incidents of one kind for a conversation's agent (or its own bookkeeping, `null`),
+ * of one `code` or of every code: what they concern was seen working. Returns how many it closed; the
+ * rows stay, with their counts, and the next occurrence opens a new one.
+ */
+export async function closeIncidents(db: D1Database, conversationId: string, agentId: string | null, kind: IncidentKind, code?: string): Promise<number> {
+  const result = await db
+    .prepare("UPDATE incidents SET open = 0 WHERE conversation_id = ?1 AND agent_id = ?2 AND kind = ?3 AND (?4 IS NULL OR code = ?4) AND open = 1")
+    .bind(conversationId, agentColumn(agentId), kind, code ?? null)
+    .run();
+  return result.meta.changes;
+}
+
+/** A stored incident as the read API serves it. */
+export interface IncidentRecord {
+  readonly id: number;
+  /** Null for an incident of the conversation's own bookkeeping. */
+  readonly agentId: string | null;
+  readonly runId: string | null;
+  readonly kind: IncidentKind;
+  readonly code: string;
+  readonly message: string;
+  /** When it was first seen. */
+  readonly createdAt: string;
+  /** How many times it was seen: 1 for an event; for a condition, every occurrence while it was open. */
+  readonly count: number;
+  readonly lastSeenAt: string;
+  /** A condition still holding: its next occurrence raises `count` here instead of opening a new incident. */
+  readonly open: boolean;
+}
+
+interface IncidentRow {
+  id: number;
+  agent_id: string;
+  run_id: string | null;
+  kind: IncidentKind;
+  code: string;
+  message: string;
+  created_at: string;
+  count: number;
+  last_seen_at: string;
+  open: number;
+}
+
+const toIncident = (r: IncidentRow): IncidentRecord => ({
+  id: r.id,
+  agentId: agentOf(r.agent_id),
+  runId: r.run_id,
+  kind: r.kind,
+  code: r.code,
+  message: r.message,
+  createdAt: r.created_at,
+  count: r.count,
+  lastSeenAt: r.last_seen_at,
+  open: r.open === 1,
+});
+
+/**
  * One page of a conversation's incidents, oldest first, after the id `after`, at most `limit`.
  * Ids are AUTOINCREMENT and D1 commits one writer at a time, so an incident recorded while a
  * reader pages always gets an id above every id already read: ascending paging never skips one.
+ * A repeat of an open incident keeps its row (and id): it moves `count` and `lastSeenAt` in place,
+ * so a reader sees it by reading that row again, not on a later page.
  * One row beyond `limit` is read to tell a full last page from a page with more behind it.
  * `incidents_by_conversation (conversation_id, id)` serves the range without a sort.
  */
@@ -63,11 +185,11 @@ export async function readIncidentPage(
   limit: number,
 ): Promise<{ incidents: IncidentRecord[]; more: boolean }> {
   const { results } = await db
-    .prepare("SELECT id, agent_id, run_id, kind, code, message, created_at FROM incidents WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?")
+    .prepare(
+      `SELECT id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open FROM incidents
+       WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?`,
+    )
     .bind(conversationId, after, limit + 1)
-    .all<{ id: number; agent_id: string; run_id: string | null; kind: IncidentKind; code: string; message: string; created_at: string }>();
-  return {
-    incidents: results.slice(0, limit).map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, createdAt: r.created_at })),
-    more: results.length > limit,
-  };
+    .all<IncidentRow>();
+  return { incidents: results.slice(0, limit).map(toIncident), more: results.length > limit };
 }

@@ -1,4 +1,6 @@
-import { closedShards, pickShard, shardNames } from "../core/placement";
+import { closedShards, pickShard, ShardConfigurationError, shardNames } from "../core/placement";
+
+export { ShardConfigurationError } from "../core/placement";
 
 /**
  * Where a conversation's data lives. A deployment binds one control database (`DB`: tokens,
@@ -18,11 +20,6 @@ import { closedShards, pickShard, shardNames } from "../core/placement";
 export interface Shard {
   readonly name: string;
   readonly db: D1Database;
-}
-
-/** A conversation whose placement names a shard this Worker does not bind, or a deployment with no open shard. */
-export class ShardConfigurationError extends Error {
-  override readonly name = "ShardConfigurationError";
 }
 
 /** The shards of each env object seen: its bindings never change, so they are listed once. */
@@ -49,7 +46,7 @@ export function openShards(env: Env): Shard[] {
 export function chooseShard(conversationId: string, open: readonly Shard[]): Shard {
   const name = pickShard(conversationId, open.map((shard) => shard.name));
   const shard = open.find((s) => s.name === name);
-  if (shard === undefined) throw new ShardConfigurationError("no open shard: bind DB_SHARD_0 (and more) and leave at least one out of SHARDS_CLOSED");
+  if (shard === undefined) throw new ShardConfigurationError("no open shard: bind DB_SHARD_0 (and more) and leave at least one out of SHARDS_CLOSED", { reason: "no_open_shard" });
   return shard;
 }
 
@@ -91,7 +88,7 @@ export function heldPlacement(env: Env, conversationId: string, name: string): S
 /** The shard a placement row names, or a typed failure when this Worker does not bind it. */
 export function shardNamed(env: Env, conversationId: string, name: string): Shard {
   const shard = shardsOf(env).find((s) => s.name === name);
-  if (shard === undefined) throw new ShardConfigurationError(`conversation ${JSON.stringify(conversationId)} lives on ${name}, which this Worker does not bind`);
+  if (shard === undefined) throw new ShardConfigurationError(`conversation ${JSON.stringify(conversationId)} lives on ${name}, which this Worker does not bind`, { reason: "shard_unbound", shard: name });
   return shard;
 }
 
@@ -128,19 +125,32 @@ export async function placeConversation(env: Env, conversationId: string, now = 
     env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversationId),
   ]);
   const placed = read?.results[0]?.shard;
-  if (placed === undefined) throw new ShardConfigurationError(`placing conversation ${JSON.stringify(conversationId)} wrote no row`);
+  // The batch inserts the row unless one exists and then reads it: no row is a defect, not a configuration.
+  if (placed === undefined) throw new Error(`placing conversation ${JSON.stringify(conversationId)} wrote no row`);
   hold(conversationId, placed);
   return shardNamed(env, conversationId, placed);
 }
 
+/** Where a conversation is read from, and whether it was placed there (`readPlacement`). */
+export interface ReadPlacement {
+  readonly shard: Shard;
+  readonly placed: boolean;
+}
+
 /**
- * The database to read a conversation from. A conversation nothing has placed has no rows on any
+ * The shard to read a conversation from. A conversation nothing has placed has no rows on any
  * shard, so it is read where it would be placed (and found empty) without recording a placement:
- * a read never writes.
+ * a read never writes. With every shard closed it would be placed nowhere; it is read from the
+ * bound shards' choice instead, since nothing is there to find either way.
  */
-export async function conversationDb(env: Env, conversationId: string): Promise<D1Database> {
+export async function readPlacement(env: Env, conversationId: string): Promise<ReadPlacement> {
   const found = await findPlacement(env, conversationId);
-  if (found !== undefined) return shardNamed(env, conversationId, found).db;
+  if (found !== undefined) return { shard: shardNamed(env, conversationId, found), placed: true };
   const open = openShards(env);
-  return chooseShard(conversationId, open.length > 0 ? open : shardsOf(env)).db;
+  return { shard: chooseShard(conversationId, open.length > 0 ? open : shardsOf(env)), placed: false };
+}
+
+/** The database to read a conversation from (`readPlacement`). */
+export async function conversationDb(env: Env, conversationId: string): Promise<D1Database> {
+  return (await readPlacement(env, conversationId)).shard.db;
 }

@@ -17,7 +17,9 @@ import type { AddressInfo } from "node:net";
  * Control endpoints (per session):
  * - `POST __script` with a JSON array of steps: replaces the queue the next completions answer from;
  * - `GET __requests`: the recorded completion requests, oldest first;
- * - `POST __reset`: clears the queue and the recordings.
+ * - `POST __reset`: clears the queue and the recordings (and lets every held request answer);
+ * - `GET __held`: the names of the requests a `hold` step is holding, in arrival order;
+ * - `POST __release` with `{ "hold": name }`: lets the requests held under that name answer.
  *
  * With an empty queue it answers a valid reply built from the request (see `defaultContent`).
  *
@@ -44,6 +46,12 @@ export interface ScriptStep {
   readonly retryAfter?: number;
   /** Wait this long before answering (a slow provider, for timeouts). */
   readonly delayMs?: number;
+  /**
+   * Hold the request, unanswered, until the test releases this name (`POST __release`): a call that
+   * hangs for exactly as long as the test says, so a test asserts what happened meanwhile by order,
+   * never by how long anything took.
+   */
+  readonly hold?: string;
   /** A raw body to send as is, instead of a chat completion (malformed-response tests). */
   readonly rawBody?: string;
   /**
@@ -63,6 +71,7 @@ export interface RecordedRequest {
 interface Session {
   script: ScriptStep[];
   requests: RecordedRequest[];
+  held: { readonly name: string; readonly release: () => void }[];
 }
 
 /** What one completion request carried, by section of the compactor's input (characters). */
@@ -221,7 +230,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
   const sessionOf = (name: string): Session => {
     let session = sessions.get(name);
     if (session === undefined) {
-      session = { script: [], requests: [] };
+      session = { script: [], requests: [], held: [] };
       sessions.set(name, session);
     }
     return session;
@@ -241,7 +250,16 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       return send(response, 204, "");
     }
     if (request.method === "GET" && path === "/__requests") return send(response, 200, session.requests);
+    if (request.method === "GET" && path === "/__held") return send(response, 200, session.held.map((h) => h.name));
+    if (request.method === "POST" && path === "/__release") {
+      const body = parseJson(text);
+      const name = isRecord(body) && typeof body["hold"] === "string" ? body["hold"] : undefined;
+      if (name === undefined) return send(response, 400, { error: "the body names the hold: { \"hold\": name }" });
+      for (const held of session.held.filter((h) => h.name === name)) held.release();
+      return send(response, 204, "");
+    }
     if (request.method === "POST" && path === "/__reset") {
+      for (const held of [...session.held]) held.release();
       session.script = [];
       session.requests = [];
       return send(response, 204, "");
@@ -266,6 +284,23 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
           clearTimeout(timer);
           resolve();
         });
+      });
+      held -= 1;
+    }
+    if (step.hold !== undefined) {
+      const name = step.hold;
+      held += 1;
+      // Released by the test, or given up on by the client (its timeout closes the socket).
+      await new Promise<void>((resolve) => {
+        const entry = {
+          name,
+          release: () => {
+            session.held = session.held.filter((h) => h !== entry);
+            resolve();
+          },
+        };
+        session.held.push(entry);
+        response.on("close", entry.release);
       });
       held -= 1;
     }

@@ -89,7 +89,8 @@ describe("declaring an agent stays inside the caller's scopes", () => {
     expect((await call("PUT", `/v1/agents/${agentId}`, { token: narrow, body: registration(agentId, [`${tenant}:a:*`]) })).status).toBe(201);
     // The wider token may widen it.
     expect((await call("PUT", `/v1/agents/${agentId}`, { token: wide, body: registration(agentId, [`${tenant}:*`]) })).status).toBe(201);
-    // Now the narrower token may not read it, re-narrow it, or reach its memory and documents.
+    // Now the narrower token may not read it, re-narrow it, or reach its memory and documents: to it
+    // the agent is one it may not act on, which answers as an agent that does not exist.
     for (const [method, path, body] of [
       ["GET", `/v1/agents/${agentId}`, undefined],
       ["PUT", `/v1/agents/${agentId}`, registration(agentId, [`${tenant}:a:*`])],
@@ -98,8 +99,9 @@ describe("declaring an agent stays inside the caller's scopes", () => {
       ["PUT", `/v1/agents/${agentId}/documents/identity`, { content: "planted" }],
     ] as const) {
       const res = await call(method, path, { token: narrow, ...(body === undefined ? {} : { body }) });
-      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(res.status, `${method} ${path}`).toBe(404);
       const text = await res.text();
+      expect(text, `${method} ${path}`).toContain("not_found");
       expect(text, `${method} ${path}`).not.toContain(`${tenant}:*`);
     }
     expect(await declarationRows(agentId)).toBe(2);
@@ -136,17 +138,20 @@ describe("reply secrets live in their own namespace", () => {
 });
 
 describe("errors say nothing the caller may not see", () => {
-  it("id_in_use does not name the agent that holds the id", async () => {
+  it("id_in_use, for an id held by a declaration the caller could read anyway, does not name the agent that holds it", async () => {
     const holder = unique("holder");
     const sharedCompactor = unique("cmp");
     const admin = await tokenFor("*");
-    const holderPair = registration(holder, [freshConversation("api:holder")]);
+    const holderConversation = freshConversation("api:holder");
+    const holderPair = registration(holder, [holderConversation]);
     const held = { agent: { ...holderPair.agent, compactorId: sharedCompactor }, compactor: { ...holderPair.compactor, id: sharedCompactor } };
     expect((await call("PUT", `/v1/agents/${holder}`, { token: admin, body: held })).status).toBe(201);
 
     const other = unique("other");
     const conversation = freshConversation("api:other");
-    const token = await tokenFor(conversation, `agent:${other}`);
+    // The caller may act on the holder (its agent scope and sources); one that may not gets the
+    // answer an agent it may not act on gets (the describe block above).
+    const token = await tokenFor(conversation, holderConversation, `agent:${other}`, `agent:${holder}`);
     const mine = registration(other, [conversation]);
     const res = await call("PUT", `/v1/agents/${other}`, {
       token,
@@ -157,6 +162,84 @@ describe("errors say nothing the caller may not see", () => {
     expect(text).toContain("id_in_use");
     expect(text).not.toContain(holder);
     expect(await declarationRows(other)).toBe(0);
+  });
+});
+
+describe("an agent the caller may not act on is, to it, an agent that does not exist", () => {
+  /** Another tenant's agent, declared by an operator, with a document and a memory page of its own. */
+  async function otherTenantsAgent() {
+    const agentId = unique("theirs");
+    const tenant = unique("api:tenantT");
+    const admin = await tokenFor("*");
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token: admin, body: registration(agentId, [`${tenant}:*`]) })).status).toBe(201);
+    const document = await json<{ hash: string }>(await call("PUT", `/v1/agents/${agentId}/documents/identity`, { token: admin, body: { content: "their identity" } }));
+    expect((await call("PUT", `/v1/agents/${agentId}/memory/notes/plan`, { token: admin, body: { content: "their plan" } })).status).toBe(201);
+    return { agentId, tenant, documentHash: document.hash };
+  }
+
+  /** What a caller can observe of one answer: status, code, and the body with the agent id it named taken out. */
+  async function observed(res: Response, agentId: string): Promise<{ status: number; code: string | undefined; body: string }> {
+    const text = await res.text();
+    const code = res.status >= 400 ? (JSON.parse(text) as ErrorBody).error.code : undefined;
+    return { status: res.status, code, body: text.replaceAll(agentId, "<agent>") };
+  }
+
+  it("an agent:* token gets the same answer for another tenant's agent as for an id nobody declared, on every agent route", async () => {
+    const theirs = await otherTenantsAgent();
+    const nobody = unique("nobody");
+    const mine = unique("api:tenantU");
+    const token = await tokenFor("agent:*", `${mine}:*`);
+    const conversation = `${mine}:chat`;
+    expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("u-1", "1", "hello") })).status).toBe(201);
+    const routes = (agentId: string) =>
+      [
+        ["GET", `/v1/agents/${agentId}`, undefined],
+        ["GET", `/v1/agents/${agentId}/documents/identity/${theirs.documentHash}`, undefined],
+        ["GET", `/v1/agents/${agentId}/memory/notes/plan`, undefined],
+        ["PUT", `/v1/agents/${agentId}/memory/notes/plan`, { content: "planted" }],
+        ["DELETE", `/v1/agents/${agentId}/memory/notes/plan`, undefined],
+        ["GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?agent=${agentId}&q=plan`, undefined],
+      ] as const;
+    const theirRoutes = routes(theirs.agentId);
+    const nobodyRoutes = routes(nobody);
+    for (const [i, [method, path, body]] of theirRoutes.entries()) {
+      const [, unknownPath, unknownBody] = nobodyRoutes[i] ?? [];
+      const exists = await observed(await call(method, path, { token, ...(body === undefined ? {} : { body }) }), theirs.agentId);
+      const absent = await observed(await call(method, unknownPath ?? "", { token, ...(unknownBody === undefined ? {} : { body: unknownBody }) }), nobody);
+      expect([exists.status, exists.code], `${method} ${path}`).toEqual([absent.status, absent.code]);
+      expect(exists.status, `${method} ${path}`).toBe(404);
+      expect(exists.body, `${method} ${path}`).not.toContain(theirs.tenant);
+      expect(exists.body, `${method} ${path}`).not.toContain("their");
+    }
+    // The agent's own answer, body and all, is the one an undeclared id gets.
+    const read = await observed(await call("GET", `/v1/agents/${theirs.agentId}`, { token }), theirs.agentId);
+    expect(read).toEqual(await observed(await call("GET", `/v1/agents/${nobody}`, { token }), nobody));
+    // Nothing was planted or removed.
+    const rows = await env.DB.prepare("SELECT COUNT(*) AS n FROM memory_page_versions WHERE agent_id = ?").bind(theirs.agentId).first<{ n: number }>();
+    expect(rows?.n).toBe(1);
+  });
+
+  it("registering a pair that names another tenant's compactor id is refused exactly as naming their agent is, and never as id_in_use", async () => {
+    const theirs = await otherTenantsAgent();
+    const mine = unique("api:tenantV");
+    const token = await tokenFor("agent:*", `${mine}:*`);
+    const agentId = unique("mine");
+    const base = registration(agentId, [`${mine}:*`]);
+    const taken = `${theirs.agentId}.compactor`;
+    const stealing = { agent: { ...base.agent, compactorId: taken }, compactor: { ...base.compactor, id: taken } };
+
+    const compactorTaken = await observed(await call("PUT", `/v1/agents/${agentId}`, { token, body: stealing }), agentId);
+    const agentTaken = await observed(await call("PUT", `/v1/agents/${theirs.agentId}`, { token, body: registration(theirs.agentId, [`${mine}:*`]) }), theirs.agentId);
+    expect(compactorTaken).toEqual(agentTaken);
+    expect(compactorTaken.code).not.toBe("id_in_use");
+    expect(compactorTaken.body).not.toContain(theirs.agentId);
+    expect(compactorTaken.body).not.toContain(taken);
+    expect(await declarationRows(agentId)).toBe(0);
+    // Their agent's own id named as my compactor's: the same answer again.
+    const asCompactor = { agent: { ...base.agent, compactorId: theirs.agentId }, compactor: { ...base.compactor, id: theirs.agentId } };
+    expect(await observed(await call("PUT", `/v1/agents/${agentId}`, { token, body: asCompactor }), agentId)).toEqual(compactorTaken);
+    // With free ids the same request is registered.
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token, body: base })).status).toBe(201);
   });
 });
 

@@ -27,9 +27,14 @@ const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
   conversation: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: "allowed", narrower: "allowed", wildcard: "allowed" },
   // A conversation's extracted memory: the conversation and `agent:<id>`, not every source of the agent.
   conversationAgent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: "allowed", wildcard: "allowed" },
-  // The agent serves `<tenant>:*`: its scope alone, or conversation scopes narrower than its sources, reach nothing.
-  agent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: 403, wildcard: "allowed" },
+  // The agent serves `<tenant>:*`: its scope alone, or conversation scopes narrower than its sources,
+  // reach nothing, and to those tokens the agent answers as one nobody declared (404, as README's
+  // security model says); a token without the agent scope is refused before anything is read (403).
+  agent: { none: 401, otherTenant: 403, agentOnly: 404, conversationOnly: 403, narrower: 404, wildcard: "allowed" },
 };
+
+/** Operations whose conversation is checked before their agent: a token without the conversation is refused there. */
+const CONVERSATION_FIRST: Partial<Record<string, Partial<Record<Caller, number>>>> = { searchMemory: { agentOnly: 403 } };
 
 /** Conversation routes that also act as the agent (its memory pages): they need both scopes. */
 const NEEDS_AGENT = new Set(["searchMemory"]);
@@ -167,7 +172,7 @@ describe("authorization matrix over /openapi.json", () => {
       for (const caller of ordered) {
         calls += 1;
         const { path: url, body } = build(world);
-        const expected = EXPECTED[kind][caller];
+        const expected = CONVERSATION_FIRST[operation.operationId]?.[caller] ?? EXPECTED[kind][caller];
         const before = expected === "allowed" ? undefined : await storageSnapshot();
         const res = await call(method, url, { ...(caller === "none" ? {} : { token: world.tokens[caller] }), ...(body === undefined ? {} : { body }) });
         const label = `${operation.operationId} as ${caller}: ${res.status}`;

@@ -1,6 +1,6 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
 import { conversationStub } from "../../src/durable/stub";
 import worker from "../../src/index";
@@ -179,11 +179,21 @@ describe("compaction end to end (offline compactor)", () => {
     expect(packet.frozen.turns.some((t) => t.text === huge)).toBe(true);
   });
 
-  it("settles a duplicated queue delivery to the same single boundary", async () => {
-    const { conversation, agentId, token } = await setup({ trigger: 2_000, retain: 800 });
+  it("settles a duplicated queue delivery to the same single boundary, paying the model once", async () => {
+    // The compactor is the fake model (profile "fake", the default session): this chain's calls are
+    // the ones naming its own model.
+    const model = `dup-${crypto.randomUUID()}`;
+    const conversation = freshConversation();
+    const agentId = freshAgent();
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, profile: "fake", model, outputMode: "plain" })).status).toBe(201);
+    const modelCalls = async (): Promise<number> =>
+      ((await (await fetch(`${new URL(inject("fakeOpenAiBaseUrl")).origin}/__requests`)).json()) as { body: { model?: string } }[]).filter((r) => r.body.model === model).length;
     await say(token, conversation, 0, 20);
     const { chain } = await settledChain(conversation, agentId, 1);
     const first = chain[0];
+    // One call per compaction of the chain.
+    expect(await modelCalls()).toBe(chain.length);
     const plan = await (await shardOf(conversation)).prepare("SELECT * FROM compaction_plans WHERE run_id = ?").bind(first?.runId).first<{ run_id: string; packet_key: string; packet_hash: string; agent_id: string }>();
     const job = compactionJobSchema.parse({
       type: "compaction",
@@ -192,8 +202,8 @@ describe("compaction end to end (offline compactor)", () => {
       runId: plan?.run_id,
       packetKey: plan?.packet_key,
       packetHash: plan?.packet_hash,
-      model: "test-model",
-      profile: "default",
+      model,
+      profile: "fake",
     });
     const batch = createMessageBatch("foldline-compaction", [
       { id: "dup-1", timestamp: new Date(), attempts: 1, body: job },
@@ -206,6 +216,8 @@ describe("compaction end to end (offline compactor)", () => {
     const after = await readChainBoundaries(await shardOf(conversation), conversation, agentId);
     expect(after.filter((b) => b.runId === first?.runId)).toHaveLength(1);
     expect(after[0]?.hash).toBe(first?.hash);
+    // The duplicates found the run settled and asked the model nothing.
+    expect(await modelCalls()).toBe(chain.length);
   });
 
   it("refuses to settle a fabricated or stale run, and a retired epoch never blocks the new one", async () => {

@@ -238,11 +238,27 @@ describe("GET /v1/conversations/{conversation}/context", () => {
   it("keeps serving after an epoch change: the retired chain is ineligible, not an error", async () => {
     const { conversation, agentId, token } = await setup();
     await say(token, conversation, 0, 20);
-    await idle(conversation, agentId, 1);
+    const retired = (await idle(conversation, agentId, 1)).at(-1);
+    if (retired === undefined) throw new Error("no boundary");
+    expect((await context(token, conversation, agentId)).manifest.boundary?.id).toBe(retired.body.id);
     expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true, prompt: "A new prompt." })).status).toBe(201);
+
+    // Served (200: `context` checks it), and nothing of the retired chain is: no boundary, no envelope.
     const served = await context(token, conversation, agentId);
     expect(served.manifest.boundary).toBeNull();
+    expect(served.manifest.amendment).toBeNull();
+    expect(served.messages.every((m) => m.role === "user" && !m.content.includes("untrusted-history-summary"))).toBe(true);
+    // Exact turns up to the newest, in order: a whole suffix of what was said, every message of it.
+    const said = Array.from({ length: 20 }, (_, i) => `Ada: ${line(i)}`);
     expect(served.messages.length).toBeGreaterThan(0);
+    expect(served.messages.map((m) => m.content)).toEqual(said.slice(said.length - served.messages.length));
+    // Reaching back into what the retired boundary covered: its coverage does not cut the new epoch's
+    // history (the new epoch serves from its own frontier, the newest groups that reach its trigger).
+    expect(Number(served.manifest.tail.firstTurnId?.slice(1))).toBeLessThanOrEqual(retired.coveredThroughSeq);
+    expect(served.messages.reduce((n, m) => n + m.content.length, 0)).toBeGreaterThanOrEqual(2_000);
+    // Ineligible, not an error: the retired chain is kept as it was, and no incident was raised.
+    expect((await readChainBoundaries(await shardOf(conversation), conversation, agentId, retired.epochId)).map((b) => b.hash)).toEqual([retired.hash]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 10)).filter((i) => i.kind === "resolver_failure")).toEqual([]);
   });
 
   it("answers 404 for an agent that does not serve the conversation", async () => {

@@ -1,13 +1,15 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { simulatedD1, simulatedD1Env, simulatedStatementMs } from "../../src/storage/d1-simulation";
 import { shardsOf } from "../../src/storage/shards";
 
 /**
  * The benchmark's D1 simulation: each database a single writer with a fixed service time per
- * statement, calls served first come first served, databases independent of each other. The lower
- * bounds are exact (a call never ends before its turn); the upper bounds only tell parallel from
- * serial, with a wide margin for a busy machine.
+ * statement, calls served first come first served, databases independent of each other. Its schedule
+ * is read on a clock the test moves (the isolate's timers and Date, faked while the calls are
+ * issued and their turns run out), with every real call the simulation lets through recorded, as it
+ * starts, by a recording D1 at the binding edge: when each call was let through is then an exact
+ * number of service times, however fast or loaded the machine is, and nothing is waited for.
  */
 
 const MS = 40;
@@ -37,44 +39,102 @@ describe("simulatedD1Env", () => {
   });
 });
 
+/** `db` recording every call that reaches it, as it starts: the label bound to its (first) statement, and the clock's time. */
+function recording(db: D1Database, log: string[], t0: () => number): D1Database {
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const labels = new WeakMap<object, string>();
+  const record = (label: string) => log.push(`${label}@${(Date.now() - t0()) / MS}`);
+  const wrap = (statement: D1PreparedStatement, label: string): D1PreparedStatement => {
+    const proxy = new Proxy(statement, {
+      get(target, property) {
+        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values), String(values[0]));
+        const value: unknown = Reflect.get(target, property, target);
+        if ((property === "all" || property === "run" || property === "first" || property === "raw") && typeof value === "function") {
+          return (...args: unknown[]) => {
+            record(label);
+            return Reflect.apply(value, target, args) as unknown;
+          };
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    real.set(proxy, statement);
+    labels.set(proxy, label);
+    return proxy;
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === "prepare") return (query: string) => wrap(target.prepare(query), "");
+      if (property === "batch") {
+        return (statements: D1PreparedStatement[]) => {
+          record(labels.get(statements[0] ?? {}) ?? "");
+          return target.batch(statements.map((s) => real.get(s) ?? s));
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A call of `statements` statements (one `first`, or a `batch`), labelled by its first bound value. */
+function callOf(db: D1Database, label: string, statements: number): Promise<unknown> {
+  return statements === 1
+    ? db.prepare("SELECT ? AS v").bind(label).first()
+    : db.batch(Array.from({ length: statements }, (_, i) => db.prepare("SELECT ? AS v").bind(i === 0 ? label : `${label}.${i}`)));
+}
+
+/**
+ * Issues the calls `issue` makes at one instant of a faked clock, runs the clock until every turn is
+ * over, and returns when each call was let through to D1, in service times from that instant. The
+ * calls themselves then finish on real time (they are real D1 calls).
+ */
+async function schedule(issue: (wrap: (db: D1Database) => D1Database) => Promise<unknown>[]): Promise<string[]> {
+  const log: string[] = [];
+  let t0 = 0;
+  vi.useFakeTimers({ toFake: ["Date", "setTimeout"] });
+  let calls: Promise<unknown>[] = [];
+  try {
+    t0 = Date.now();
+    calls = issue((db) => recording(db, log, () => t0));
+    await vi.runAllTimersAsync();
+  } finally {
+    vi.useRealTimers();
+  }
+  await Promise.all(calls);
+  return log;
+}
+
 describe("simulatedD1", () => {
   it("serves one database's calls one after another, each for its statements × the service time, in arrival order", async () => {
-    const db = simulatedD1(env.DB_SHARD_0, "sim-test-one", MS);
-    const order: string[] = [];
-    const started = Date.now();
-    const call = (label: string, statements: number) => {
-      const done =
-        statements === 1
-          ? db.prepare("SELECT ? AS v").bind(label).first()
-          : db.batch(Array.from({ length: statements }, (_, i) => db.prepare("SELECT ? AS v").bind(`${label}${i}`)));
-      return done.then(() => {
-        order.push(label);
-        return Date.now() - started;
-      });
-    };
-    // Three single statements and a batch of three: six statements on one writer.
-    const ends = await Promise.all([call("a", 1), call("b", 3), call("c", 1), call("d", 1)]);
-    expect(order).toEqual(["a", "b", "c", "d"]);
-    expect(ends[0]).toBeGreaterThanOrEqual(MS);
-    expect(ends[1]).toBeGreaterThanOrEqual(4 * MS);
-    expect(ends[3]).toBeGreaterThanOrEqual(6 * MS);
+    const run = crypto.randomUUID();
+    // Three single statements and a batch of three, arriving in this order: six statements on one writer.
+    const log = await schedule((wrap) => {
+      const db = simulatedD1(wrap(env.DB_SHARD_0), `sim-test-one-${run}`, MS);
+      return [callOf(db, "a", 1), callOf(db, "b", 3), callOf(db, "c", 1), callOf(db, "d", 1)];
+    });
+    // Each is let through when its own statements are served, after everything that arrived before it.
+    expect(log).toEqual(["a@1", "b@4", "c@5", "d@6"]);
   });
 
-  it("shares one writer between wrappers of the same database, and lets two databases proceed in parallel", async () => {
-    const k = 5;
-    const calls = (db: D1Database) => Array.from({ length: k }, (_, i) => db.prepare("SELECT ? AS v").bind(i).first());
+  it("shares one writer between wrappers of the same database", async () => {
+    const run = crypto.randomUUID();
+    // Two wrappers of one name (as the Worker and an object each wrap their env): one writer, so the
+    // second's single statement waits for the first's batch of three.
+    const log = await schedule((wrap) => [
+      callOf(simulatedD1(wrap(env.DB_SHARD_1), `sim-test-shared-${run}`, MS), "batch", 3),
+      callOf(simulatedD1(wrap(env.DB_SHARD_1), `sim-test-shared-${run}`, MS), "single", 1),
+    ]);
+    expect(log).toEqual(["batch@3", "single@4"]);
+  });
 
-    // Two wrappers of one name (as the Worker and an object each wrap their env): one writer.
-    let started = Date.now();
-    await Promise.all([...calls(simulatedD1(env.DB_SHARD_1, "sim-test-shared", MS)), ...calls(simulatedD1(env.DB_SHARD_1, "sim-test-shared", MS))]);
-    const shared = Date.now() - started;
-    expect(shared).toBeGreaterThanOrEqual(2 * k * MS);
-
-    // Two databases: each has its own writer, so both finish in about the time of one.
-    started = Date.now();
-    await Promise.all([...calls(simulatedD1(env.DB_SHARD_0, "sim-test-x", MS)), ...calls(simulatedD1(env.DB_SHARD_1, "sim-test-y", MS))]);
-    const parallel = Date.now() - started;
-    expect(parallel).toBeGreaterThanOrEqual(k * MS);
-    expect(parallel).toBeLessThan(2 * k * MS * 0.8);
+  it("lets two databases proceed in parallel: neither waits for the other's turns", async () => {
+    const run = crypto.randomUUID();
+    // x's batch of three arrives first; y's single statement is served after one service time, not after x's three.
+    const log = await schedule((wrap) => [
+      callOf(simulatedD1(wrap(env.DB_SHARD_0), `sim-test-x-${run}`, MS), "batch", 3),
+      callOf(simulatedD1(wrap(env.DB_SHARD_1), `sim-test-y-${run}`, MS), "single", 1),
+    ]);
+    expect(log).toEqual(["single@1", "batch@3"]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { insertIncidentStatement } from "../../src/storage/compaction-store";
+import { closeIncidents, insertIncidentStatement, raiseIncident } from "../../src/storage/compaction-store";
 import { register } from "../support/declarations";
 import { placedShardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
@@ -7,12 +7,15 @@ import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from
 
 interface Incident {
   id: number;
-  agentId: string;
+  agentId: string | null;
   runId: string | null;
   kind: string;
   code: string;
   message: string;
   createdAt: string;
+  count: number;
+  lastSeenAt: string;
+  open: boolean;
 }
 
 interface IncidentPage {
@@ -80,8 +83,10 @@ describe("GET /v1/conversations/{conversation}/incidents", () => {
     expect(listed.nextAfter).toBeNull();
     expect(listed.incidents).toHaveLength(1);
     const [incident] = listed.incidents;
-    expect(incident).toMatchObject({ agentId, runId: failedRun?.body.runId, kind: "plan_failure", code: "tail_group_too_large" });
-    expect(Object.keys(incident ?? {}).sort()).toEqual(["agentId", "code", "createdAt", "id", "kind", "message", "runId"]);
+    // A failed plan is an event: one incident, seen once, not open.
+    expect(incident).toMatchObject({ agentId, runId: failedRun?.body.runId, kind: "plan_failure", code: "tail_group_too_large", count: 1, open: false });
+    expect(incident?.lastSeenAt).toBe(incident?.createdAt);
+    expect(Object.keys(incident ?? {}).sort()).toEqual(["agentId", "code", "count", "createdAt", "id", "kind", "lastSeenAt", "message", "open", "runId"]);
     expect(incident?.message.length).toBeGreaterThan(0);
     expect(Number.isNaN(Date.parse(incident?.createdAt ?? ""))).toBe(false);
     // Private evidence, never the conversation's content.
@@ -142,5 +147,67 @@ describe("GET /v1/conversations/{conversation}/incidents", () => {
     expect((await call("GET", incidentsPath(mine), { token: theirToken })).status).toBe(403);
     // No token at all is unauthorized, like every /v1 route.
     expect((await call("GET", incidentsPath(mine))).status).toBe(401);
+  });
+});
+
+describe("an incident that repeats while open (migration 0017)", () => {
+  const condition = (conversationId: string, createdAt: string) => ({
+    conversationId,
+    agentId: "repeat-agent",
+    runId: null,
+    kind: "resolver_failure" as const,
+    code: "divergent_hash",
+    message: "packet_unreadable: the head's packet was altered",
+    createdAt,
+  });
+
+  it("is one row per (conversation, agent, kind, code) while open: a repeat counts on it, a second open row cannot be stored, and a closed one is left for the next", async () => {
+    const conversation = freshConversation();
+    const db = await placedShardOf(conversation);
+    const token = await tokenFor(conversation);
+    const first = await raiseIncident(db, condition(conversation, "2026-12-01T10:00:00.000Z"));
+    expect(first).toMatchObject({ count: 1, notified: false });
+    const again = await raiseIncident(db, { ...condition(conversation, "2026-12-01T10:05:00.000Z"), message: "a later wording" });
+    expect(again).toEqual({ ...first, count: 2 });
+    // Another agent, or another code, is another incident.
+    await raiseIncident(db, { ...condition(conversation, "2026-12-01T10:06:00.000Z"), code: "fork" });
+    await raiseIncident(db, { ...condition(conversation, "2026-12-01T10:06:00.000Z"), agentId: "other-agent" });
+    // The database itself refuses a second open row for the key, whoever writes it.
+    await expect(
+      db
+        .prepare(
+          `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open)
+           VALUES (?, 'repeat-agent', NULL, 'resolver_failure', 'divergent_hash', 'forged', ?, 1, ?, 1)`,
+        )
+        .bind(conversation, "2026-12-01T10:07:00.000Z", "2026-12-01T10:07:00.000Z")
+        .run(),
+    ).rejects.toThrow(/UNIQUE/);
+
+    const [row] = (await page(token, conversation)).incidents;
+    expect(row).toMatchObject({ id: first.id, count: 2, open: true, createdAt: "2026-12-01T10:00:00.000Z", lastSeenAt: "2026-12-01T10:05:00.000Z", message: "packet_unreadable: the head's packet was altered" });
+
+    // Closed (what it concerns works again): kept with its count; the next occurrence is a new incident.
+    expect(await closeIncidents(db, conversation, "repeat-agent", "resolver_failure")).toBe(2);
+    const reopened = await raiseIncident(db, condition(conversation, "2026-12-01T11:00:00.000Z"));
+    expect(reopened.id).toBeGreaterThan(first.id);
+    expect(reopened.count).toBe(1);
+    const listed = (await page(token, conversation)).incidents;
+    expect(listed.map((i) => [i.agentId, i.code, i.count, i.open])).toEqual([
+      ["repeat-agent", "divergent_hash", 2, false],
+      ["repeat-agent", "fork", 1, false],
+      ["other-agent", "divergent_hash", 1, true],
+      ["repeat-agent", "divergent_hash", 1, true],
+    ]);
+  });
+
+  it("stores an event as its own closed row, however often the same code recurs", async () => {
+    const conversation = freshConversation();
+    const token = await tokenFor(conversation);
+    await recordIncident(conversation, "model_timeout");
+    await recordIncident(conversation, "model_timeout");
+    expect((await page(token, conversation)).incidents.map((i) => [i.code, i.count, i.open])).toEqual([
+      ["model_timeout", 1, false],
+      ["model_timeout", 1, false],
+    ]);
   });
 });

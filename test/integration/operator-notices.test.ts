@@ -53,6 +53,11 @@ describe("incident summaries for the operator", () => {
     }
   });
 
+  it("names the conversation's own bookkeeping for an incident of no agent", () => {
+    const notice = incidentNotice(withOperator("7001:-100555"), incident({ agentId: null, runId: null, kind: "wake_failure", code: "catch_up" }));
+    expect(notice?.text).toBe("Foldline incident: wake_failure catch_up — the conversation's own bookkeeping in telegram:7001:42");
+  });
+
   it("sends nothing without an operator chat", () => {
     expect(incidentNotice(withOperator(""), incident({}))).toBeUndefined();
     expect(incidentNotice(withOperator("not-a-chat"), incident({}))).toBeUndefined();

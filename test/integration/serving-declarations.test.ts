@@ -1,9 +1,14 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { scopesAllow } from "../../src/core/conversation-id";
-import { servingDeclarations } from "../../src/storage/compaction-store";
+import { canonicalRegistration, epochOf, registrationSchema } from "../../src/core/declarations";
+import { sha256Hex } from "../../src/core/hash";
+import { compactorPrompt } from "../../src/core/prompts";
+import { SERVING_CONFIRM_MS } from "../../src/durable/chain-book";
+import { insertDeclaration, servingDeclarations } from "../../src/storage/compaction-store";
 import { pair, register } from "../support/declarations";
-import { call, tokenFor } from "./helpers";
+import { shardOf } from "../support/shards";
+import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
  * Which declarations serve a conversation, found through `declaration_sources` (migration 0007)
@@ -88,5 +93,58 @@ describe("servingDeclarations", () => {
   it("keeps source rows immutable", async () => {
     await expect(env.DB.prepare("UPDATE declaration_sources SET prefix = '' WHERE agent_id LIKE ?").bind(`srv-${run}-%`).run()).rejects.toThrow(/immutable/);
     await expect(env.DB.prepare("DELETE FROM declaration_sources WHERE agent_id LIKE ?").bind(`srv-${run}-%`).run()).rejects.toThrow(/immutable/);
+  });
+});
+
+describe("the stale window of a registration that stored its declaration but did not publish it", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A declaration written as `registerAgent` writes it, without raising the shards' copies of the revision: a registration that failed half way. */
+  async function storeUnpublished(body: unknown): Promise<void> {
+    const registration = canonicalRegistration(registrationSchema.parse(body));
+    const prompt = compactorPrompt(registration.compactor.outputMode, registration.compactor.prompt);
+    const written = await insertDeclaration(env.DB, registration, epochOf(registration, prompt), prompt, sha256Hex(prompt), new Date().toISOString());
+    expect(written.kind).toBe("created");
+  }
+
+  async function skippedRunFor(conversation: string, compactorId: string, messageId: string): Promise<boolean> {
+    const shard = await shardOf(conversation);
+    const source = await shard.prepare("SELECT seq FROM events WHERE conversation_id = ? AND kind = 'source' AND json_extract(body, '$.messageId') = ?").bind(conversation, messageId).first<{ seq: number }>();
+    const run = await shard.prepare("SELECT 1 AS found FROM events WHERE conversation_id = ? AND idempotency_key = ?").bind(conversation, `run:pf_${compactorId}_${source?.seq ?? -1}:skipped`).first();
+    return run !== null;
+  }
+
+  it(`is at most SERVING_CONFIRM_MS: the object confirms the declarations with the control database once it has passed`, async () => {
+    // The clock of this isolate, which the conversation's object shares, fixed and moved by the test:
+    // the window is read exactly, never waited for.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
+    const conversation = freshConversation(`${space}:stale`);
+    const agentId = `srv-${run}-stale`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const body = pair({ agentId, sources: [conversation], trigger: 50_000 });
+    expect((await call("PUT", `/v1/agents/${agentId}`, { token, body })).status).toBe(201);
+    const compactorId = body.compactor.id;
+    const say = async (messageId: string) => {
+      expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(messageId, messageId, `message ${messageId}`) })).status).toBe(201);
+    };
+    // The object now holds the declarations serving the conversation, confirmed at this instant.
+    await say("m1");
+    await say("m2");
+    expect(await skippedRunFor(conversation, compactorId, "m2")).toBe(true);
+
+    // The agent disabled by a registration that stored its declaration and failed before publishing.
+    await storeUnpublished({ agent: { ...body.agent, enabled: false }, compactor: { ...body.compactor, enabled: false } });
+    // Inside the window the object trusts what it holds, and the shard's copy agrees with it: the
+    // disabled agent's compactor still records this source's preflight.
+    vi.setSystemTime(Date.now() + SERVING_CONFIRM_MS - 1_000);
+    await say("m3");
+    expect(await skippedRunFor(conversation, compactorId, "m3")).toBe(true);
+
+    // Past it, the object asks the control database, finds the agent disabled, and records nothing for it.
+    vi.setSystemTime(Date.now() + SERVING_CONFIRM_MS);
+    await say("m4");
+    expect(await skippedRunFor(conversation, compactorId, "m4")).toBe(false);
   });
 });

@@ -19,6 +19,22 @@ import { say, sayUntilPlanned, sentJobs, sentNotices, setup } from "./harness";
  * nothing else is allowed to move the chain.
  */
 
+/**
+ * The plan watchdog as the object stores it, the platform alarm, and the chain as the object
+ * describes it, read until two reads of the storage agree around the description: the watchdog
+ * re-arms every period, so a single read could straddle a firing.
+ */
+async function steadyWatchdog(stub: ReturnType<typeof conversationStub>, conversation: string, agentId: string) {
+  const stored = () =>
+    runInDurableObject(stub, async (_instance, state) => ({ wake: await state.storage.get<{ kind: string; runId: string; at: number }>(`wake:watchdog:${agentId}`), alarm: await state.storage.getAlarm() }));
+  return waitFor(async () => {
+    const before = await stored();
+    const state = await stub.describeChain(conversation, agentId);
+    const after = await stored();
+    return JSON.stringify(before) === JSON.stringify(after) ? { state, ...after } : undefined;
+  }, "a steady read of the watchdog");
+}
+
 describe("compaction stays live without new messages", () => {
   it("re-sends the vanished job of a back-to-back plan from its own watchdog, pages once it stalls, and settles when the job runs", async () => {
     const { conversation, agentId, token, stub } = await setup();
@@ -38,16 +54,22 @@ describe("compaction stays live without new messages", () => {
       return incidents.find((i) => i.kind === "compaction_stalled" && i.runId === second);
     }, "a compaction_stalled incident for the second plan", 20_000);
     expect(stalled.code).toBe("plan_stalled");
-    const state = await stub.describeChain(conversation, agentId);
+    // The plan is still open and its watchdog armed: what the object says is the deadline it stores,
+    // and the one platform alarm is set no later than it (read as state, never against the clock).
+    const { state, wake, alarm } = await steadyWatchdog(stub, conversation, agentId);
     expect(state?.openRunId).toBe(second);
     expect(state?.openPlan?.dispatches).toBeGreaterThanOrEqual(2);
-    expect(state?.openPlan?.nextWakeAt).toBeGreaterThan(Date.now() - 1_000);
+    expect(wake).toMatchObject({ kind: "plan_watchdog", runId: second });
+    expect(state?.openPlan?.nextWakeAt).toBe(wake?.at);
+    expect(alarm).not.toBeNull();
+    expect(alarm).toBeLessThanOrEqual(wake?.at ?? 0);
     // The operator sees it: the listing's health and the inspector name the plan, its age, re-sends and the page.
     const listing = await json<{ health: ChainHealth }>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/chain?agent=${agentId}`, { token }));
     expect(listing.health.openPlan).toMatchObject({ runId: second, failedAttempts: 0 });
     expect(listing.health.openPlan?.ageSeconds).toBeGreaterThanOrEqual(3);
     expect(listing.health.openPlan?.dispatches).toBeGreaterThanOrEqual(2);
-    expect(Date.parse(listing.health.openPlan?.nextWakeAt ?? "")).toBeGreaterThan(Date.now() - 2_000);
+    // Armed at least a watchdog period (1 s here) after the plan was made.
+    expect(Date.parse(listing.health.openPlan?.nextWakeAt ?? "")).toBeGreaterThanOrEqual(Date.parse(listing.health.openPlan?.createdAt ?? "") + 1_000);
     expect(listing.health.lastFailure).toMatchObject({ kind: "compaction_stalled", code: "plan_stalled", runId: second });
     const page = await inspectorPage(token, conversationPath(conversation, { agent: agentId }));
     expect(page).toMatch(/data-testid="chain-health" data-state="in-flight"/);
@@ -179,15 +201,19 @@ describe("compaction stays live without new messages", () => {
     expect(await runInDurableObject(stub, (_instance, state) => state.storage.get(key))).toBeUndefined();
 
     // A crash between the boundary and the watchdog's removal leaves it behind, due and past the
-    // stall threshold. The platform alarm is set a minute out, so only the test fires it.
+    // stall threshold, with the alarm set for it. Whoever fires the alarm (the platform, or the test
+    // when the platform has not yet), the state it leaves is what is checked.
     const epochId = settled?.epochId ?? "";
     await runInDurableObject(stub, async (_instance, state) => {
       const now = Date.now();
       await state.storage.put(key, { kind: "plan_watchdog", at: now - 1, agentId, epochId, runId, planCreatedAt: now - 60_000, dispatches: 1, stalledReported: false });
-      await state.storage.setAlarm(now + 60_000);
+      await state.storage.setAlarm(now);
     });
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
-    const after = await runInDurableObject(stub, async (_instance, state) => ({ wake: await state.storage.get(key), alarm: await state.storage.getAlarm() }));
+    await runDurableObjectAlarm(stub);
+    const after = await waitFor(async () => {
+      const read = await runInDurableObject(stub, async (_instance, state) => ({ wake: await state.storage.get(key), alarm: await state.storage.getAlarm() }));
+      return read.wake === undefined ? read : undefined;
+    }, "the stale watchdog handled");
     expect(after).toEqual({ wake: undefined, alarm: null });
     expect((await readIncidents(await shardOf(conversation), conversation, 50)).filter((i) => i.kind === "compaction_stalled")).toEqual([]);
     expect(await stub.describeChain(conversation, agentId)).toMatchObject({ headId: settled?.headId, openRunId: null, openPlan: null });

@@ -19,8 +19,21 @@ export const problemSchema = z.strictObject({
   }),
 });
 
-/** What every `/v1` route can answer: it authenticates, then checks the path's conversation or agent against the token's scopes. */
-export const SCOPED_CODES = ["unauthorized", "forbidden", "validation_failed", "unsafe_characters"] as const satisfies readonly ErrorCode[];
+/** The header every `unavailable` answer carries (`http/errors.ts`). */
+const RETRY_AFTER = {
+  "Retry-After": {
+    description: "seconds to wait before retrying the same request (also `retryAfterSeconds` in the body)",
+    required: true,
+    schema: { type: "integer", minimum: 1 },
+  },
+} as const;
+
+/**
+ * What every `/v1` route can answer: it authenticates, then checks the path's conversation or agent
+ * against the token's scopes; and since the token is read from D1, a storage failure answers
+ * `unavailable` (503, `Retry-After`) on every one of them.
+ */
+export const SCOPED_CODES = ["unauthorized", "forbidden", "validation_failed", "unsafe_characters", "unavailable"] as const satisfies readonly ErrorCode[];
 
 /** What a route with a query can answer besides: the query's shape. */
 export const QUERY_CODES = ["validation_failed"] as const satisfies readonly ErrorCode[];
@@ -31,7 +44,8 @@ export const BODY_CODES = ["invalid_json", "validation_failed", "payload_too_lar
 /**
  * The error responses of an operation that can answer with `codes`, one per status (from
  * `ERROR_STATUS`), each the `Problem` schema with its code narrowed to the ones of that status.
- * `internal` is added to every operation: any route can fail unexpectedly (`app.onError`).
+ * `internal` is added to every operation: any route can fail unexpectedly (`app.onError`). The
+ * `unavailable` response (503) also describes its `Retry-After` header.
  */
 export function problems(...codes: readonly (ErrorCode | readonly ErrorCode[])[]): Record<string, ResponseConfig> {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -43,6 +57,7 @@ export function problems(...codes: readonly (ErrorCode | readonly ErrorCode[])[]
       String(status),
       {
         description: statusCodes.map((code) => `\`${code}\``).join(", "),
+        ...(status === ERROR_STATUS.unavailable ? { headers: RETRY_AFTER } : {}),
         content: {
           "application/json": {
             schema: {

@@ -23,8 +23,15 @@ export interface MediaTypeObject {
   readonly schema?: JsonSchema;
 }
 
+export interface HeaderObject {
+  readonly description: string;
+  readonly required?: boolean;
+  readonly schema: JsonSchema;
+}
+
 export interface ResponseObject {
   readonly description: string;
+  readonly headers?: Readonly<Record<string, HeaderObject>>;
   readonly content?: Readonly<Record<string, MediaTypeObject>>;
 }
 
