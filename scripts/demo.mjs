@@ -276,8 +276,9 @@ async function report() {
 
 /**
  * Asks the memory questions whose answers the served context (boundary + tail) no longer holds,
- * and ends on the first one an extracted memory page still holds: the memory search names the page
- * and the messages its fact came from, and compose serves the answer in the memory envelope
+ * and ends on the first one an extracted memory page still holds: the memory search finds it (as
+ * the page's entry or the exact message it came from) with its messages, and compose serves the
+ * answer in the memory envelope
  * (recalled as the page's entry or as the exact older turn it was taken from, whichever recall
  * ranked first; untrusted history either way, never instructions). False when no forgotten fact
  * is both on a page and served.
@@ -289,9 +290,11 @@ async function memoryQuestion(context) {
   const extracted = (listing.pages ?? []).filter((p) => p.path.startsWith("extracted/"));
   say(`\n── Memory: ${extracted.length} pages extracted from this conversation as the chain settled (GET …/memory/pages?agent=${DEMO_AGENT_ID})`);
   for (const pick of MEMORY_QUESTIONS.filter((q) => !served.includes(q.answer))) {
-    const search = expectStatus("searching memory", await call("GET", `${conversationPath}/memory/search?agent=${DEMO_AGENT_ID}&q=${encodeURIComponent(pick.question)}&limit=20`), [200]);
-    const page = (search.results ?? []).find((r) => r.type === "page" && String(r.path).startsWith("extracted/") && String(r.content).includes(pick.answer));
+    const page = await pageHolding(extracted, pick.answer);
     if (page === undefined) continue;
+    const search = expectStatus("searching memory", await call("GET", `${conversationPath}/memory/search?agent=${DEMO_AGENT_ID}&q=${encodeURIComponent(pick.question)}&limit=20`), [200]);
+    const found = (search.results ?? []).find((r) => String(r.content).includes(pick.answer));
+    if (found === undefined) continue;
     const composed = expectStatus("composing with recall", await call("POST", `${conversationPath}/compose`, { agent: DEMO_AGENT_ID, prompt: { text: pick.question } }), [200]);
     const memory = (composed.request?.messages ?? []).find((m) => typeof m.content === "string" && m.content.includes('kind="memory"'));
     if (memory === undefined || !String(memory.content).includes(pick.answer)) continue;
@@ -299,13 +302,27 @@ async function memoryQuestion(context) {
     say(`   question: "${pick.question}"`);
     say(`   "${pick.answer}" is in neither the boundary nor the exact tail any more; the page ${page.path} holds it:`);
     for (const line of String(page.content).split("\n").filter((l) => l.includes(pick.answer)).slice(0, 2)) say(`   │ ${clip(line, 116)}`);
-    say(`   from message(s) ${(page.sources ?? []).map((s) => `${s.messageId} (seq ${s.seq})`).join(", ") || "of another conversation"}`);
-    say(`   compose served it in a memory envelope of ${listed?.envelopeChars ?? 0} characters (${listed?.pages?.length ?? 0} page entries, ${listed?.turns?.length ?? 0} older turns):`);
+    say(`   memory search finds it as ${found.type === "entry" ? `the page's entry ${found.key}` : found.type === "turn" ? "the exact older message it was taken from" : `the page ${found.path}`}, from message(s) ${(found.sources ?? []).map((s) => `${s.messageId} (seq ${s.seq})`).join(", ")}`);
+    say(`   compose served it in a memory envelope of ${listed?.envelopeChars ?? 0} characters (${listed?.pages?.length ?? 0} page(s), ${listed?.turns?.length ?? 0} older turn(s)):`);
     for (const line of String(memory.content).split("\n").filter((l) => l.includes(pick.answer)).slice(0, 2)) say(`   │ ${clip(line, 116)}`);
     return true;
   }
   say("   no fact the served context forgot is held by a memory page and served");
   return false;
+}
+
+/**
+ * The first of the conversation's extracted pages whose current text holds `answer`, read through
+ * the conversation (`GET …/memory/pages/{path}?agent=`).
+ * @param {{ path: string }[]} pages
+ * @param {string} answer
+ */
+async function pageHolding(pages, answer) {
+  for (const { path } of pages) {
+    const page = expectStatus("reading a memory page", await call("GET", `${conversationPath}/memory/pages/${path.split("/").map(encodeURIComponent).join("/")}?agent=${DEMO_AGENT_ID}`), [200]);
+    if (String(page.content).includes(answer)) return page;
+  }
+  return undefined;
 }
 
 /** Characters of every turn's text: what an agent without Foldline would be sent each time. */
