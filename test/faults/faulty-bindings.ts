@@ -1,4 +1,5 @@
 import { mapDatabases } from "../../src/storage/shards";
+import { interceptD1 } from "../support/d1-intercept";
 
 /**
  * Bindings that fail on purpose: every call the code makes to a D1 database, the R2 bucket or the
@@ -103,40 +104,9 @@ const CTE_WRITE_SQL = /^\s*WITH\b[\s\S]*\b(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
 const writes = (sql: string): boolean => WRITE_SQL.test(sql) || CTE_WRITE_SQL.test(sql);
 const brief = (sql: string): string => sql.replace(/\s+/g, " ").trim().slice(0, 80);
 
-/** `db` with every call under `plan`. Statements stay proxies of the real ones, which `batch` hands back to D1 (it takes no others). */
+/** `db` with every call under `plan`. */
 export function faultyD1(db: D1Database, binding: string, plan: FaultPlan, side: Side): D1Database {
-  const real = new WeakMap<object, D1PreparedStatement>();
-  const sqlOf = new WeakMap<object, string>();
-  const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
-    const proxy = new Proxy(statement, {
-      get(target, property) {
-        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
-        if (property === "run" || property === "all" || property === "first" || property === "raw") {
-          return (...args: unknown[]) =>
-            plan.call("d1", side, binding, property, writes(sql), brief(sql), () => Reflect.apply(Reflect.get(target, property, target) as (...a: unknown[]) => Promise<unknown>, target, args));
-        }
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    real.set(proxy, statement);
-    sqlOf.set(proxy, sql);
-    return proxy;
-  };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
-      if (property === "batch") {
-        return (statements: D1PreparedStatement[]) => {
-          const sql = statements.map((s) => sqlOf.get(s) ?? "");
-          return plan.call("d1", side, binding, "batch", sql.some(writes), sql.map(brief).join(" ; "), () => target.batch(statements.map((s) => real.get(s) ?? s)));
-        };
-      }
-      if (property === "exec") return (sql: string) => plan.call("d1", side, binding, "exec", writes(sql), brief(sql), () => target.exec(sql));
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  return interceptD1(db, (call, run) => plan.call("d1", side, binding, call.method, call.sql.some(writes), call.sql.map(brief).join(" ; "), run));
 }
 
 const R2_CALLS = new Set(["get", "head", "put", "list", "delete", "createMultipartUpload"]);

@@ -1,6 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { conversationStub } from "../../src/durable/stub";
+import type { D1Call } from "../support/d1-intercept";
+import { interceptD1 } from "../support/d1-intercept";
 
 /**
  * Faults at the binding edge for the seams tests: a conversation's object is handed an env whose
@@ -10,11 +12,7 @@ import { conversationStub } from "../../src/durable/stub";
 /** The platform's wording for a D1 call that lost its connection (D1's list of retryable errors). */
 export const CONNECTION_LOST = "D1_ERROR: Network connection lost.";
 
-/** One call that waits on D1: a statement's `run`/`all`/`first`/`raw`, or one `batch`, with its SQL. */
-export interface D1Call {
-  readonly method: "run" | "all" | "first" | "raw" | "batch";
-  readonly sql: readonly string[];
-}
+export type { D1Call };
 
 /**
  * What happens to a call: `before`, it is refused before D1 sees it; `after`, D1 commits it and the
@@ -22,42 +20,13 @@ export interface D1Call {
  */
 export type Verdict = { readonly when: "before" | "after"; readonly error: () => unknown } | undefined;
 
-/** `db` with every call judged by `judge`. Statements are proxies of the real ones, which `batch` hands back to D1 (it takes no others). */
+/** `db` with every call judged by `judge`. */
 export function faultyD1(db: D1Database, judge: (call: D1Call) => Verdict): D1Database {
-  const real = new WeakMap<object, D1PreparedStatement>();
-  const sqlOf = new WeakMap<object, string>();
-  const under = async <T>(call: D1Call, run: () => Promise<T>): Promise<T> => {
+  return interceptD1(db, async (call, run) => {
     const verdict = judge(call);
     if (verdict === undefined) return run();
     if (verdict.when === "after") await run();
     throw verdict.error();
-  };
-  const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
-    const proxy = new Proxy(statement, {
-      get(target, property) {
-        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
-        if (property === "run" || property === "all" || property === "first" || property === "raw") {
-          const method = Reflect.get(target, property, target) as (...args: unknown[]) => Promise<unknown>;
-          return (...args: unknown[]) => under({ method: property, sql: [sql] }, () => Reflect.apply(method, target, args) as Promise<unknown>);
-        }
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    real.set(proxy, statement);
-    sqlOf.set(proxy, sql);
-    return proxy;
-  };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
-      if (property === "batch") {
-        return (statements: D1PreparedStatement[]) =>
-          under({ method: "batch", sql: statements.map((s) => sqlOf.get(s) ?? "") }, () => target.batch(statements.map((s) => real.get(s) ?? s)));
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
   });
 }
 
