@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { extractionRunId } from "./extraction-plan";
 import type { Wake } from "./wakeups";
 
 /**
@@ -44,11 +45,35 @@ export function wakeFailureStep(previous: WakeStreak | undefined, now: number, b
 
 /** Whose deadline it is: an agent's chain, or (null) the conversation's own bookkeeping. */
 export function wakeAgent(wake: Wake): string | null {
-  return wake.kind === "catch_up" ? null : wake.agentId;
+  switch (wake.kind) {
+    case "catch_up":
+      return null;
+    case "extraction":
+      return wake.job.agentId;
+    case "plan_watchdog":
+    case "replan":
+      return wake.agentId;
+  }
+}
+
+/** The run a deadline is about, when it is about one: a plan's, or the extraction's own run id. */
+export function wakeRun(wake: Wake): string | null {
+  switch (wake.kind) {
+    case "plan_watchdog":
+      return wake.runId;
+    case "extraction":
+      return extractionRunId(wake.job.runId);
+    case "catch_up":
+    case "replan":
+      return null;
+  }
 }
 
 /** The incident's message: codes, counts and the error's own words (never conversation text), bounded. */
 export function wakeFailureMessage(wake: Wake, failures: number, retryAt: number, error: unknown): string {
   const said = error instanceof Error ? error.message : String(error);
+  if (wake.kind === "extraction") {
+    return `the extraction of ${wake.job.boundaryId} could not be sent again ${failures} times in a row, retried with backoff (next at ${new Date(retryAt).toISOString()}): ${said.slice(0, 300)}`;
+  }
   return `the ${wake.kind} deadline failed ${failures} times in a row, retried with backoff (next at ${new Date(retryAt).toISOString()}): ${said.slice(0, 300)}`;
 }

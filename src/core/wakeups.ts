@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { extractJobSchema } from "./jobs";
+import type { ExtractJob } from "./jobs";
 
 /**
  * The deadlines a conversation's object must keep across evictions and restarts. Each is a row of
@@ -14,6 +16,12 @@ import { z } from "zod";
  *   waiting for a new message.
  * - `catch_up`: bookkeeping that failed after an append was acknowledged; when it fires, every
  *   chain that was already active re-checks its trigger.
+ * - `extraction`: a settled boundary whose extraction is owed. The queue consumer sends the job
+ *   once, after settling, and nothing else would send it again (a settled run's redelivery is
+ *   acked unrun), so a send that failed, timed out or lost its answer would drop it for good. The
+ *   deadline is kept until the shard shows the extraction seen (`extractionStep`), and each time
+ *   it fires unseen the job is sent again, with backoff; a send that keeps failing is a failing
+ *   deadline like any other (`core/wake-retries`): one incident, never one per attempt.
  */
 
 export const wakeSchema = z.discriminatedUnion("kind", [
@@ -30,14 +38,28 @@ export const wakeSchema = z.discriminatedUnion("kind", [
   }),
   z.strictObject({ kind: z.literal("replan"), at: z.number().int(), agentId: z.string(), epochId: z.string(), failures: z.number().int().positive() }),
   z.strictObject({ kind: z.literal("catch_up"), at: z.number().int() }),
+  z.strictObject({
+    kind: z.literal("extraction"),
+    at: z.number().int(),
+    /** The job the settled boundary owes, sent again exactly as it is (extraction is idempotent per run). */
+    job: extractJobSchema,
+    settledAt: z.number().int(),
+    /** How many times the object sent the job again (the consumer's own send is not counted). */
+    resends: z.number().int().nonnegative(),
+  }),
 ]);
 export type Wake = z.infer<typeof wakeSchema>;
 export type PlanWatchdog = Extract<Wake, { kind: "plan_watchdog" }>;
+export type ExtractionWake = Extract<Wake, { kind: "extraction" }>;
 
-/** Storage keys: one watchdog and one re-plan per agent (a chain has one plan open at a time), one catch-up. */
+/**
+ * Storage keys: one watchdog and one re-plan per agent (a chain has one plan open at a time), one
+ * catch-up, and one owed extraction per settled run (several boundaries can await theirs at once).
+ */
 export const wakeKey = {
   watchdog: (agentId: string): string => `wake:watchdog:${agentId}`,
   replan: (agentId: string): string => `wake:replan:${agentId}`,
+  extraction: (compactionRunId: string): string => `wake:extraction:${compactionRunId}`,
   catchUp: "wake:catch_up",
   prefix: "wake:",
 } as const;
@@ -96,4 +118,40 @@ const BACKOFF_MAX_MS = 3_600_000;
 /** The re-plan after the `failures`-th consecutive dead-lettered plan: exponential, at most an hour. */
 export function replanWake(agentId: string, epochId: string, failures: number, baseMs: number, now: number): Wake {
   return { kind: "replan", agentId, epochId, failures, at: now + Math.min(baseMs * 2 ** Math.max(0, failures - 1), BACKOFF_MAX_MS) };
+}
+
+/**
+ * The extraction a boundary about to be stored owes, first due once its grace has passed: the
+ * consumer's own send normally has it running well before then, and the deadline then only sees
+ * that it ran. Armed before the boundary commits, so no boundary is ever stored without it (one
+ * left for a settle that never committed finds no boundary and is dropped).
+ */
+export function armExtraction(job: ExtractJob, now: number, graceMs: number): ExtractionWake {
+  return { kind: "extraction", at: now + graceMs, job, settledAt: now, resends: 0 };
+}
+
+/**
+ * What the shard holds about an owed extraction (`storage/extraction-store`): the boundary that owes
+ * it, a completed extraction run, and a delivery of its job that failed (a failed attempt's incident).
+ */
+export interface ExtractionEvidence {
+  readonly settled: boolean;
+  readonly completed: boolean;
+  readonly attempted: boolean;
+}
+
+export type ExtractionStep = { readonly action: "drop" } | { readonly action: "resend"; readonly next: ExtractionWake };
+
+/**
+ * A due extraction deadline. Dropped once the extraction was seen: completed, or delivered and failed
+ * (the queue then owns it: it retries the job, and its dead letter records the abandonment; every
+ * failed attempt is already an incident). Dropped too when no boundary exists: the settle that armed
+ * it never committed, and one that does arms it again. Otherwise the job is sent again and the
+ * deadline re-armed, each wait twice the one before, at most an hour: a job that is only slow to run
+ * is sent again rarely, and a copy that crosses it is harmless.
+ */
+export function extractionStep(wake: ExtractionWake, evidence: ExtractionEvidence, now: number, graceMs: number): ExtractionStep {
+  if (!evidence.settled || evidence.completed || evidence.attempted) return { action: "drop" };
+  const resends = wake.resends + 1;
+  return { action: "resend", next: { ...wake, resends, at: now + Math.min(graceMs * 2 ** resends, BACKOFF_MAX_MS) } };
 }

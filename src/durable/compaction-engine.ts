@@ -14,6 +14,7 @@ import type { HotChain } from "./hot-chain";
 import { observe } from "./hot-chain";
 import { Planner } from "./planner";
 import { ContextServer } from "./context-server";
+import { ExtractionWatch } from "./extraction-watch";
 import type { SettleError } from "../core/settle-checks";
 import type { RunState } from "./settlement";
 import { Settlement } from "./settlement";
@@ -27,7 +28,7 @@ import type { Wakeups } from "./wakeups";
  * `core/packet-builder`, `core/context-manifest`, `core/compaction-plan`, `core/boundary`), the
  * hot state of each chain is `hot-chain`, and each reason to change has its part: loading and
  * activation (`chain-book`), planning (`planner`), settlement and backoff (`settlement`), serving
- * (`context-server`), plan watchdogs (`watchdogs`).
+ * (`context-server`), plan watchdogs (`watchdogs`), owed extractions (`extraction-watch`).
  */
 
 /** A chain as its conversation's object holds it: position, what is in flight, and its next deadlines. */
@@ -51,6 +52,7 @@ export class CompactionEngine {
   readonly #book: ChainBook;
   readonly #reader: ActiveReader;
   readonly #watchdogs: Watchdogs;
+  readonly #extractions: ExtractionWatch;
   readonly #planner: Planner;
   readonly #settlement: Settlement;
   readonly #server: ContextServer;
@@ -61,7 +63,8 @@ export class CompactionEngine {
     this.#book = new ChainBook(this.#deps, this.#watchdogs);
     this.#reader = new ActiveReader(this.#deps);
     this.#planner = new Planner(this.#deps, this.#reader, this.#watchdogs);
-    this.#settlement = new Settlement(this.#deps, this.#book, this.#planner, this.#watchdogs);
+    this.#extractions = new ExtractionWatch(this.#deps);
+    this.#settlement = new Settlement(this.#deps, this.#book, this.#planner, this.#watchdogs, this.#extractions);
     this.#server = new ContextServer(this.#deps, this.#book, this.#reader);
   }
 
@@ -135,6 +138,8 @@ export class CompactionEngine {
    * The handler leaves the wake deleted or re-armed later, never due.
    */
   async onWake(key: string, wake: Wake, now: Date): Promise<void> {
+    // An owed extraction outlives its chain's epoch and declaration: it needs neither.
+    if (wake.kind === "extraction") return this.#extractions.onWake(key, wake, now);
     const { wakes } = this.#deps;
     const serving = await this.#book.serving();
     if (wake.kind === "catch_up") {

@@ -19,6 +19,7 @@ import { readChainAnchor } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
 import type { ChainBook } from "./chain-book";
 import type { EngineDeps } from "./engine-deps";
+import type { ExtractionWatch } from "./extraction-watch";
 import type { HotChain } from "./hot-chain";
 import { advanceHead, latestSource } from "./hot-chain";
 import type { Planner } from "./planner";
@@ -41,7 +42,8 @@ const refuse = (refusal: SettleRefusal): { ok: false; error: { code: SettleError
  * Settlement and backoff: a compactor's validated output becomes the chain's next boundary only
  * for the current plan of the current epoch whose previous boundary is still the head; failed
  * attempts are private evidence; a plan whose retries are exhausted is closed and the chain backs
- * off exponentially before it plans again.
+ * off exponentially before it plans again. Every boundary settles with the extraction it owes kept
+ * by the object (`extraction-watch`) until the extraction is seen.
  */
 export class Settlement {
   constructor(
@@ -49,6 +51,7 @@ export class Settlement {
     private readonly book: ChainBook,
     private readonly planner: Planner,
     private readonly watchdogs: Watchdogs,
+    private readonly extractions: ExtractionWatch,
   ) {}
 
   async settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Settled> {
@@ -76,6 +79,9 @@ export class Settlement {
       model,
       createdAt: now.toISOString(),
     });
+    // Before the boundary, as a plan's watchdog is before the plan: the consumer's one send of the
+    // extraction job can fail, and nothing else would ever send it.
+    await this.extractions.arm(declaration, runId, boundary.body.id, now);
     await this.#store(declaration, plan, packet, boundary, content, model);
     // The boundary is durable: from here on the run is settled, whatever else fails.
     try {

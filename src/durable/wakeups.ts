@@ -1,7 +1,7 @@
 import type { Wake } from "../core/wakeups";
 import { earliestWake, wakeKey, wakeSchema } from "../core/wakeups";
 import type { WakeStreak } from "../core/wake-retries";
-import { WAKE_RETRY_BASE_MS, wakeAgent, wakeFailureMessage, wakeFailureStep, wakeStreakSchema } from "../core/wake-retries";
+import { WAKE_RETRY_BASE_MS, wakeAgent, wakeFailureMessage, wakeFailureStep, wakeRun, wakeStreakSchema } from "../core/wake-retries";
 import { raiseIncident } from "../incidents";
 import { closeIncidents } from "../storage/compaction-store-incidents";
 import { conversationDb } from "../storage/shards";
@@ -113,7 +113,7 @@ export async function wakeFailed(env: Env, book: WakeupBook, conversationId: str
       {
         conversationId,
         agentId: wakeAgent(wake),
-        runId: wake.kind === "plan_watchdog" ? wake.runId : null,
+        runId: wakeRun(wake),
         kind: "wake_failure",
         code: wake.kind,
         message: wakeFailureMessage(wake, step.streak.failures, step.retryAt, error),

@@ -1,10 +1,8 @@
 import { lacksTokenUsage } from "../core/boundary";
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
-import { extractionRunId } from "../core/extraction-plan";
 import { packetSchema } from "../core/packet";
 import { describeThrown } from "../core/thrown";
 import { conversationStub } from "../durable/stub";
-import { recordIncident } from "../incidents";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
 import { livePages } from "../api/served-memory";
@@ -35,6 +33,10 @@ import { deliverText } from "../telegram/dispatch";
  *   plan; the conversation's object then backs off and re-plans from an alarm.
  * - Settling is idempotent, so a copy that raced another to the model yields the same boundary,
  *   never a second one.
+ * - A settled boundary's extraction is handed off at least once: the consumer sends its job once,
+ *   and the conversation's object keeps it owed from before the boundary was stored until the
+ *   extraction is seen, sending it again when it is not (`durable/extraction-watch`). So a failed
+ *   hand-off is neither a retry of the compaction nor an incident.
  * - A batch holds jobs of many conversations and they run side by side: one job's hanging call
  *   never holds up another's (only a conversation's replies, and one chat's notices, wait for the
  *   one before them: that is the order their chat reads them in). Each job has a deadline
@@ -207,24 +209,17 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
 
 /**
  * Queues the extraction of a boundary this delivery settled, after settling, so it never runs
- * before its boundary exists. A copy of the job that comes later finds the run settled and queues
- * nothing, so this send has no second chance: one that fails is an incident (the boundary stands,
- * its facts are not extracted), not a retry of a compaction that is done.
+ * before its boundary exists. A send that fails says nothing to anyone: it may have queued the
+ * job and lost only its answer, and either way the object that settled the boundary already keeps
+ * the extraction owed and sends it again unless it is seen (`durable/extraction-watch`). An
+ * incident here would be false when the message was queued, and is the object's to raise when
+ * its own sends keep failing.
  */
 async function handOff(env: Env, extraction: ExtractJob): Promise<void> {
   try {
     await env.JOB_QUEUE.send(extraction);
   } catch (error) {
     const thrown = describeThrown(error);
-    console.error("could not queue an extraction", { runId: extraction.runId, code: thrown.code, message: thrown.message });
-    await recordIncident(env, {
-      conversationId: extraction.conversationId,
-      agentId: extraction.agentId,
-      runId: extractionRunId(extraction.runId),
-      kind: "extraction_failure",
-      code: "handoff_failed",
-      message: `the extraction of ${extraction.boundaryId} could not be queued: ${thrown.message.slice(0, 800)}`,
-      createdAt: new Date().toISOString(),
-    });
+    console.warn("an extraction's hand-off failed; its conversation's object sends it again if it is not seen", { runId: extraction.runId, code: thrown.code, message: thrown.message });
   }
 }

@@ -21,7 +21,9 @@ import { conversationDb } from "../storage/shards";
  * facts' sources. The pages are the conversation's: they live on its shard beside the log they
  * cite (migrations/shard/0016), and are served only as core/memory-privacy allows.
  *
- * - A run already recorded complete is done: a redelivered job pays no second model call.
+ * - A run already recorded complete is done: a redelivered job, or a copy the conversation's
+ *   object sent again while the extraction looked unseen (`durable/extraction-watch`), pays no
+ *   second model call.
  * - The slice is the settled boundary's packet, re-read and re-verified from R2 by its hash.
  * - Merging is idempotent by source event, so a job redelivered mid-run writes no second version.
  * - A model error or an unusable reply is a failed attempt: a failed run event and an incident,

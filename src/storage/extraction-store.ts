@@ -1,10 +1,12 @@
 import { sha256Hex } from "../core/hash";
+import type { ExtractionEvidence } from "../core/wakeups";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
  * (migrations/shard/0016_conversation_memory.sql, 0012_memory_provenance.sql): the merged versions
- * of the conversation's extracted pages with their provenance, the completed extraction runs, and
- * the event hashes a slice's facts cite. The reads of those pages are conversation-memory-store's.
+ * of the conversation's extracted pages with their provenance, the completed extraction runs, what
+ * the shard shows of an extraction still owed, and the event hashes a slice's facts cite. The reads
+ * of those pages are conversation-memory-store's.
  *
  * A merged version is written only over the head it was merged from (optimistic concurrency: two
  * extractions of one page cannot both build on the same version and lose one's facts), and its
@@ -89,6 +91,26 @@ export async function writeMergedVersion(
 /** Whether the extraction run was recorded complete: a redelivered job then has nothing to do. */
 export async function extractionRecorded(db: D1Database, runId: string): Promise<boolean> {
   return (await db.prepare("SELECT 1 AS found FROM extraction_runs WHERE run_id = ?").bind(runId).first<{ found: number }>()) !== null;
+}
+
+/**
+ * What the shard shows of the extraction a settled run owes (`core/wakeups` `extractionStep`), in one
+ * read by three keys: the run's boundary (`boundaries.run_id`, unique), its completed extraction
+ * (`extraction_runs`, by the extraction's run id), and a delivery of its job that failed (an
+ * `extraction_failure` incident under that run id, `incidents_by_run`; the dead letter's
+ * `retries_exhausted` is one too). `handoff_failed` rows, which an earlier version wrote when its one
+ * send of the job failed, say the opposite: that no delivery was ever made.
+ */
+export async function readExtractionEvidence(db: D1Database, compactionRunId: string, extractionRunId: string): Promise<ExtractionEvidence> {
+  const row = await db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM boundaries WHERE run_id = ?1) AS settled,
+              EXISTS (SELECT 1 FROM extraction_runs WHERE run_id = ?2) AS completed,
+              EXISTS (SELECT 1 FROM incidents WHERE run_id = ?2 AND kind = 'extraction_failure' AND code <> 'handoff_failed') AS attempted`,
+    )
+    .bind(compactionRunId, extractionRunId)
+    .first<{ settled: number; completed: number; attempted: number }>();
+  return { settled: row?.settled === 1, completed: row?.completed === 1, attempted: row?.attempted === 1 };
 }
 
 export interface ExtractionRunRecord {

@@ -1,5 +1,8 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sha256Hex } from "../../src/core/hash";
+import { wakeKey } from "../../src/core/wakeups";
+import { conversationStub } from "../../src/durable/stub";
 import { createApiToken } from "../../src/storage/token-store";
 import { shardsOf } from "../../src/storage/shards";
 import { pair } from "../support/declarations";
@@ -420,9 +423,13 @@ const compaction: Operation<ReaderState> = {
   stored: chainState,
   duplicates: (s) => duplicateKeys(s.conversation),
   async lost(s) {
-    // Acked is done: the queue never delivers it again, so the boundary must exist.
+    // Acked is done: the queue never delivers it again, so the boundary must exist, and so must
+    // the object's deadline for the extraction it owes: the consumer's one send of that job is
+    // the only other, and it may be the call that failed (durable/extraction-watch).
     const row = await (await shardOf(s.conversation)).prepare("SELECT 1 AS found FROM boundaries WHERE run_id = ?").bind(s.runId).first();
-    return row === null ? [`the job was acked, and run ${s.runId} has no boundary`] : [];
+    if (row === null) return [`the job was acked, and run ${s.runId} has no boundary`];
+    const owed = await runInDurableObject(conversationStub(env, s.conversation), (_instance, state) => state.storage.get(wakeKey.extraction(s.runId)));
+    return owed === undefined ? [`the job was acked, and nothing keeps the extraction of run ${s.runId}'s boundary owed`] : [];
   },
   async next(run, s) {
     const context = await run.fetch("GET", contextPath(s), s.admin);
