@@ -3,6 +3,7 @@ import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
 import { parsePage } from "../core/fact-merge";
 import type { MemoryReader } from "../core/memory-privacy";
+import { agentReader } from "../core/memory-privacy";
 import { factRefusal, pageRefusal, servingRefusal } from "../core/memory-privacy";
 import { currentDeclaration } from "../storage/compaction-store";
 import { getConversationPage, listConversationPages, MAX_LIST_CONVERSATION_PAGES, readConversationFactSources } from "../storage/conversation-memory-store";
@@ -38,7 +39,7 @@ async function reading(env: Env, principal: ApiPrincipal, conversationId: Scoped
   if (!agentId.ok) return agentId;
   const declaration = await currentDeclaration(env.DB, agentId.value);
   if (declaration === undefined) return fail("not_found", `agent ${agentId.value} has no declaration serving this conversation`);
-  const reader: MemoryReader = { conversationId, sources: declaration.registration.agent.sources, scopes: principal.scopes };
+  const reader = agentReader(conversationId, declaration.registration.agent, principal.scopes);
   const refusal = servingRefusal(reader);
   if (refusal !== undefined) return { ok: false, error: memoryRefused(agentId.value, refusal) };
   return ok({ agentId: agentId.value, reader, shard: await conversationDb(env, conversationId) });

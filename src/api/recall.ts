@@ -4,7 +4,7 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
 import type { MemoryReader } from "../core/memory-privacy";
-import { factRefusal } from "../core/memory-privacy";
+import { agentReader, factRefusal } from "../core/memory-privacy";
 import { DEFAULT_MEMORY_BUDGET_CHARS, packMemory, recallQueryTextSchema } from "../core/recall";
 import type { RecallCandidate, RecalledEntryHit } from "../core/recall-rank";
 import { currentDeclaration } from "../storage/compaction-store";
@@ -15,7 +15,7 @@ import { agentInScope } from "./access";
 import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
 import { recallCandidates } from "./served-memory";
 import { validate } from "./validation";
-import { conversationDb } from "../storage/shards";
+import { conversationDb, shardsOf } from "../storage/shards";
 
 /**
  * Recall search for one agent in one conversation: what the agent would be served from memory for
@@ -43,7 +43,15 @@ function resultView(hit: RecallCandidate, entrySources: ReadonlyMap<RecalledEntr
     case "turn":
       return { type: hit.type, snippet: hit.snippet, content: hit.content, sources: [{ messageId: hit.messageId, seq: hit.seq }] } satisfies Wire<typeof recallResultSchema>;
     case "entry":
-      return { type: hit.type, path: hit.path, key: hit.key, snippet: hit.statement, content: hit.statement, sources: [...(entrySources.get(hit) ?? [])] } satisfies Wire<typeof recallResultSchema>;
+      return {
+        type: hit.type,
+        path: hit.path,
+        key: hit.key,
+        ...(hit.elsewhere === undefined ? {} : { conversationId: hit.elsewhere }),
+        snippet: hit.statement,
+        content: hit.statement,
+        sources: [...(entrySources.get(hit) ?? [])],
+      } satisfies Wire<typeof recallResultSchema>;
     case "page":
       return { type: hit.type, path: hit.path, snippet: hit.snippet, content: hit.content, sources: [] } satisfies Wire<typeof recallResultSchema>;
   }
@@ -55,8 +63,14 @@ function resultView(hit: RecallCandidate, entrySources: ReadonlyMap<RecalledEntr
  */
 async function entrySources(shard: D1Database, reader: MemoryReader, agentId: string, hits: readonly RecallCandidate[]): Promise<Map<RecalledEntryHit, Source[]>> {
   const entries = hits.filter((hit): hit is RecalledEntryHit => hit.type === "entry");
-  const pages = Map.groupBy(entries, (entry) => `${entry.version}:${entry.path}`);
   const sources = new Map<RecalledEntryHit, Source[]>();
+  // Another conversation's entry is sourced by the line it was served from: its provenance rows are
+  // on that conversation's shard, and the rule let the reader have that conversation's fact.
+  for (const entry of entries) if (entry.elsewhere !== undefined) sources.set(entry, entry.seq === undefined ? [] : [{ messageId: entry.messageId, seq: entry.seq }]);
+  const pages = Map.groupBy(
+    entries.filter((entry) => entry.elsewhere === undefined),
+    (entry) => `${entry.version}:${entry.path}`,
+  );
   for (const group of pages.values()) {
     const [first] = group;
     if (first === undefined) continue;
@@ -81,10 +95,10 @@ export async function searchMemory(env: Env, principal: ApiPrincipal, conversati
     return fail("not_found", `agent ${agentId.value} has no enabled declaration serving this conversation`);
   }
   const shard = await conversationDb(env, conversationId);
-  const reader: MemoryReader = { conversationId, sources: agent.sources, scopes: principal.scopes };
+  const reader = agentReader(conversationId, agent, principal.scopes);
   const budget = agent.context.memoryBudgetChars ?? DEFAULT_MEMORY_BUDGET_CHARS;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive };
-  const candidates = await recallCandidates({ control: db, shard }, { ...reader, agentId: agent.id }, view, q, budget);
+  const candidates = await recallCandidates({ control: db, shard, shards: shardsOf(env).map((s) => s.db) }, { ...reader, agentId: agent.id }, view, q, budget);
   const hits = packMemory(candidates, budget).hits.slice(0, limit);
   const sources = await entrySources(shard, reader, agent.id, hits);
   return ok({ results: hits.map((hit) => resultView(hit, sources)) });

@@ -350,6 +350,8 @@ export const recallResultSchema = z.strictObject({
   path: memoryPathSchema.optional(),
   /** An entry's fact key on its page. */
   key: z.string().optional(),
+  /** The conversation an entry was said in, when it is another than the one searched (an agent that shares memory); its sources are that conversation's messages. */
+  conversationId: z.string().optional(),
   snippet: z.string(),
   content: z.string(),
   sources: z.array(recallSourceSchema),

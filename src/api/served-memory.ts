@@ -3,7 +3,7 @@ import type { MemoryReader, MemoryRefusal } from "../core/memory-privacy";
 import { pageAuthor, pageRefusal, servingRefusal } from "../core/memory-privacy";
 import type { RecallCandidate, RecalledPageHit } from "../core/recall-rank";
 import { fuseByRank, rankCandidates } from "../core/recall-rank";
-import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages } from "../storage/conversation-memory-store";
+import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages, searchSharedPages } from "../storage/conversation-memory-store";
 import type { RecalledPage } from "../storage/memory-store";
 import { livePagePaths, packWithinBudget, recallPages } from "../storage/memory-store";
 import type { TurnView } from "../storage/recall-store";
@@ -14,14 +14,20 @@ import { searchPages, searchTurns } from "../storage/recall-store";
  * serves pages: context and compose (durable/memory-serving), search (api/recall), the compactor's
  * recall (durable/planner) and its references (queue/consumer). Two stores, each read where it
  * lives: the pages people wrote for the agent in the control database, and the extracted pages of
- * the conversation being served on its shard; never another conversation's, never two shards.
+ * the conversation being served on its shard; another conversation's only for an agent that
+ * shares memory (`memorySharing: "agent"`), searched on every shard and offered to the rule.
  */
 
 export interface MemoryDatabases {
   readonly control: D1Database;
   /** The shard of the reader's conversation. */
   readonly shard: D1Database;
+  /** Every shard (`shardsOf`): where an agent that shares memory may have facts of its other conversations. */
+  readonly shards: readonly D1Database[];
 }
+
+/** What a compaction reads memory from: the control database and its conversation's shard (its recall never shares, `compactionReader`). */
+export type ConversationDatabases = Pick<MemoryDatabases, "control" | "shard">;
 
 /** A reader of one agent's memory. */
 export interface AgentMemoryReader extends MemoryReader {
@@ -40,6 +46,8 @@ export function memoryRefused(agentId: string, refusal: MemoryRefusal): AppError
       return { code: "forbidden", message: "this token is not scoped to the conversation the memory comes from" };
     case "other_conversation":
       return { code: "forbidden", message: "memory extracted from one conversation is served in that conversation only" };
+    case "direct_chat":
+      return { code: "forbidden", message: "memory extracted from a direct chat is served in that chat only" };
     case "unsourced":
       return { code: "not_found", message: "no memory with a source this conversation may be served" };
   }
@@ -59,18 +67,37 @@ const allowed =
  */
 export async function servedPages(db: MemoryDatabases, reader: AgentMemoryReader, text: string, limit: number): Promise<ServedPageHit[]> {
   if (servingRefusal(reader) !== undefined) return [];
-  const [person, extracted] = await Promise.all([
+  const [person, extracted, shared] = await Promise.all([
     searchPages(db.control, reader.agentId, text, limit),
     searchConversationPages(db.shard, reader.conversationId, reader.agentId, text, limit),
+    reader.sharing === "agent" ? sharedPages(db, reader, text, limit) : [],
   ]);
-  return fuseByRank<ServedPageHit>(extracted.filter(allowed(reader)), person.filter(allowed(reader)));
+  return fuseByRank<ServedPageHit>(fuseByRank<ServedPageHit>(extracted.filter(allowed(reader)), person.filter(allowed(reader))), shared);
+}
+
+/**
+ * A shared search reads this many times `limit` per shard before the rule filters: pages of
+ * conversations the reader may not be served (a direct chat, one outside the caller's scopes)
+ * would otherwise take every place.
+ */
+const SHARED_OVERREAD = 4;
+
+/**
+ * The extracted pages of the agent's other conversations that match `text` and that the rule lets
+ * the reader have, at most `limit`: every shard searched at once (the agent's conversations may be
+ * on any), each shard's best first, the shards' lists fused by rank (their bm25 statistics differ).
+ */
+async function sharedPages(db: MemoryDatabases, reader: AgentMemoryReader, text: string, limit: number): Promise<ServedPageHit[]> {
+  const found = await Promise.all(db.shards.map((shard) => searchSharedPages(shard, reader.agentId, reader.conversationId, text, limit * SHARED_OVERREAD)));
+  const lists = found.map((hits) => hits.filter(allowed(reader)).map((hit) => ({ ...hit, elsewhere: hit.conversationId })));
+  return lists.reduce<ServedPageHit[]>((fused, list) => fuseByRank<ServedPageHit>(fused, list), []).slice(0, limit);
 }
 
 /**
  * A compaction packet's pages: the conversation's own extracted pages and the agent's pages most
  * relevant to the slice, whole, fused by rank, at most `budgetChars` in all and `maxPages` pages.
  */
-export async function packetPages(db: MemoryDatabases, reader: AgentMemoryReader, sliceText: string, budgetChars: number, maxPages: number): Promise<RecalledPage[]> {
+export async function packetPages(db: ConversationDatabases, reader: AgentMemoryReader, sliceText: string, budgetChars: number, maxPages: number): Promise<RecalledPage[]> {
   if (budgetChars <= 0 || maxPages <= 0 || servingRefusal(reader) !== undefined) return [];
   const [person, ranked] = await Promise.all([
     recallPages(db.control, reader.agentId, sliceText, budgetChars, maxPages),
@@ -97,7 +124,7 @@ export async function packetPages(db: MemoryDatabases, reader: AgentMemoryReader
  * extracted pages. Only whether a path exists is read, for the conversation the packet was planned
  * in; nothing of another conversation is looked up.
  */
-export async function livePages(db: MemoryDatabases, compaction: Pick<AgentMemoryReader, "agentId" | "conversationId">, paths: readonly string[]): Promise<Set<string>> {
+export async function livePages(db: ConversationDatabases, compaction: Pick<AgentMemoryReader, "agentId" | "conversationId">, paths: readonly string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   const [person, extracted] = await Promise.all([
     livePagePaths(db.control, compaction.agentId, paths.filter((path) => pageAuthor(path) === "person")),

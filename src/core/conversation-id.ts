@@ -68,6 +68,17 @@ export function telegramRoute(conversationId: string): TelegramRoute | undefined
   return threadId === undefined || threadId < 1 ? undefined : { botId, chatId, threadId };
 }
 
+/**
+ * Whether the conversation is a direct (one-to-one) chat: a Telegram chat with a positive id is a
+ * private chat with one user (groups, supergroups and channels are negative). An `api:` key says
+ * nothing of who is in it, so it is never taken for one: a bot that keys private conversations
+ * through the API declares them with sharing off (`memorySharing`).
+ */
+export function isDirectChat(conversationId: string): boolean {
+  const route = telegramRoute(conversationId);
+  return route !== undefined && route.chatId > 0;
+}
+
 /** A `<botId>:<chatId>` pair (the operator's chat), or undefined when the text is not one. */
 export function telegramChatRef(text: string): { botId: string; chatId: number } | undefined {
   const match = CHAT_REF.exec(text);

@@ -54,7 +54,18 @@ export const contextPolicySchema = z.strictObject({
    * the field existed keep their canonical form, and so their epoch.
    */
   memoryBudgetChars: z.number().int().min(0).max(200_000).optional(),
+  /**
+   * Where a fact extracted from one of the agent's conversations may be served
+   * (core/memory-privacy): only in the conversation it was said in (`conversation`), or in every
+   * conversation the agent serves (`agent`), except a fact said in a direct chat, which never
+   * leaves it, and never past the caller's scopes. Absent means `conversation`: left unset, like
+   * `memoryBudgetChars`, so that declarations registered before the field keep their canonical form.
+   */
+  memorySharing: z.enum(["conversation", "agent"]).optional(),
 });
+
+/** Where an agent's extracted facts may be served (`memorySharing`). */
+export type MemorySharing = NonNullable<z.infer<typeof contextPolicySchema>["memorySharing"]>;
 
 export const compactionPolicySchema = z
   .strictObject({

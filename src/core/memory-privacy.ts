@@ -1,4 +1,5 @@
-import { scopesAllow } from "./conversation-id";
+import { isDirectChat, scopesAllow } from "./conversation-id";
+import type { AgentDeclaration, MemorySharing } from "./declarations";
 import { EXTRACTED_PREFIX } from "./fact-extraction";
 
 /**
@@ -12,9 +13,16 @@ import { EXTRACTED_PREFIX } from "./fact-extraction";
  * - a person's page (`PUT /v1/agents/{agent}/memory/{path}`, never under `extracted/`) is written
  *   for the agent by someone who may change it, and is served in every conversation the agent
  *   currently serves;
- * - an extracted fact is what someone said in one conversation. It is served only in that
- *   conversation, and only while that conversation is within the agent's current sources and
- *   within the caller's scopes. Extracted memory that names no conversation is served nowhere.
+ * - an extracted fact is what someone said in one conversation. By default it is served only in
+ *   that conversation. An agent whose declaration opts in (`memorySharing: "agent"`) is served it
+ *   in its other conversations too, except a fact said in a direct chat (`isDirectChat`), which
+ *   never leaves it. Either way only while the conversation it was said in is within the agent's
+ *   current sources and within the caller's scopes: a token never receives a fact whose
+ *   conversation it may not read. Extracted memory that names no conversation is served nowhere.
+ *
+ * The compactor's recall never shares (`compactionReader`): a boundary is served to every reader
+ * of its conversation, so a fact from elsewhere summarized into it would reach readers that may
+ * not read where it was said.
  *
  * Declaring an agent elsewhere (new sources) therefore retires every fact of the conversations it
  * no longer serves, without touching them: they stay stored, as history does.
@@ -38,6 +46,18 @@ export interface MemoryReader {
    * compactor's recall, a reply): the agent's reach is its sources.
    */
   readonly scopes: readonly string[] | undefined;
+  /** Whether facts of the agent's other conversations may be served here (the declaration's `memorySharing`). */
+  readonly sharing: MemorySharing;
+}
+
+/** The reader `agent` is served as in `conversationId`, for a caller with `scopes` (undefined: the service itself, as the agent). */
+export function agentReader(conversationId: string, agent: Pick<AgentDeclaration, "sources" | "context">, scopes: readonly string[] | undefined): MemoryReader {
+  return { conversationId, sources: agent.sources, scopes, sharing: agent.context.memorySharing ?? "conversation" };
+}
+
+/** The reader a compaction of `conversationId` recalls as: the agent itself, its own conversation's facts only. */
+export function compactionReader(conversationId: string, sources: readonly string[]): MemoryReader {
+  return { conversationId, sources, scopes: undefined, sharing: "conversation" };
 }
 
 export type MemoryRefusal =
@@ -45,8 +65,10 @@ export type MemoryRefusal =
   | { readonly reason: "not_served"; readonly conversationId: string }
   /** The conversation is outside the caller's scopes. */
   | { readonly reason: "not_readable"; readonly conversationId: string }
-  /** A fact said in another conversation than the one being served. */
+  /** A fact said in another conversation than the one being served, to an agent that does not share. */
   | { readonly reason: "other_conversation"; readonly conversationId: string; readonly servedIn: string }
+  /** A fact said in a direct chat, asked for in another conversation: never shared. */
+  | { readonly reason: "direct_chat"; readonly conversationId: string; readonly servedIn: string }
   /** Extracted memory with no conversation of its own (an extracted page an older version kept agent-wide). */
   | { readonly reason: "unsourced" };
 
@@ -68,7 +90,9 @@ export function factRefusal(reader: MemoryReader, saidIn: string): MemoryRefusal
   if (served !== undefined) return served;
   const reach = reachRefusal(reader, saidIn);
   if (reach !== undefined) return reach;
-  return saidIn === reader.conversationId ? undefined : { reason: "other_conversation", conversationId: saidIn, servedIn: reader.conversationId };
+  if (saidIn === reader.conversationId) return undefined;
+  if (reader.sharing !== "agent") return { reason: "other_conversation", conversationId: saidIn, servedIn: reader.conversationId };
+  return isDirectChat(saidIn) ? { reason: "direct_chat", conversationId: saidIn, servedIn: reader.conversationId } : undefined;
 }
 
 /**

@@ -36,6 +36,12 @@ export interface RecalledPageHit {
   readonly content: string;
   readonly snippet: string;
   readonly rank: number;
+  /**
+   * The conversation an extracted page of another conversation was kept with, for an agent that
+   * shares memory across its conversations (core/memory-privacy); absent for the conversation being
+   * served and for a person's pages. Its messages and seqs are that conversation's, not this one's.
+   */
+  readonly elsewhere?: string;
 }
 
 export interface RecalledTurnHit {
@@ -85,7 +91,12 @@ export interface RecalledEntryHit {
   readonly messageId: string;
   /** That message's seq in the conversation's log; absent on lines written before it was recorded. */
   readonly seq?: number;
+  /** Another conversation the fact was said in (its page's `elsewhere`); its message and seq are that conversation's. */
+  readonly elsewhere?: string;
 }
+
+/** Which page an entry or a page is: its path, in the conversation it is kept with when that is another one. */
+export const pageKey = (hit: { readonly path: string; readonly elsewhere?: string | undefined }): string => (hit.elsewhere === undefined ? hit.path : `${hit.elsewhere}\n${hit.path}`);
 
 /** A page's entries; a page not in the extracted format (one a person wrote) has none and is served whole. */
 export function entriesOf(page: RecalledPageHit): RecalledEntryHit[] {
@@ -97,10 +108,11 @@ export function entriesOf(page: RecalledPageHit): RecalledEntryHit[] {
     key,
     // The agent is served the statement and the message it came from; the rest of the line (its
     // ref, its position) is provenance, which the manifest carries (the page version and keys).
-    content: `- ${key}: ${entry.current.statement} (msg ${entry.current.messageId})`,
+    content: `- ${key}: ${entry.current.statement} (msg ${entry.current.messageId}${page.elsewhere === undefined ? "" : ` in ${page.elsewhere}`})`,
     statement: entry.current.statement,
     messageId: entry.current.messageId,
     ...(entry.current.seq === undefined ? {} : { seq: entry.current.seq }),
+    ...(page.elsewhere === undefined ? {} : { elsewhere: page.elsewhere }),
   }));
 }
 
@@ -153,8 +165,9 @@ export type RecallCandidate = RecalledEntryHit | RecalledPageHit | RecalledTurnH
 export function rankCandidates(queryText: string, pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[], beforeSeq = Number.POSITIVE_INFINITY): RecallCandidate[] {
   const turnWords = new Map<string, Set<string>[]>();
   for (const turn of turns) turnWords.set(shownId(turn.messageId), [...(turnWords.get(shownId(turn.messageId)) ?? []), wordsOf(turn)]);
+  // Another conversation's fact has no turn here (its message id and seq name that conversation's log).
   const taken = (entry: RecalledEntryHit): boolean =>
-    entry.seq === undefined ? (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words)) : entry.seq >= beforeSeq;
+    entry.elsewhere === undefined && (entry.seq === undefined ? (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words)) : entry.seq >= beforeSeq);
   const fromPages = pages.flatMap((page): (RecalledEntryHit | RecalledPageHit)[] => {
     const entries = entriesOf(page);
     return entries.length === 0 ? [page] : entries.filter((entry) => !taken(entry));

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { authorLabel, escapeEnvelopeText, indentContinuation, renderEnvelope } from "./render";
 import type { NativeMessage } from "./render";
 import type { RecallCandidate, RecalledEntryHit, RecalledPageHit, RecalledTurnHit } from "./recall-rank";
-import { restates, wordsOf } from "./recall-rank";
+import { pageKey, restates, wordsOf } from "./recall-rank";
 
 /**
  * Recall for the agent: what a search over its memory pages and the conversation's exact turns
@@ -22,12 +22,14 @@ export const DEFAULT_MEMORY_BUDGET_CHARS = 4_000;
 /** A turn's id as reconstruction names it (`s<seq>` for a message, `p<seq>` for a reply). */
 export const turnIdOf = (hit: Pick<RecalledTurnHit, "role" | "seq">): string => `${hit.role === "user" ? "s" : "p"}${hit.seq}`;
 
-const SEPARATOR = "\n\n";
+const SEPARATOR = "\n";
 
-const pageHeader = (hit: { readonly path: string; readonly version: number }): string => `[memory page ${hit.path} (version ${hit.version})]`;
+/** A page's header: its path and version, and the conversation it was extracted from when that is another one. */
+const pageHeader = (hit: { readonly path: string; readonly version: number; readonly elsewhere?: string | undefined }): string =>
+  `[memory page ${hit.path} (version ${hit.version}${hit.elsewhere === undefined ? "" : `, from ${hit.elsewhere}`})]`;
 
 /*
- * The envelope's items start at the margin: `[earlier message …]`, `[memory page …]` and an
+ * The envelope's items start at the margin: `[msg …]`, `[memory page …]` and an
  * extracted page's `- key: …` lines (each one line: statements are). Every line of stored text
  * after an item's first is indented (`indentContinuation`), a page's whole content below its
  * header, so no message or page can start a line that passes for an item.
@@ -36,7 +38,7 @@ const pageHeader = (hit: { readonly path: string; readonly version: number }): s
 /** A turn as the agent reads it inside the memory envelope. */
 function renderTurn(hit: RecalledTurnHit): string {
   const speaker = hit.role === "user" ? authorLabel({ id: hit.authorId, ...(hit.authorName === null ? {} : { name: hit.authorName }) }) : `reply of ${hit.authorId}`;
-  return `[earlier message ${hit.messageId}] ${speaker}: ${indentContinuation(hit.content)}`;
+  return `[msg ${hit.messageId}] ${speaker}: ${indentContinuation(hit.content)}`;
 }
 
 /** A page served whole: its header, then its content, every line indented. */
@@ -56,9 +58,9 @@ export function renderRecalled(hits: readonly RecallCandidate[]): string {
     if (hit.type === "turn") blocks.push(renderTurn(hit));
     else if (hit.type === "page") blocks.push(pageBlock(hit));
     else {
-      const at = pageBlocks.get(hit.path);
+      const at = pageBlocks.get(pageKey(hit));
       if (at === undefined) {
-        pageBlocks.set(hit.path, blocks.length);
+        pageBlocks.set(pageKey(hit), blocks.length);
         blocks.push(entryBlock(hit));
       } else blocks[at] = `${blocks[at] ?? ""}\n${hit.content}`;
     }
@@ -92,7 +94,7 @@ export function packMemory(candidates: readonly RecallCandidate[], budgetChars: 
   let chars = renderEnvelope("memory", "").content.length;
   for (const hit of candidates) {
     // An entry taken from a message whose turn is already served adds nothing the exact words do not.
-    if (hit.type === "entry" && hit.seq !== undefined && turnsServed.has(hit.seq)) continue;
+    if (hit.type === "entry" && hit.elsewhere === undefined && hit.seq !== undefined && turnsServed.has(hit.seq)) continue;
     const words = hit.type === "page" ? undefined : wordsOf(hit);
     if (words !== undefined && said.some((earlier) => restates(words, earlier))) continue;
     const separator = chosen.length === 0 ? 0 : SEPARATOR.length;
@@ -101,14 +103,14 @@ export function packMemory(candidates: readonly RecallCandidate[], budgetChars: 
         ? separator + escapedChars(renderTurn(hit))
         : hit.type === "page"
           ? separator + escapedChars(pageBlock(hit))
-          : pagesServed.has(hit.path)
+          : pagesServed.has(pageKey(hit))
             ? 1 + escapedChars(hit.content)
             : separator + escapedChars(entryBlock(hit));
     if (chars + added > budgetChars) continue;
     chars += added;
     chosen.push(hit);
     if (words !== undefined) said.push(words);
-    if (hit.type === "entry") pagesServed.add(hit.path);
+    if (hit.type === "entry") pagesServed.add(pageKey(hit));
     if (hit.type === "turn") turnsServed.add(hit.seq);
   }
   return { hits: chosen, envelope: chosen.length === 0 ? undefined : renderEnvelope("memory", renderRecalled(chosen)) };
@@ -121,7 +123,17 @@ export const memoryManifestSchema = z.strictObject({
   envelopeChars: count,
   budgetChars: count,
   /** Each page served from: whole, or (with `keys`) only the entries under those keys, `chars` of them. */
-  pages: z.array(z.strictObject({ path: z.string(), version: z.number().int().positive(), contentHash: z.string(), chars: count, keys: z.array(z.string()).optional() })),
+  pages: z.array(
+    z.strictObject({
+      path: z.string(),
+      version: z.number().int().positive(),
+      contentHash: z.string(),
+      chars: count,
+      keys: z.array(z.string()).optional(),
+      /** The conversation an extracted page was kept with, when it is another than the one served (an agent that shares memory). */
+      conversationId: z.string().optional(),
+    }),
+  ),
   turns: z.array(z.strictObject({ turnId: z.string(), messageId: z.string(), seq: count, chars: count })),
 });
 export type MemoryManifest = z.infer<typeof memoryManifestSchema>;
@@ -129,15 +141,20 @@ export type MemoryManifest = z.infer<typeof memoryManifestSchema>;
 export function memoryManifest(pack: MemoryPack, budgetChars: number): MemoryManifest {
   const pages = new Map<string, MemoryManifest["pages"][number]>();
   for (const hit of pack.hits) {
-    if (hit.type === "page") pages.set(hit.path, { path: hit.path, version: hit.version, contentHash: hit.contentHash, chars: hit.content.length });
-    if (hit.type !== "entry") continue;
-    const seen = pages.get(hit.path);
-    pages.set(hit.path, {
+    if (hit.type === "turn") continue;
+    const where = hit.elsewhere === undefined ? {} : { conversationId: hit.elsewhere };
+    if (hit.type === "page") {
+      pages.set(pageKey(hit), { path: hit.path, version: hit.version, contentHash: hit.contentHash, chars: hit.content.length, ...where });
+      continue;
+    }
+    const seen = pages.get(pageKey(hit));
+    pages.set(pageKey(hit), {
       path: hit.path,
       version: hit.version,
       contentHash: hit.contentHash,
       chars: (seen?.chars ?? 0) + hit.content.length,
       keys: [...(seen?.keys ?? []), hit.key],
+      ...where,
     });
   }
   return {

@@ -26,6 +26,7 @@ import type { ChainBook } from "./chain-book";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
 import { selectWithMemory } from "./memory-serving";
+import { shardsOf } from "../storage/shards";
 import { TURN_KINDS, foldPolicy, tail } from "./hot-chain";
 
 /** Log events per page when reading covered history back for an agent that is never served a boundary. */
@@ -87,7 +88,7 @@ export class ContextServer {
     const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
     const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
-    const selected = await selectWithMemory({ control: this.deps.env.DB, shard: this.deps.shard }, { conversationId, agent, scopes, query, envelopes, groups: asOf.value });
+    const selected = await selectWithMemory({ control: this.deps.env.DB, shard: this.deps.shard, shards: shardsOf(this.deps.env).map((s) => s.db) }, { conversationId, agent, scopes, query, envelopes, groups: asOf.value });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
     const { selection, memory } = selected.value;
     const amendment = envelope === undefined ? undefined : { items: amendments, envelope };

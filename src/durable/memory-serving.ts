@@ -7,7 +7,9 @@ import type { NativeMessage } from "../core/render";
 import { messageChars } from "../core/render";
 import type { Selection, SelectionFailure } from "../core/selection";
 import { selectContext } from "../core/selection";
+import type { MemoryDatabases } from "../api/served-memory";
 import { recallCandidates } from "../api/served-memory";
+import { agentReader } from "../core/memory-privacy";
 
 export interface ServedWithMemory {
   readonly selection: Selection;
@@ -33,7 +35,7 @@ type Selected = { ok: true; value: ServedWithMemory } | { ok: false; error: Sele
  * held the answer.
  */
 export async function selectWithMemory(
-  db: { readonly control: D1Database; readonly shard: D1Database },
+  db: MemoryDatabases,
   input: {
     readonly conversationId: string;
     readonly agent: AgentDeclaration;
@@ -62,6 +64,6 @@ export async function selectWithMemory(
   if (!plain.ok) return plain;
   const tailStart = plain.value.tail.groups[0]?.seq;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive, ...(tailStart === undefined ? {} : { beforeSeq: tailStart }) };
-  const reader = { conversationId: input.conversationId, agentId: agent.id, sources: agent.sources, scopes: input.scopes };
+  const reader = { ...agentReader(input.conversationId, agent, input.scopes), agentId: agent.id };
   return select(packMemory(await recallCandidates(db, reader, view, query, budget), budget));
 }

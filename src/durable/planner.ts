@@ -15,6 +15,7 @@ import { putDocument, readTrustedDocuments } from "../storage/document-store";
 import { packetDocumentKey } from "../storage/document-keys";
 import type { CompactionJob } from "../core/jobs";
 import { packetPages } from "../api/served-memory";
+import { compactionReader } from "../core/memory-privacy";
 import type { ActiveReader } from "./active-history";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
@@ -110,7 +111,7 @@ export class Planner {
     const budget = pageBudget(documents.value, agent.documentBudgetChars);
     if (!budget.ok) return this.#failed(chain, runId, triggerSeq, budget.error, now);
     // The conversation's own extracted pages and the pages people wrote for the agent (core/memory-privacy).
-    const reader = { conversationId: this.deps.conversationId, agentId: agent.id, sources: agent.sources, scopes: undefined };
+    const reader = { ...compactionReader(this.deps.conversationId, agent.sources), agentId: agent.id };
     const memoryPages = await packetPages({ control: this.deps.env.DB, shard: this.deps.shard }, reader, sliceRecallText(slice.value), budget.value, MAX_RECALLED_PAGES);
     const { activation, head } = chain;
     const packet = buildPacket({

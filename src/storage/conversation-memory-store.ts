@@ -92,6 +92,13 @@ const SCOPED_MATCH = `conversation_memory_fts MATCH ('scope : "k' || COALESCE((S
 /** Marks around matched terms in a snippet, and its context in tokens (as the turn and page searches). */
 const SNIPPET = { open: "«", close: "»", ellipsis: "…", tokens: 24 } as const;
 
+/**
+ * A search hit's columns: the page, its snippet (the snippet's marks are ?4–?7) and its bm25, path
+ * weighted above content (the first weight belongs to the scope column, which no term matches).
+ */
+const PAGE_HIT_COLUMNS = `p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content,
+              snippet(conversation_memory_fts, 2, ?4, ?5, ?6, ?7) AS snippet, bm25(conversation_memory_fts, 0.0, 2.0, 1.0, 1.0) AS rank`;
+
 /** The current live version, or the given version if it is live; undefined for missing and deleted. */
 export async function getConversationPage(db: D1Database, conversationId: string, agentId: string, path: string, version?: number): Promise<ConversationPage | undefined> {
   const statement =
@@ -214,28 +221,62 @@ export async function readConversationFacts(db: D1Database, conversationId: stri
 export async function searchConversationPages(db: D1Database, conversationId: string, agentId: string, text: string, limit: number): Promise<ConversationPageHit[]> {
   const match = matchExpression(text, PAGE_COLUMNS);
   if (match === undefined || limit <= 0) return [];
-  // The first weight belongs to the unindexed conversation_id column.
   const { results } = await db
     .prepare(
-      `SELECT p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content,
-              snippet(conversation_memory_fts, 2, ?4, ?5, ?6, ?7) AS snippet, bm25(conversation_memory_fts, 0.0, 2.0, 1.0, 1.0) AS rank
+      `SELECT ${PAGE_HIT_COLUMNS}
        FROM ${INDEXED}
        WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
        ORDER BY rank, p.path
        LIMIT ?8`,
     )
     .bind(match, conversationId, agentId, SNIPPET.open, SNIPPET.close, SNIPPET.ellipsis, SNIPPET.tokens, limit)
-    .all<{ conversation_id: string; path: string; version: number; content_hash: string; content: string; snippet: string; rank: number }>();
-  return results.map((row) => ({
-    type: "page" as const,
-    conversationId: row.conversation_id,
-    path: row.path,
-    version: row.version,
-    contentHash: row.content_hash,
-    content: row.content,
-    snippet: row.snippet,
-    rank: row.rank,
-  }));
+    .all<PageHitRow>();
+  return results.map(toPageHit);
+}
+
+interface PageHitRow {
+  conversation_id: string;
+  path: string;
+  version: number;
+  content_hash: string;
+  content: string;
+  snippet: string;
+  rank: number;
+}
+
+const toPageHit = (row: PageHitRow): ConversationPageHit => ({
+  type: "page" as const,
+  conversationId: row.conversation_id,
+  path: row.path,
+  version: row.version,
+  contentHash: row.content_hash,
+  content: row.content,
+  snippet: row.snippet,
+  rank: row.rank,
+});
+
+/**
+ * The agent's live extracted pages of its other conversations on this shard matching free `text`
+ * (everything but `exceptConversationId`), whole, best first: what an agent that shares memory
+ * across its conversations may be offered from this shard, before the privacy rule decides
+ * (core/memory-privacy). Scoped in the index by the agent's token (`a` and its key in
+ * `agent_keys`, migrations/shard/0018), so the search walks this agent's pages only.
+ */
+export async function searchSharedPages(db: D1Database, agentId: string, exceptConversationId: string, text: string, limit: number): Promise<ConversationPageHit[]> {
+  const match = matchExpression(text, PAGE_COLUMNS);
+  if (match === undefined || limit <= 0) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT ${PAGE_HIT_COLUMNS}
+       FROM ${INDEXED}
+       WHERE conversation_memory_fts MATCH ('scope : "a' || COALESCE((SELECT id FROM agent_keys WHERE agent_id = ?2), 0) || '" AND ' || ?1)
+         AND p.agent_id = ?2 AND p.conversation_id <> ?3 AND v.deleted = 0
+       ORDER BY rank, p.conversation_id, p.path
+       LIMIT ?8`,
+    )
+    .bind(match, agentId, exceptConversationId, SNIPPET.open, SNIPPET.close, SNIPPET.ellipsis, SNIPPET.tokens, limit)
+    .all<PageHitRow>();
+  return results.map(toPageHit);
 }
 
 /** Ranked candidates read before packing a packet's pages: small rows (no content). */

@@ -1,18 +1,21 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { MemoryReader } from "../../src/core/memory-privacy";
-import { factRefusal, pageAuthor, pageRefusal, servingRefusal } from "../../src/core/memory-privacy";
+import { agentReader, compactionReader, factRefusal, pageAuthor, pageRefusal, servingRefusal } from "../../src/core/memory-privacy";
 
 const A = "api:acme:a";
 const B = "api:acme:b";
 const DIRECT = "telegram:7001:42";
+const GROUP = "telegram:7001:-1001234";
 const OTHER_TENANT = "api:globex:main";
 
 const reader = (conversationId: string, scopes: readonly string[] | undefined = ["api:acme:*", "telegram:7001:*"], sources: readonly string[] = ["api:acme:*", "telegram:7001:*"]): MemoryReader => ({
   conversationId,
   sources,
   scopes,
+  sharing: "conversation",
 });
+const sharing = (conversationId: string, scopes?: readonly string[], sources?: readonly string[]): MemoryReader => ({ ...reader(conversationId, scopes, sources), sharing: "agent" });
 
 describe("pageAuthor", () => {
   it.each([
@@ -36,6 +39,14 @@ describe("factRefusal", () => {
     ["the caller may not read the conversation", reader(A, [B]), A, { reason: "not_readable", conversationId: A }],
     ["the service reads for the agent, within its sources", reader(A, undefined), A, undefined],
     ["another tenant's conversation", reader(A), OTHER_TENANT, { reason: "not_served", conversationId: OTHER_TENANT }],
+    ["sharing: said in a sibling conversation", sharing(B), A, undefined],
+    ["sharing: a group's fact in a direct chat", sharing(DIRECT), GROUP, undefined],
+    ["sharing: a direct chat's fact in a group", sharing(GROUP), DIRECT, { reason: "direct_chat", conversationId: DIRECT, servedIn: GROUP }],
+    ["sharing: a direct chat's fact in an API conversation", sharing(A), DIRECT, { reason: "direct_chat", conversationId: DIRECT, servedIn: A }],
+    ["sharing: the caller may not read where it was said", sharing(B, [B]), A, { reason: "not_readable", conversationId: A }],
+    ["sharing: the agent no longer serves where it was said", sharing(B, undefined, [B]), A, { reason: "not_served", conversationId: A }],
+    ["sharing: another tenant's conversation", sharing(A), OTHER_TENANT, { reason: "not_served", conversationId: OTHER_TENANT }],
+    ["sharing, read by the compactor: only its own conversation", compactionReader(B, ["api:acme:*"]), A, { reason: "other_conversation", conversationId: A, servedIn: B }],
   ] as const)("%s", (_, who, saidIn, expected) => {
     expect(factRefusal(who, saidIn)).toEqual(expected);
   });
@@ -45,13 +56,37 @@ describe("factRefusal", () => {
     const patterns = fc.array(fc.constantFrom("*", "api:*", "api:acme:*", A, B, DIRECT, "telegram:7001:*"), { maxLength: 4 });
     fc.assert(
       fc.property(id, id, patterns, fc.option(patterns, { nil: undefined }), (served, saidIn, sources, scopes) => {
-        const refusal = factRefusal({ conversationId: served, sources, scopes }, saidIn);
+        const refusal = factRefusal({ conversationId: served, sources, scopes, sharing: "conversation" }, saidIn);
         if (refusal === undefined) {
           expect(saidIn).toBe(served);
           expect(sources.some((p) => p === "*" || p === saidIn || (p.endsWith("*") && saidIn.startsWith(p.slice(0, -1))))).toBe(true);
         }
       }),
     );
+  });
+
+  it("shares a fact only out of a conversation that is not a direct chat, both within the sources and the scopes", () => {
+    const id = fc.constantFrom(A, B, DIRECT, GROUP, OTHER_TENANT, "telegram:7001:77");
+    const patterns = fc.array(fc.constantFrom("*", "api:*", "api:acme:*", A, B, DIRECT, GROUP, "telegram:7001:*"), { maxLength: 4 });
+    const within = (list: readonly string[], conversation: string): boolean =>
+      list.some((p) => p === "*" || p === conversation || (p.endsWith("*") && conversation.startsWith(p.slice(0, -1))));
+    fc.assert(
+      fc.property(id, id, patterns, fc.option(patterns, { nil: undefined }), (served, saidIn, sources, scopes) => {
+        if (factRefusal({ conversationId: served, sources, scopes, sharing: "agent" }, saidIn) !== undefined) return;
+        for (const conversation of [served, saidIn]) {
+          expect(within(sources, conversation)).toBe(true);
+          if (scopes !== undefined) expect(within(scopes, conversation)).toBe(true);
+        }
+        if (saidIn !== served) expect(saidIn === DIRECT || saidIn === "telegram:7001:77").toBe(false);
+      }),
+    );
+  });
+
+  it("reads the declaration's choice, sharing off when it says nothing", () => {
+    const policy = { maxChars: 120_000, maxMessages: 400, maxAmendmentChars: 16_000 };
+    expect(agentReader(A, { sources: ["api:*"], context: policy }, undefined).sharing).toBe("conversation");
+    expect(agentReader(A, { sources: ["api:*"], context: { ...policy, memorySharing: "agent" } }, [A]).sharing).toBe("agent");
+    expect(agentReader(A, { sources: ["api:*"], context: { ...policy, memorySharing: "agent" } }, [A])).toMatchObject({ conversationId: A, sources: ["api:*"], scopes: [A] });
   });
 });
 

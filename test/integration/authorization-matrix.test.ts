@@ -151,6 +151,24 @@ async function seedFact(conversation: string, agentId: string): Promise<void> {
   expect(await writeMergedVersion(await placedShardOf(conversation), { conversationId: conversation, agentId, path: FACT.path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
 }
 
+/** Every documented operation about `world`, as each of `readers`: none answers with the fact's marker. Returns how many calls were probed. */
+async function probeWithout(document: OpenApiDocument, world: World, readers: Record<string, string>): Promise<number> {
+  const operations = Object.entries(document.paths).flatMap(([, item]) => Object.entries(item).map(([method, operation]) => ({ method: method.toUpperCase(), operation })));
+  let probed = 0;
+  for (const { method, operation } of operations) {
+    const build = REQUESTS[operation.operationId];
+    if (build === undefined) continue;
+    for (const [reader, token] of Object.entries(readers)) {
+      calls += 1;
+      const { path, body } = build(world);
+      const res = await call(method, path, { token, ...(body === undefined ? {} : { body }) });
+      expect(await res.text(), `${operation.operationId} as ${reader} (${res.status})`).not.toContain(FACT.marker);
+      probed += 1;
+    }
+  }
+  return probed;
+}
+
 describe("authorization matrix over /openapi.json", () => {
   // Every refused call reads every table twice: minutes under load, not seconds.
   it("every documented operation × every kind of caller gets its status, and a refused call writes nothing", { timeout: 240_000 }, async () => {
@@ -214,19 +232,28 @@ describe("authorization matrix over /openapi.json", () => {
 
     const elsewhere = { ...world, conversation: sibling };
     const readers = { sibling: await tokenFor(sibling), siblingAgent: await tokenFor(sibling, `agent:${world.agentId}`), tenant: admin };
-    const operations = Object.entries(document.paths).flatMap(([, item]) => Object.entries(item).map(([method, operation]) => ({ method: method.toUpperCase(), operation })));
-    let probed = 0;
-    for (const { method, operation } of operations) {
-      const build = REQUESTS[operation.operationId];
-      if (build === undefined) continue;
-      for (const [reader, token] of Object.entries(readers)) {
-        calls += 1;
-        const { path, body } = build(elsewhere);
-        const res = await call(method, path, { token, ...(body === undefined ? {} : { body }) });
-        expect(await res.text(), `${operation.operationId} as ${reader} (${res.status})`).not.toContain(FACT.marker);
-        probed += 1;
-      }
+    expect(await probeWithout(document, elsewhere, readers)).toBeGreaterThan(Object.keys(document.paths).length * 2);
+  });
+
+  // The same probe once the agent shares memory across its conversations: the tenant is now served
+  // the fact in the sibling, and a token that may read the sibling but not where the fact was said
+  // is still given it by no route.
+  it("for an agent that shares memory, gives a fact through no route to a token that may not read where it was said", { timeout: 240_000 }, async () => {
+    const document = (await (await exports.default.fetch("http://foldline.test/openapi.json")).json()) as OpenApiDocument;
+    const world = await setupWorld();
+    const tenant = world.conversation.slice(0, world.conversation.lastIndexOf(":"));
+    const sibling = `${tenant}:sibling`;
+    const admin = world.tokens.wildcard;
+    const sharing = pair({ agentId: world.agentId, sources: [`${tenant}:*`], trigger: 50_000, retain: 20_000, admitSensitive: true, memorySharing: "agent" });
+    expect((await call("PUT", `/v1/agents/${world.agentId}`, { token: admin, body: sharing })).status).toBe(201);
+    expect((await call("POST", eventsPath(sibling), { token: admin, body: sourceEvent("sib", "sib", "hello from the sibling") })).status).toBe(201);
+
+    const elsewhere = { ...world, conversation: sibling };
+    for (const id of ["getContext", "compose"]) {
+      const { path, body } = REQUESTS[id]?.(elsewhere) ?? { path: "" };
+      expect(await (await call(id === "compose" ? "POST" : "GET", path, { token: admin, ...(body === undefined ? {} : { body }) })).text(), id).toContain(FACT.marker);
     }
-    expect(probed).toBeGreaterThan(operations.length * 2);
+    const readers = { sibling: await tokenFor(sibling), siblingAgent: await tokenFor(sibling, `agent:${world.agentId}`) };
+    expect(await probeWithout(document, elsewhere, readers)).toBeGreaterThan(Object.keys(document.paths).length);
   });
 });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { livePages, packetPages } from "../../src/api/served-memory";
+import { compactionReader } from "../../src/core/memory-privacy";
 import { extractFacts } from "../../src/core/fact-extraction";
 import { writeMergedVersion } from "../../src/storage/extraction-store";
 import { pair, register } from "../support/declarations";
@@ -140,6 +141,47 @@ describe("an extracted fact is served only in the conversation it was said in", 
   });
 });
 
+describe("an agent that opts in shares its conversations' facts, never a direct chat's and never past a token's scopes", () => {
+  it("serves a group's and an API conversation's facts in its other conversations, keeps the direct chat's at home, and gives a token only what it may read", { timeout: 240_000 }, async () => {
+    const agentId = agentName("sharing");
+    const tenant = freshConversation("api:sharing");
+    const direct = `telegram:${BOT_ID}:${chatId()}`;
+    const group = `telegram:${BOT_ID}:-100${chatId()}`;
+    const [apiA, apiB] = [`${tenant}:a`, `${tenant}:b`];
+    const admin = await tokenFor(direct, group, `${tenant}:*`, `agent:${agentId}`);
+    expect((await register(admin, { agentId, sources: [direct, group, `${tenant}:*`], trigger: 2_000, retain: 800, memorySharing: "agent" })).status).toBe(201);
+
+    await extractedThrough(admin, direct, agentId, await say(admin, direct, "m-surgery", SURGERY_SAID));
+    await extractedThrough(admin, apiA, agentId, await say(admin, apiA, "m-headcount", HEADCOUNT_SAID));
+    for (const conversation of [group, apiB]) await fill(admin, conversation);
+
+    // A's headcount is served in B and in the group, named as A's, for context, compose and search.
+    for (const conversation of [apiB, group]) {
+      const served = await context(admin, conversation, agentId, "gala headcount");
+      expect(recalled(served).text).toContain("145 people");
+      expect(recalled(served).text).toContain(`from ${apiA}`);
+      const page = (served.manifest.memory?.pages ?? []).find((p) => p.path === HEADCOUNT) as { conversationId?: string } | undefined;
+      expect(page?.conversationId).toBe(apiA);
+      expect(recalled(await compose(admin, conversation, agentId, "What is the final headcount for the gala?")).text).toContain("145 people");
+      expect(mentions(await search(admin, conversation, agentId, "gala headcount"), "145")).toBe(true);
+    }
+    // The surgery, said in the direct chat, stays there: not in the group, not in B.
+    for (const conversation of [group, apiB]) {
+      expect(recalled(await context(admin, conversation, agentId, "when is the surgery?")).text).not.toContain("9 May");
+      expect(recalled(await compose(admin, conversation, agentId, "When is my surgery?")).text).not.toContain("9 May");
+      expect(mentions(await search(admin, conversation, agentId, "when is the surgery"), "9 May")).toBe(false);
+    }
+    // A token scoped to B (and the agent) is not served A's fact: it may not read A.
+    const onlyB = await tokenFor(apiB, `agent:${agentId}`);
+    expect(recalled(await context(onlyB, apiB, agentId, "gala headcount")).text).not.toContain("145");
+    expect(recalled(await compose(onlyB, apiB, agentId, "What is the final headcount for the gala?")).text).not.toContain("145");
+    // Nor can it search with the agent: its sources reach beyond the token's scopes.
+    expect((await call("GET", `/v1/conversations/${enc(apiB)}/memory/search?agent=${agentId}&q=headcount`, { token: onlyB })).status).toBe(404);
+    // A token scoped to the whole tenant (and the agent) searches B and finds A's fact; one that may read B but not A is
+    // never given it, which the context and compose calls above showed.
+  });
+});
+
 describe("memory belongs to the agent's current sources", () => {
   it("stops serving a conversation's facts once the agent is declared elsewhere", { timeout: 180_000 }, async () => {
     const agentId = agentName("moved");
@@ -276,7 +318,7 @@ describe("the compactor's recall", () => {
     expect(await write(there, "extracted/numbers/catering", page("7777"))).toBe("written");
     expect(await write(there, "extracted/numbers/elsewhere", page("8888"))).toBe("written");
 
-    const reader = { conversationId: here, agentId, sources: [`${tenant}:*`], scopes: undefined };
+    const reader = { ...compactionReader(here, [`${tenant}:*`]), agentId };
     const recalled = await packetPages({ control: env.DB, shard }, reader, "what is the catering budget in euros", 10_000, 8);
     expect(recalled.map((p) => p.path).sort()).toEqual(["extracted/numbers/catering", "notes/catering"]);
     const text = recalled.map((p) => p.content).join("\n");

@@ -14,6 +14,7 @@ export interface PairOptions {
   readonly documentBudgetChars?: number;
   readonly profile?: string;
   readonly maxAmendmentChars?: number;
+  readonly memorySharing?: "conversation" | "agent";
   readonly documents?: readonly { readonly name: string; readonly hash: string }[];
 }
 
@@ -34,7 +35,12 @@ export function pair(options: PairOptions) {
       id: options.agentId,
       compactorId: `${options.agentId}.compactor`,
       ...shared,
-      context: { maxChars: 120_000, maxMessages: 400, maxAmendmentChars: options.maxAmendmentChars ?? 16_000 },
+      context: {
+        maxChars: 120_000,
+        maxMessages: 400,
+        maxAmendmentChars: options.maxAmendmentChars ?? 16_000,
+        ...(options.memorySharing === undefined ? {} : { memorySharing: options.memorySharing }),
+      },
     },
     compactor: {
       id: `${options.agentId}.compactor`,

@@ -10,7 +10,7 @@ import { servingDeclarations } from "../../storage/compaction-store";
 import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
 import type { ConversationFactRow } from "../../storage/conversation-memory-store";
 import { readConversationFacts } from "../../storage/conversation-memory-store";
-import { factRefusal } from "../../core/memory-privacy";
+import { agentReader, factRefusal } from "../../core/memory-privacy";
 import { parsePage } from "../../core/fact-merge";
 import { conversationDb } from "../../storage/shards";
 
@@ -97,7 +97,7 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
   const agentId = query.agent ?? servingAgents[0];
   const declaration = declarations.find((d) => d.agentId === agentId);
   const policy = declaration?.registration.compactor.policy;
-  const reader = declaration === undefined ? undefined : { conversationId, sources: declaration.registration.agent.sources, scopes };
+  const reader = declaration === undefined ? undefined : agentReader(conversationId, declaration.registration.agent, scopes);
   const agentQuery = { agent: agentId };
   const [context, listing, audit, timeline, runs, counts, facts] = await Promise.all([
     agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery, scopes),
