@@ -7,7 +7,6 @@ import { memoryPageListSchema, memoryPageSchema, memoryPageWriteSchema } from ".
 import type { Result } from "../core/errors";
 import { putMemoryPageSchema } from "../core/memory-path";
 import { declaredAgentInScope } from "../api/access";
-import { scopedAgent } from "./auth";
 import { problem } from "./errors";
 import { BEARER, operation, pathParameter, queryParameters } from "./openapi/operation";
 import { BODY_CODES, problems, QUERY_CODES, SCOPED_CODES } from "./openapi/problem";
@@ -39,7 +38,7 @@ const listMemoryPagesRoute = operation({
   description: "The pages people wrote for the agent (agent-wide, served in every conversation it serves), ordered by path, without their content. Extracted facts are each conversation's: `GET /v1/conversations/{conversation}/memory/pages?agent=`.",
   security: BEARER,
   parameters: [pathParameter("agent"), ...queryParameters(memoryListQuery, { after: "the last path already read; empty reads from the start", limit: "most pages listed" })],
-  responses: { 200: jsonResponse("a page of the listing", "MemoryPageList", memoryPageListSchema), ...problems(SCOPED_CODES, QUERY_CODES) },
+  responses: { 200: jsonResponse("a page of the listing", "MemoryPageList", memoryPageListSchema), ...problems(["not_found"], SCOPED_CODES, QUERY_CODES) },
 });
 
 const putMemoryPage = operation({
@@ -90,12 +89,13 @@ const deleteMemoryPageRoute = operation({
 
 /**
  * The pages people write for one agent, under `/v1/agents` (`api/memory`). Every route needs the
- * `agent:<id>` scope and conversation scopes containing the agent's sources; a write or a delete
- * also needs the agent to be declared (`declaredAgentInScope`).
+ * `agent:<id>` scope, conversation scopes containing the agent's sources, and the agent to be
+ * declared (`declaredAgentInScope`): an id nobody declared answers as one the caller may not act
+ * on, so a listing tells nobody whether an id is taken.
  */
 export const memory = new OpenAPIHono<AppEnv>()
   .openapi(listMemoryPagesRoute, async (c) => {
-    const agent = await scopedAgent(c);
+    const agent = await declaredAgentInScope(c.env.DB, c.get("principal"), c.req.param("agent"));
     if (!agent.ok) return problem(c, agent.error);
     const pages = await listMemoryPages(c.env.DB, agent.value, c.req.query());
     return pages.ok ? c.json(pages.value) : problem(c, pages.error);
@@ -111,7 +111,7 @@ export const memory = new OpenAPIHono<AppEnv>()
     return written.ok ? c.json(written.value, written.value.created ? 201 : 200) : problem(c, written.error);
   })
   .openapi(getMemoryPage, async (c) => {
-    const agent = await scopedAgent(c);
+    const agent = await declaredAgentInScope(c.env.DB, c.get("principal"), c.req.param("agent"));
     if (!agent.ok) return problem(c, agent.error);
     const path = pagePath(c);
     if (!path.ok) return problem(c, path.error);

@@ -80,6 +80,16 @@ const VERSION_COLUMNS = "v.agent_id, v.path, v.version, v.content, v.content_has
 const HEAD = "memory_pages p JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version";
 
 /**
+ * A version `v` written once its agent was declared: only those are read or served. A page is
+ * written only for a declared agent by a token that may change it (`api/access`
+ * `declaredAgentInScope`), but versions stored before that rule, for an id nobody had declared yet,
+ * were written by anyone holding `agent:*`: whoever declared the id later would have been served
+ * them. Such a page stays stored and is served nowhere until someone who may change the agent
+ * writes it again. An id with no declaration has no vouched version at all.
+ */
+export const VOUCHED = "v.created_at >= (SELECT MIN(d.created_at) FROM declarations d WHERE d.agent_id = v.agent_id)";
+
+/**
  * Writes `content` as the page's next version, unless it is already the current live content.
  * Both statements run in one batch (one transaction), so the head read back is the one this write
  * produced or found, never a later writer's.
@@ -91,7 +101,7 @@ export async function putPage(db: D1Database, agentId: string, path: string, con
       `INSERT INTO memory_page_versions (agent_id, path, version, content, content_hash, chars, deleted, created_at)
        SELECT ?1, ?2, COALESCE((SELECT version FROM memory_pages WHERE agent_id = ?1 AND path = ?2), 0) + 1, ?3, ?4, ?5, 0, ?6
        WHERE NOT EXISTS (
-         SELECT 1 FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path = ?2 AND v.deleted = 0 AND v.content_hash = ?4
+         SELECT 1 FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path = ?2 AND v.deleted = 0 AND v.content_hash = ?4 AND ${VOUCHED}
        )
        RETURNING version`,
     )
@@ -109,11 +119,11 @@ export async function putPage(db: D1Database, agentId: string, path: string, con
 export async function getPage(db: D1Database, agentId: string, path: string, version?: number): Promise<MemoryPage | undefined> {
   const statement =
     version === undefined
-      ? db.prepare(`SELECT ${VERSION_COLUMNS} FROM ${HEAD} WHERE p.agent_id = ? AND p.path = ? AND v.deleted = 0`).bind(agentId, path)
+      ? db.prepare(`SELECT ${VERSION_COLUMNS} FROM ${HEAD} WHERE p.agent_id = ? AND p.path = ? AND v.deleted = 0 AND ${VOUCHED}`).bind(agentId, path)
       : db
           .prepare(
             `SELECT ${VERSION_COLUMNS} FROM memory_page_versions v
-             WHERE v.agent_id = ? AND v.path = ? AND v.version = ? AND v.deleted = 0`,
+             WHERE v.agent_id = ? AND v.path = ? AND v.version = ? AND v.deleted = 0 AND ${VOUCHED}`,
           )
           .bind(agentId, path, version);
   const row = await statement.first<VersionRow>();
@@ -127,7 +137,7 @@ export async function getPage(db: D1Database, agentId: string, path: string, ver
 export async function livePagePaths(db: D1Database, agentId: string, paths: readonly string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   const { results } = await db
-    .prepare(`SELECT p.path AS path FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path IN (SELECT value FROM json_each(?2)) AND v.deleted = 0`)
+    .prepare(`SELECT p.path AS path FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path IN (SELECT value FROM json_each(?2)) AND v.deleted = 0 AND ${VOUCHED}`)
     .bind(agentId, JSON.stringify(paths))
     .all<{ path: string }>();
   return new Set(results.map((row) => row.path));
@@ -145,7 +155,7 @@ export async function listPages(
   const { results } = await db
     .prepare(
       `SELECT p.path AS path, p.version AS version, v.content_hash AS content_hash, v.chars AS chars
-       FROM ${HEAD} WHERE p.agent_id = ? AND p.path > ? AND v.deleted = 0 ORDER BY p.path LIMIT ?`,
+       FROM ${HEAD} WHERE p.agent_id = ? AND p.path > ? AND v.deleted = 0 AND ${VOUCHED} ORDER BY p.path LIMIT ?`,
     )
     .bind(agentId, page.after ?? "", limit)
     .all<SummaryRow>();
@@ -223,7 +233,7 @@ export async function recallPages(
        FROM memory_fts
        CROSS JOIN memory_pages p ON p.id = memory_fts.rowid
        JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
-       WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0
+       WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0 AND ${VOUCHED}
        ORDER BY bm25(memory_fts, 0.0, 2.0, 1.0, 1.0), p.path
        LIMIT ?3`,
     )

@@ -1,5 +1,6 @@
 import type { RecalledPageHit, RecalledTurnHit } from "../core/recall-rank";
 import { matchExpression } from "../core/search-text";
+import { VOUCHED } from "./memory-store";
 
 /**
  * Recall's D1 statements: bm25 searches over an agent's live memory pages (`memory_fts`,
@@ -71,7 +72,7 @@ export async function searchPages(db: D1Database, agentId: string, text: string,
        FROM memory_fts
        CROSS JOIN memory_pages p ON p.id = memory_fts.rowid
        JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
-       WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0
+       WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0 AND ${VOUCHED}
        ORDER BY rank, p.path
        LIMIT ?7`,
     )

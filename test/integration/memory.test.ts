@@ -5,13 +5,20 @@ import { sha256Hex } from "../../src/core/hash";
 import { memoryPathSchema } from "../../src/core/memory-path";
 import { MAX_RECALL_TERMS } from "../../src/core/search-text";
 import { deletePage, getPage, putPage, recallMatchExpression, recallPages } from "../../src/storage/memory-store";
-import { pair } from "../support/declarations";
+import { declareForStorage, pair } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, json, tokenFor } from "./helpers";
 
 /** Storage is shared by the tests of this file, so each test writes under agents of its own. */
 function freshAgent(prefix = "agent"): string {
   return `${prefix}-${crypto.randomUUID()}`;
+}
+
+/** A fresh agent the memory store serves: declared before anything the test writes (`declareForStorage`). */
+async function storedAgent(): Promise<string> {
+  const agent = freshAgent();
+  await declareForStorage(env.DB, agent);
+  return agent;
 }
 
 /**
@@ -163,9 +170,9 @@ describe("memory pages over HTTP", () => {
     const rest = await json<ListBody>(await call("GET", pageUrl(agent, undefined, `?limit=2&after=${first.nextAfter}`), { token }));
     expect(rest.pages.map((p) => p.path)).toEqual(["c/three"]);
 
+    // An id nobody declared has no pages to list, and says so as for an agent the caller may not act on.
     const otherAgent = freshAgent();
-    const empty = await json<ListBody>(await call("GET", pageUrl(otherAgent), { token: await tokenFor(`agent:${otherAgent}`) }));
-    expect(empty.pages).toEqual([]);
+    expect((await call("GET", pageUrl(otherAgent), { token: await tokenFor(`agent:${otherAgent}`) })).status).toBe(404);
   });
 
   it.each([
@@ -272,7 +279,7 @@ describe("memory page scopes", () => {
   });
 
   it("does not let a conversation token, or an exact agent scope's prefix, reach agent pages", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     const conversationToken = await tokenFor("api:test:*");
     for (const method of ["GET", "PUT", "DELETE"] as const) {
       const res = await call(method, pageUrl(agent, "notes"), {
@@ -309,7 +316,7 @@ describe("memory page scopes", () => {
 
 describe("memory page storage invariants", () => {
   it("refuses to update or delete a version, to skip a number, or to bury a page twice", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await putPage(env.DB, agent, "notes", "v1", NOW);
     const insert = (version: number, deleted: number) =>
       env.DB.prepare(
@@ -348,7 +355,7 @@ describe("memory page storage invariants", () => {
   });
 
   it("writes one version when the same content is put concurrently", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     const results = await Promise.all(Array.from({ length: 5 }, () => putPage(env.DB, agent, "race", "same words", NOW)));
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.version))).toEqual(new Set([1]));
@@ -362,7 +369,7 @@ describe("recall for the compactor", () => {
   }
 
   it("ranks the pages that match the slice first, and returns them whole with version and hash", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, {
       "decisions/vendor": "Vendor B was chosen for compliance. @ceo decided; @eng dissented on latency.",
       "people/ada": "Ada runs the Lisbon office and prefers async updates.",
@@ -380,14 +387,14 @@ describe("recall for the compactor", () => {
   });
 
   it("matches words in the path, folds case and accents", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, { "recipes/cafe": "Espresso ratio 1:2.", "misc/other": "Unrelated note about gardening." });
     expect((await recallPages(env.DB, agent, "RECIPES please", 1_000, 5)).map((p) => p.path)).toEqual(["recipes/cafe"]);
     expect((await recallPages(env.DB, agent, "un CAFÉ s'il vous plaît", 1_000, 5)).map((p) => p.path)).toEqual(["recipes/cafe"]);
   });
 
   it("never exceeds the budget: skips a page that does not fit and keeps trying smaller ones", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, {
       "zephyr/zephyr": "zephyr ".repeat(150),
       "notes/a": "one zephyr among other words",
@@ -408,7 +415,7 @@ describe("recall for the compactor", () => {
   });
 
   it("returns at most maxPages pages, in rank order", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, {
       "topics/quasar-1": "quasar",
       "topics/quasar-2": "quasar quasar",
@@ -433,7 +440,7 @@ describe("recall for the compactor", () => {
     "a an to of in",
     "AND OR NOT NEAR",
   ])("treats FTS5 syntax in the slice as plain words: %s", async (slice) => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, { "decisions/vendor": "Vendor B, for compliance." });
     const recalled = await recallPages(env.DB, agent, slice, 10_000, 5);
     const mentionsVendor = /vendor|compliance/i.test(slice);
@@ -441,7 +448,7 @@ describe("recall for the compactor", () => {
   });
 
   it("never fails and never exceeds the budget, whatever the slice holds", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, {
       "a/alpha": "alpha beta gamma delta",
       "b/beta": `beta ${"epsilon ".repeat(50)}`,
@@ -462,7 +469,7 @@ describe("recall for the compactor", () => {
   });
 
   it("never recalls a deleted page, nor an overwritten version's words", async () => {
-    const agent = freshAgent();
+    const agent = await storedAgent();
     await seed(agent, { "notes/obsolete": "The nebula project is cancelled.", "notes/current": "Old text mentioning nebula." });
     await deletePage(env.DB, agent, "notes/obsolete", NOW);
     await putPage(env.DB, agent, "notes/current", "New text about the orbit.", NOW);
@@ -485,8 +492,8 @@ describe("recall for the compactor", () => {
   });
 
   it("never recalls another agent's pages", async () => {
-    const mine = freshAgent();
-    const theirs = freshAgent();
+    const mine = await storedAgent();
+    const theirs = await storedAgent();
     await seed(theirs, { "secrets/launch": "Launch codename is pelican, date is March." });
     await seed(mine, { "notes/birds": "We saw a heron." });
     const recalled = await recallPages(env.DB, mine, "pelican launch codename heron", 10_000, 10);

@@ -62,3 +62,19 @@ export function pair(options: PairOptions) {
 export async function register(token: string, options: PairOptions): Promise<Response> {
   return call("PUT", `/v1/agents/${options.agentId}`, { token, body: pair(options) });
 }
+
+/**
+ * A declaration row for `agentId` older than anything a storage test writes, for tests that call
+ * the memory store directly: a person's page is read and served only once its agent was declared
+ * (`VOUCHED`, src/storage/memory-store.ts). The row holds no real registration: nothing but that
+ * rule reads it.
+ */
+export async function declareForStorage(db: D1Database, agentId: string): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO declarations (agent_id, revision, compactor_id, compactor_version, fingerprint, epoch_id, registration, prompt, prompt_hash, created_at)
+       VALUES (?1, 1, ?1 || '.compactor', 'storage-test', ?2, 'storage-test', '{}', '', ?2, '2000-01-01T00:00:00.000Z')`,
+    )
+    .bind(agentId, "0".repeat(64))
+    .run();
+}
