@@ -37,10 +37,14 @@ export function pickShard(conversationId: string, open: readonly string[]): stri
 
 /**
  * Why this deployment's shards cannot serve a conversation, until an operator changes its bindings
- * or `SHARDS_CLOSED`: its placement names a shard the Worker does not bind, or no shard takes new
- * conversations.
+ * or `SHARDS_CLOSED`: its placement names a shard the Worker does not bind, no shard takes new
+ * conversations, or a conversation with no placement row has rows on more than one shard (`shard`
+ * names them), which only an operator can reconcile.
  */
-export type ShardProblem = { readonly reason: "shard_unbound"; readonly shard: string } | { readonly reason: "no_open_shard" };
+export type ShardProblem =
+  | { readonly reason: "shard_unbound"; readonly shard: string }
+  | { readonly reason: "no_open_shard" }
+  | { readonly reason: "split"; readonly shard: string };
 
 /** The name every `ShardConfigurationError` carries, also across a Durable Object's RPC (which keeps an error's own fields, not its class). */
 export const SHARD_CONFIGURATION_ERROR = "ShardConfigurationError";
@@ -54,6 +58,6 @@ export class ShardConfigurationError extends Error {
   constructor(message: string, problem?: ShardProblem) {
     super(message);
     this.reason = problem?.reason;
-    this.shard = problem?.reason === "shard_unbound" ? problem.shard : undefined;
+    this.shard = problem !== undefined && "shard" in problem ? problem.shard : undefined;
   }
 }

@@ -81,7 +81,7 @@ function transientSource(error: unknown): TransientSource | undefined {
 }
 
 const stringOrUndefined = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
-const shardReason = (value: unknown): ShardProblem["reason"] | undefined => (value === "shard_unbound" || value === "no_open_shard" ? value : undefined);
+const shardReason = (value: unknown): ShardProblem["reason"] | undefined => (value === "shard_unbound" || value === "no_open_shard" || value === "split" ? value : undefined);
 
 /** What `error` means to the client (see `ThrownFailure`); anything unrecognized is a `defect`. */
 export function classifyThrown(error: unknown): ThrownFailure {

@@ -102,20 +102,41 @@ export async function findPlacement(env: Env, conversationId: string): Promise<s
 }
 
 /**
- * The shard a conversation lives on, placing it first if nothing has, in one round trip: the row
- * is inserted if absent and read back in the same batch, so a conversation already placed keeps its
- * row and two isolates placing one conversation at once agree on whichever row was written first.
- * With no shard open, only an existing placement can answer.
+ * The shards that hold the conversation (its row in `conversations`, written with its first event):
+ * a shard knows its conversations, so one whose placement row was lost (a restored control
+ * database) is still found where it lives, whatever shards are open now.
+ */
+async function shardsHolding(env: Env, conversationId: string): Promise<Shard[]> {
+  const holding = await Promise.all(
+    shardsOf(env).map(async (shard) => ((await shard.db.prepare("SELECT 1 AS found FROM conversations WHERE id = ?").bind(conversationId).first()) === null ? [] : [shard])),
+  );
+  return holding.flat();
+}
+
+/** The one shard holding a conversation that has no placement row, undefined for a new conversation, a typed failure for one split across shards. */
+async function unrecordedHome(env: Env, conversationId: string): Promise<Shard | undefined> {
+  const holding = await shardsHolding(env, conversationId);
+  if (holding.length > 1) {
+    const names = holding.map((shard) => shard.name).join(", ");
+    throw new ShardConfigurationError(`conversation ${JSON.stringify(conversationId)} has no placement and rows on ${names}`, { reason: "split", shard: names });
+  }
+  return holding[0];
+}
+
+/**
+ * The shard a conversation lives on, placing it first if nothing has. The placement row and the
+ * shards are read at once: a recorded row answers; a conversation some shard already holds (its
+ * row was lost) is placed back there, open or closed; a new one goes to the open shards' choice.
+ * The row is then inserted if absent and read back in one batch, so two isolates placing one
+ * conversation at once agree on whichever row was written first. Only a conversation's first bind
+ * in an object pays this: the object keeps its shard, and an isolate holds what it placed.
  */
 export async function placeConversation(env: Env, conversationId: string, now = new Date()): Promise<Shard> {
   const cached = held.get(conversationId);
   if (cached !== undefined) return shardNamed(env, conversationId, cached);
-  const open = openShards(env);
-  if (open.length === 0) {
-    const found = await findPlacement(env, conversationId);
-    if (found !== undefined) return shardNamed(env, conversationId, found);
-  }
-  const choice = chooseShard(conversationId, open);
+  const [recorded, home] = await Promise.all([findPlacement(env, conversationId), unrecordedHome(env, conversationId)]);
+  if (recorded !== undefined) return shardNamed(env, conversationId, recorded);
+  const choice = home ?? chooseShard(conversationId, openShards(env));
   const [, read] = await env.DB.batch<{ shard: string }>([
     env.DB.prepare("INSERT INTO conversation_placements (conversation_id, shard, placed_at) VALUES (?, ?, ?) ON CONFLICT (conversation_id) DO NOTHING").bind(
       conversationId,
@@ -138,14 +159,17 @@ export interface ReadPlacement {
 }
 
 /**
- * The shard to read a conversation from. A conversation nothing has placed has no rows on any
- * shard, so it is read where it would be placed (and found empty) without recording a placement:
- * a read never writes. With every shard closed it would be placed nowhere; it is read from the
- * bound shards' choice instead, since nothing is there to find either way.
+ * The shard to read a conversation from. One with no placement row is read where a shard holds it
+ * (its row was lost; the next write records it again), and a conversation nothing has placed, held
+ * by no shard, where it would be placed (and found empty): a read never writes. With every shard
+ * closed it would be placed nowhere; it is read from the bound shards' choice instead, since
+ * nothing is there to find either way.
  */
 export async function readPlacement(env: Env, conversationId: string): Promise<ReadPlacement> {
   const found = await findPlacement(env, conversationId);
   if (found !== undefined) return { shard: shardNamed(env, conversationId, found), placed: true };
+  const home = await unrecordedHome(env, conversationId);
+  if (home !== undefined) return { shard: home, placed: false };
   const open = openShards(env);
   return { shard: chooseShard(conversationId, open.length > 0 ? open : shardsOf(env)), placed: false };
 }

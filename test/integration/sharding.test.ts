@@ -5,7 +5,7 @@ import { conversationStub } from "../../src/durable/stub";
 import { D1_METER_HEADER, D1_READS_HEADER } from "../../src/storage/d1-meter";
 import { listConversations } from "../../src/storage/inspector-store";
 import type { Shard } from "../../src/storage/shards";
-import { chooseShard, findPlacement, forgetPlacements, openShards, placeConversation, shardMap, shardsOf } from "../../src/storage/shards";
+import { chooseShard, findPlacement, forgetPlacements, openShards, placeConversation, readPlacement, shardMap, shardsOf } from "../../src/storage/shards";
 import { register } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { waitFor } from "../support/chain";
@@ -180,6 +180,39 @@ describe("conversations on shards", () => {
     // Every shard closed: a new conversation is refused with a typed configuration error, never placed at random.
     const none = { ...env, SHARDS_CLOSED: "DB_SHARD_0,DB_SHARD_1,DB_SHARD_2" } as unknown as Env;
     await expect(placeConversation(none, freshConversation("api:closed"))).rejects.toThrow(/no open shard/);
+  });
+
+  it("finds a conversation whose placement row was lost on the shard that holds it, closed or not, and places it back there", async () => {
+    const conversation = conversationOn("DB_SHARD_1");
+    const token = await tokenFor(conversation);
+    for (const i of [1, 2, 3]) expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`k${i}`, String(i), `message ${i}`) })).status).toBe(201);
+    // A control database restored from before the conversation began: its row is gone (the test lifts
+    // the guard that refuses a delete, and puts it back).
+    const guard = await env.DB.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'conversation_placements' AND sql LIKE '%BEFORE DELETE%'").first<{ name: string; sql: string }>();
+    if (guard === null) throw new Error("no delete guard on conversation_placements");
+    await env.DB.batch([
+      env.DB.prepare(`DROP TRIGGER ${guard.name}`),
+      env.DB.prepare("DELETE FROM conversation_placements WHERE conversation_id = ?").bind(conversation),
+      env.DB.prepare(guard.sql),
+    ]);
+    forgetPlacements();
+    // Its shard is closed since: the open shards would choose another.
+    const closed = { ...env, SHARDS_CLOSED: "DB_SHARD_1" } as unknown as Env;
+    expect((await readPlacement(closed, conversation)).shard.name).toBe("DB_SHARD_1");
+    expect(await findPlacement(closed, conversation)).toBeUndefined();
+    expect((await placeConversation(closed, conversation)).name).toBe("DB_SHARD_1");
+    forgetPlacements();
+    expect(await findPlacement(closed, conversation)).toBe("DB_SHARD_1");
+  });
+
+  it("refuses, typed, to place a conversation with no placement row that two shards hold", async () => {
+    const conversation = freshConversation("api:split");
+    for (const name of ["DB_SHARD_0", "DB_SHARD_2"]) {
+      await shardMap(env).get(name)?.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").bind(conversation, new Date().toISOString()).run();
+    }
+    await expect(placeConversation(env, conversation)).rejects.toThrow(/no placement and rows on DB_SHARD_0, DB_SHARD_2/);
+    await expect(readPlacement(env, conversation)).rejects.toMatchObject({ name: "ShardConfigurationError", reason: "split", shard: "DB_SHARD_0, DB_SHARD_2" });
+    expect(await findPlacement(env, conversation)).toBeUndefined();
   });
 
   it("refuses, typed, to serve a conversation placed on a shard the Worker does not bind", async () => {
