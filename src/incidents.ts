@@ -3,6 +3,7 @@ import { telegramRoute } from "./core/conversation-id";
 import type { IncidentInput, RaisedRow } from "./storage/compaction-store";
 import { insertIncidentStatement, markIncidentNotified, raiseIncident as raiseIncidentRow } from "./storage/compaction-store";
 import type { NoticeJob } from "./core/jobs";
+import { logger } from "./logger";
 import { conversationDb } from "./storage/shards";
 
 /** An incident to record: what it says, with its conversation; storage gives it an id, a count and times. */
@@ -17,6 +18,7 @@ export type Incident = IncidentInput;
  */
 export async function recordIncident(env: Env, incident: Incident): Promise<void> {
   await insertIncidentStatement(await conversationDb(env, incident.conversationId), incident).run();
+  logger.warn("incident", incidentFields(incident));
   const notice = incidentNotice(env, incident);
   if (notice !== undefined) await env.JOB_QUEUE.send(notice);
 }
@@ -32,6 +34,7 @@ export async function recordIncident(env: Env, incident: Incident): Promise<void
 export async function raiseIncident(env: Env, incident: Incident, occurrences = 1): Promise<RaisedRow> {
   const db = await conversationDb(env, incident.conversationId);
   const row = await raiseIncidentRow(db, incident, occurrences);
+  logger.warn("incident", { ...incidentFields(incident), count: row.count });
   if (row.notified) return row;
   const notice = incidentNotice(env, incident);
   if (notice === undefined) return row;
@@ -39,6 +42,9 @@ export async function raiseIncident(env: Env, incident: Incident, occurrences = 
   await markIncidentNotified(db, row.id, incident.createdAt);
   return { ...row, notified: true };
 }
+
+/** What a log line says of an incident: its ids, kind and code, never its message. */
+const incidentFields = ({ conversationId, agentId, runId, kind, code }: Incident) => ({ conversationId, agentId, runId, kind, code });
 
 export function incidentNotice(env: Env, incident: Incident): NoticeJob | undefined {
   const operator = operatorChat(env);

@@ -16,6 +16,8 @@ import { validate } from "./validation";
 import { shardsOf } from "../storage/shards";
 import { publishRevision } from "../storage/compaction-store-declarations";
 import { unavailableError } from "../core/transient";
+import { describeThrown } from "../core/thrown";
+import { logger } from "../logger";
 
 /**
  * The agent operations: registering the declaration pair, reading it back, and the agent's
@@ -117,7 +119,7 @@ async function publishedOrRefusal(env: Env, revision: number): Promise<Result<vo
         { ...retryable.details, ...stored },
       );
     }
-    console.error("publishing a stored declaration failed", error);
+    logger.error("step.failed", { step: "publish_declaration", revision, code: describeThrown(error).code });
     return fail("internal", `the declaration is stored as revision ${revision} and in force, but publishing it to the shards failed; a conversation there sees it once its object next confirms the declarations`, stored);
   }
 }

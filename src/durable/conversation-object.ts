@@ -5,6 +5,9 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
+import type { AppendPath } from "../core/log-line";
+import { describeThrown } from "../core/thrown";
+import { logger } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import type { D1Reads } from "../storage/d1-meter";
@@ -100,12 +103,14 @@ export class ConversationObject extends DurableObject<Env> {
       const bound = await this.#bind(request.conversationId, "write");
       if (!bound.ok) return bound;
       const now = new Date();
+      const answered = (path: AppendPath, result: Result<AppendResponse>) => logAppend(request, path, result, now.getTime());
       const quick = await this.#appendSource(request, now);
-      if (quick !== undefined) return quick;
+      if (quick !== undefined) return answered("fast", quick);
+      const path = request.events.length > 1 ? "batch" : "slow";
       const appended = await this.#appendOrReset(request);
-      if (!appended.ok) return appended;
+      if (!appended.ok) return answered(path, appended);
       await this.#afterWrite(request.conversationId, appended.value.results.filter((r) => !r.duplicate).map((r) => r.event), now);
-      return appended;
+      return answered(path, appended);
     });
   }
 
@@ -176,7 +181,7 @@ export class ConversationObject extends DurableObject<Env> {
     try {
       await raiseRevisionStatement(this.#db(), revision).run();
     } catch (error) {
-      console.error("raising the shard's declaration revision failed; the next source append raises it", error);
+      logger.error("step.failed", { step: "raise_revision", conversationId: this.#conversationId, revision, code: describeThrown(error).code });
     }
   }
 
@@ -189,7 +194,7 @@ export class ConversationObject extends DurableObject<Env> {
     try {
       await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
     } catch (error) {
-      console.error("scheduling a catch-up failed; the next source's preflight catches up", error);
+      logger.error("step.failed", { step: "schedule_catch_up", conversationId: this.#conversationId, code: describeThrown(error).code });
     }
   }
 
@@ -218,7 +223,7 @@ export class ConversationObject extends DurableObject<Env> {
       // The events are durable and acknowledged; compaction bookkeeping catches up from an
       // alarm rather than failing an append that already succeeded (a retry would only
       // replay it and skip the preflight).
-      console.error("preflight failed; an alarm will catch up", error);
+      logger.error("step.failed", { step: "preflight", conversationId, code: describeThrown(error).code });
       this.#engine = undefined;
       await this.#catchUpLater();
     }
@@ -299,7 +304,7 @@ export class ConversationObject extends DurableObject<Env> {
           await this.#compaction(conversationId).onWake(key, wake, now);
         } catch (error) {
           // Tried again with backoff; a streak of failures is one open `wake_failure` incident.
-          console.error("wake-up failed; it is tried again", { key, error });
+          logger.error("step.failed", { step: "wake", conversationId, kind: wake.kind, code: describeThrown(error).code });
           this.#engine = undefined;
           await wakeFailed(this.env, this.#wakes, conversationId, key, wake, error, now);
           continue;
@@ -307,7 +312,7 @@ export class ConversationObject extends DurableObject<Env> {
         try {
           await wakeSucceeded(this.env, this.#wakes, conversationId, key, wake);
         } catch (error) {
-          console.error("closing a wake-up's streak failed; the next success closes it", { key, error });
+          logger.error("step.failed", { step: "close_wake_streak", conversationId, kind: wake.kind, code: describeThrown(error).code });
         }
       }
       await this.#wakes.rearm();
@@ -460,4 +465,12 @@ export class ConversationObject extends DurableObject<Env> {
     this.#queue = run.catch(() => undefined);
     return run;
   }
+}
+
+/** An append's log line, once it is answered: its path, how much it wrote, and how long it took. */
+function logAppend(request: AppendRequest, path: AppendPath, result: Result<AppendResponse>, startedAt: number): Result<AppendResponse> {
+  const fields = { conversationId: request.conversationId, path, events: request.events.length, ms: Date.now() - startedAt };
+  if (result.ok) logger.info("append", { ...fields, outcome: "ok", written: result.value.results.filter((r) => !r.duplicate).length, lastSeq: result.value.lastSeq });
+  else logger.info("append", { ...fields, outcome: "refused", written: 0, code: result.error.code });
+  return result;
 }

@@ -1,4 +1,5 @@
 import { recordIncident } from "../incidents";
+import { logger } from "../logger";
 import type { PlanFailure } from "../core/compaction-plan";
 import { compactorRunEvent } from "../core/compactor-runs";
 import type { EventInput } from "../core/events";
@@ -74,6 +75,8 @@ export class Planner {
     const active = await this.reader.size(chain, sourceSeq);
     const input = { compactorId: compactor.id, sourceSeq, active, policy: compactor.policy, caps: agent.context };
     const decision = decidePreflight({ ...input, planOpen: chain.openPlan !== undefined, backoffUntil: chain.backoffUntil, now: now.getTime() });
+    const reason = decision.action === "skip" ? decision.reason : undefined;
+    logger.debug("preflight", { conversationId: this.deps.conversationId, agentId: agent.id, seq: sourceSeq, action: decision.action, reason, activeChars: active.chars });
     return { decision, input };
   }
 
@@ -100,6 +103,7 @@ export class Planner {
   async plan(chain: HotChain, triggerSeq: number, now: Date): Promise<PlanOutcome> {
     const { declaration } = chain;
     const { agent, compactor } = declaration.registration;
+    const started = Date.now();
     const { groups, amendments, envelopeChars, activeChars } = await this.reader.active(chain, triggerSeq);
     const slice = freezeSlice(groups, compactor.policy, agent.context);
     const runId = `cmp_${crypto.randomUUID()}`;
@@ -131,6 +135,8 @@ export class Planner {
       now,
     });
     await this.#commit(chain, packet, now);
+    const { frozen } = packet;
+    logger.info("plan", { conversationId: this.deps.conversationId, agentId: agent.id, runId, seq: triggerSeq, outcome: "planned", frozenTurns: frozen.turns.length, frozenChars: frozen.chars, ms: Date.now() - started });
     return "planned";
   }
 
@@ -188,6 +194,7 @@ export class Planner {
   /** A plan that failed closed: a failed run event and an incident, never a split or a silent cut. */
   async #failed(chain: HotChain, runId: string, triggerSeq: number, failure: PlanFailureRecord, now: Date): Promise<"failed"> {
     const { declaration } = chain;
+    logger.warn("plan", { conversationId: this.deps.conversationId, agentId: declaration.agentId, runId, seq: triggerSeq, outcome: "failed", code: failure.code });
     await this.deps.append([compactorRunEvent(declaration.registration.compactor.id, runId, "failed", { error: { code: failure.code, message: failure.message }, detail: { triggerSeq } })]);
     await recordIncident(this.deps.env, {
       conversationId: this.deps.conversationId,

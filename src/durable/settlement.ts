@@ -1,11 +1,13 @@
 import { compactionBackoffBaseSeconds } from "../config";
 import { recordIncident } from "../incidents";
+import { logger } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import { buildBoundary } from "../core/boundary";
 import { compactorRunEvent, failedAttemptEvent } from "../core/compactor-runs";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import { hashCanonical } from "../core/hash";
+import { describeThrown } from "../core/thrown";
 import type { CompactionContent, Packet } from "../core/packet";
 import { packetSchema } from "../core/packet";
 import type { SettleError, SettleRefusal } from "../core/settle-checks";
@@ -89,7 +91,7 @@ export class Settlement {
     } catch (error) {
       // The chain is read from D1 again (the system of record); the next source's preflight, or
       // the catch-up, plans what this did not get to.
-      console.error("bookkeeping after a settled boundary failed; the chain is read again", error);
+      logger.error("step.failed", { step: "settle_bookkeeping", conversationId: this.deps.conversationId, agentId: plan.agentId, runId, code: describeThrown(error).code });
       this.book.forget();
       await this.#catchUpLater(now);
     }
@@ -115,7 +117,7 @@ export class Settlement {
     try {
       await this.deps.wakes.put(wakeKey.catchUp, { kind: "catch_up", at: now.getTime() + CATCH_UP_MS });
     } catch (error) {
-      console.error("scheduling a catch-up failed; the next source's preflight catches up", error);
+      logger.error("step.failed", { step: "schedule_catch_up", conversationId: this.deps.conversationId, code: describeThrown(error).code });
     }
   }
 

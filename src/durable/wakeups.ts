@@ -3,6 +3,8 @@ import { earliestWake, wakeKey, wakeSchema } from "../core/wakeups";
 import type { WakeStreak } from "../core/wake-retries";
 import { WAKE_RETRY_BASE_MS, wakeAgent, wakeFailureMessage, wakeFailureStep, wakeRun, wakeStreakSchema } from "../core/wake-retries";
 import { raiseIncident } from "../incidents";
+import { logger } from "../logger";
+import { describeThrown } from "../core/thrown";
 import { closeIncidents } from "../storage/compaction-store-incidents";
 import { conversationDb } from "../storage/shards";
 
@@ -123,7 +125,7 @@ export async function wakeFailed(env: Env, book: WakeupBook, conversationId: str
     );
     if (!step.streak.raised) await book.raised(key, step.streak);
   } catch (raising) {
-    console.error("raising a wake_failure incident failed; the next failure raises it", { key, raising });
+    logger.error("step.failed", { step: "raise_wake_incident", conversationId, agentId: wakeAgent(wake) ?? undefined, kind: wake.kind, code: describeThrown(raising).code });
   }
 }
 

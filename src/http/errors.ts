@@ -1,14 +1,18 @@
 import type { Context } from "hono";
 import type { AppError } from "../core/errors";
 import { ERROR_STATUS } from "../core/errors";
+import { describeThrown } from "../core/thrown";
 import { TRANSIENT_RETRY_AFTER_SECONDS, unavailableError } from "../core/transient";
+import { logger } from "../logger";
 
 /**
  * The one place a failure becomes HTTP: `{ "error": { "code", "message", ...details } }`. An
  * `unavailable` answer also says when to retry, in `Retry-After` (seconds, from its
- * `retryAfterSeconds`).
+ * `retryAfterSeconds`). Each is logged by its code and status alone: the message may quote the
+ * request.
  */
 export function problem(c: Context, error: AppError): Response {
+  logger[ERROR_STATUS[error.code] >= 500 ? "warn" : "info"]("request.refused", { code: error.code, status: ERROR_STATUS[error.code] });
   const body = { error: { ...error.details, code: error.code, message: error.message } };
   if (error.code !== "unavailable") return c.json(body, ERROR_STATUS[error.code]);
   const wait = error.details?.["retryAfterSeconds"];
@@ -24,9 +28,9 @@ export function problem(c: Context, error: AppError): Response {
 export function thrownProblem(c: Context, error: unknown): Response {
   const unavailable = unavailableError(error);
   if (unavailable === undefined) {
-    console.error("unhandled error", error);
+    logger.error("unhandled", { surface: "http", outcome: "internal", code: describeThrown(error).code });
     return problem(c, { code: "internal", message: "internal error; nothing was acknowledged, retrying is safe" });
   }
-  console.warn("answered 503: a retry will fix this", error);
+  logger.warn("unhandled", { surface: "http", outcome: "unavailable", code: describeThrown(error).code });
   return problem(c, unavailable);
 }

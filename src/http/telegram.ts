@@ -5,6 +5,7 @@ import { secretsEqual } from "../core/secrets";
 import { mapTelegramUpdate, telegramUpdateSchema } from "../core/telegram-update";
 import { telegramWebhookSecret } from "../config";
 import { appendToConversation } from "../durable/stub";
+import { logger } from "../logger";
 import { problem } from "./errors";
 import type { Wire } from "../api/responses";
 import { telegramWebhookAnswerSchema } from "../api/responses";
@@ -64,7 +65,7 @@ export const telegram = new OpenAPIHono<AppEnv>().openapi(webhook, async (c) => 
   if (!appended.ok) {
     // The same update_id with another body: the first delivery is the record; retrying cannot help.
     if (appended.error.code === "idempotency_conflict") {
-      console.warn("telegram update redelivered with a different body", { bot, updateId: update.value.update_id });
+      logger.warn("webhook.conflict", { conversationId: mapped.conversationId, updateId: update.value.update_id });
       return c.json({ ok: true, ignored: "update_id already recorded with different content" } satisfies Wire<typeof telegramWebhookAnswerSchema>);
     }
     return problem(c, appended.error);

@@ -2,6 +2,7 @@ import { lacksTokenUsage } from "../core/boundary";
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
 import { packetSchema } from "../core/packet";
 import { describeThrown } from "../core/thrown";
+import { logger } from "../logger";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
 import { readDocument } from "../storage/document-store";
@@ -48,12 +49,20 @@ import { deliverText } from "../telegram/dispatch";
 
 const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
 
-type Outcome = { kind: "done" } | { kind: "retry"; delaySeconds: number };
+/** What a compaction's model call cost, for its job's log line. */
+interface Spent {
+  readonly modelMs?: number | undefined;
+  readonly inputTokens?: number | undefined;
+  readonly outputTokens?: number | undefined;
+}
 
-/** One delivery of a job: its queue message's id and how many times that message was delivered. */
+type Outcome = { kind: "done"; spent?: Spent } | { kind: "retry"; delaySeconds: number; spent?: Spent };
+
+/** One delivery of a job: its queue message's id, how many times it was delivered, and when it was sent (epoch ms). */
 interface Delivery {
   readonly id: string;
   readonly attempts: number;
+  readonly sentAt: number;
 }
 
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
@@ -63,10 +72,10 @@ export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Prom
   const outcomes = batch.messages.map((message): Promise<Outcome> => {
     const job = jobSchema.safeParse(message.body);
     if (!job.success) {
-      console.error("dropping unrecognized queue message", { queue: batch.queue, id: message.id });
+      logger.error("job.dropped", { deadLetter });
       return Promise.resolve({ kind: "done" });
     }
-    const delivery: Delivery = { id: message.id, attempts: message.attempts };
+    const delivery: Delivery = { id: message.id, attempts: message.attempts, sentAt: message.timestamp.getTime() };
     const lane = laneOf(job.data);
     const before = lane === undefined ? undefined : lanes.get(lane);
     const run = (before ?? Promise.resolve()).then(() => bounded(env, job.data, delivery, deadLetter, Math.min(jobDeadlineMs(env), budgetEnd - Date.now())));
@@ -98,25 +107,41 @@ function laneOf(job: Job): string | undefined {
   }
 }
 
-/** One job within its deadline; never throws. A job still running at it is retried with its message's backoff. */
+/** What a job's log lines say about it: its type and ids (a notice's chat and text are neither). */
+function jobFields(job: Job) {
+  if (job.type === "notice") return { job: job.type };
+  return { job: job.type, conversationId: job.conversationId, agentId: job.agentId, runId: job.type === "reply" ? undefined : job.runId };
+}
+
+/**
+ * One job within its deadline; never throws. A job still running at it is retried with its
+ * message's backoff (its work goes on, and logs its own end when it finishes).
+ */
 async function bounded(env: Env, job: Job, delivery: Delivery, deadLetter: boolean, deadlineMs: number): Promise<Outcome> {
-  const retry: Outcome = { kind: "retry", delaySeconds: backoffSeconds(env, delivery.attempts) };
+  const retry = { kind: "retry", delaySeconds: backoffSeconds(env, delivery.attempts) } as const;
   if (deadlineMs <= 0) return retry;
-  const outcome = await withinDeadline(isolated(env, job, delivery, deadLetter), deadlineMs);
+  const started = Date.now();
+  const logged = { ...jobFields(job), attempts: delivery.attempts, deadLetter };
+  logger.info("job.start", { ...logged, queueWaitMs: Math.max(0, started - delivery.sentAt) });
+  const outcome = await withinDeadline(isolated(env, job, delivery, deadLetter, started), deadlineMs);
   if (outcome !== DEADLINE_PASSED) return outcome;
-  console.error("queue job still running at its deadline; retried", { type: job.type, id: delivery.id, attempts: delivery.attempts, deadlineMs });
+  logger.error("job.end", { ...logged, outcome: "deadline", retryInSeconds: retry.delaySeconds, ms: Date.now() - started });
   return retry;
 }
 
 /** One job's outcome; never throws. */
-async function isolated(env: Env, job: Job, delivery: Delivery, deadLetter: boolean): Promise<Outcome> {
+async function isolated(env: Env, job: Job, delivery: Delivery, deadLetter: boolean, started: number): Promise<Outcome> {
   const { attempts } = delivery;
+  const logged = { ...jobFields(job), attempts, deadLetter };
   try {
-    return await handle(env, job, delivery, deadLetter);
+    const outcome = await handle(env, job, delivery, deadLetter);
+    const retryInSeconds = outcome.kind === "retry" ? outcome.delaySeconds : undefined;
+    logger.info("job.end", { ...logged, outcome: outcome.kind, retryInSeconds, ms: Date.now() - started, ...outcome.spent });
+    return outcome;
   } catch (error) {
     const thrown = describeThrown(error);
-    console.error("queue job failed", { type: job.type, attempts, deadLetter, code: thrown.code, message: thrown.message });
-    const retry: Outcome = { kind: "retry", delaySeconds: backoffSeconds(env, attempts) };
+    const retry = { kind: "retry", delaySeconds: backoffSeconds(env, attempts) } as const;
+    logger.error("job.end", { ...logged, outcome: "failed", code: thrown.code, retryInSeconds: retry.delaySeconds, ms: Date.now() - started });
     try {
       // Evidence first, as for any failed attempt; a dead letter has no attempt left to record.
       if (!deadLetter && job.type === "compaction") await conversationStub(env, job.conversationId).recordFailure(job.conversationId, job.runId, attempts, thrown.code, thrown.message, delivery.id);
@@ -124,7 +149,7 @@ async function isolated(env: Env, job: Job, delivery: Delivery, deadLetter: bool
       if (!deadLetter && job.type === "extract") await recordExtractionFailure(env, job, attempts, thrown.code, thrown.message);
     } catch (secondary) {
       // Recording failed too (the object or D1 is unavailable): the retry is the record.
-      console.error("could not record a failed queue job", describeThrown(secondary));
+      logger.error("step.failed", { step: "record_job_failure", ...jobFields(job), code: describeThrown(secondary).code });
     }
     return retry;
   }
@@ -168,9 +193,10 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
   const stub = conversationStub(env, job.conversationId);
   // Asked before anything that could pay or write: a settled run's copy is acked as it is.
   if (!(await stub.runState(job.conversationId, job.runId)).open) return { kind: "done" };
+  let spent: Spent = {};
   const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
     await stub.recordFailure(job.conversationId, job.runId, attempts, code, message, delivery.id);
-    return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter) };
+    return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter), spent };
   };
 
   const read = await readDocument(env.DOCUMENTS, job.packetKey, job.packetHash);
@@ -185,6 +211,7 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
   const repair = await latestRepair(env.DOCUMENTS, job.packetKey, job.runId, job.packetHash, attempts);
   const receipt = await runCompactorModel(env, packet.data, job.model, job.profile, repair);
   if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
+  spent = { modelMs: receipt.value.latencyMs, inputTokens: receipt.value.usage?.inputTokens, outputTokens: receipt.value.usage?.outputTokens };
   if (lacksTokenUsage(receipt.value)) return failed("model_evidence_missing", "the provider's reply reported no token usage, which a boundary's receipt must carry");
   const { text, finishReason } = receipt.value;
   // A pointer to a page recall did not find is kept when the page exists.
@@ -197,14 +224,17 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
   }
 
   const { provider, model, responseId, usage, latencyMs } = receipt.value;
+  const settling = Date.now();
   const settled = await stub.settle(job.conversationId, job.runId, content.value, { provider, model, responseId, finishReason, usage, latencyMs });
+  const settlement = { conversationId: job.conversationId, agentId: job.agentId, runId: job.runId, ms: Date.now() - settling };
   if (!settled.ok) {
-    console.warn("compaction result refused", { runId: job.runId, code: settled.error.code, message: settled.error.message });
-    return { kind: "done" };
+    logger.warn("settlement", { ...settlement, outcome: "refused", code: settled.error.code });
+    return { kind: "done", spent };
   }
+  logger.info("settlement", { ...settlement, outcome: "settled", seq: settled.value.body.coveredThrough.seq });
   const extraction: ExtractJob = { type: "extract", conversationId: job.conversationId, agentId: job.agentId, compactorId: packet.data.compactorId, runId: job.runId, boundaryId: settled.value.body.id, model: job.model, profile: job.profile };
   await handOff(env, extraction);
-  return { kind: "done" };
+  return { kind: "done", spent };
 }
 
 /**
@@ -219,7 +249,6 @@ async function handOff(env: Env, extraction: ExtractJob): Promise<void> {
   try {
     await env.JOB_QUEUE.send(extraction);
   } catch (error) {
-    const thrown = describeThrown(error);
-    console.warn("an extraction's hand-off failed; its conversation's object sends it again if it is not seen", { runId: extraction.runId, code: thrown.code, message: thrown.message });
+    logger.warn("step.failed", { step: "extraction_handoff", conversationId: extraction.conversationId, agentId: extraction.agentId, runId: extraction.runId, code: describeThrown(error).code });
   }
 }

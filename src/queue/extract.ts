@@ -8,6 +8,7 @@ import type { Packet } from "../core/packet";
 import { packetSchema } from "../core/packet";
 import { appendToConversation } from "../durable/stub";
 import { recordIncident } from "../incidents";
+import { logger } from "../logger";
 import { runExtractor } from "../model/extractor-model";
 import { readBoundaryByRun } from "../storage/compaction-store-boundaries";
 import { readDocument } from "../storage/document-store";
@@ -37,13 +38,19 @@ const MAX_MERGE_ATTEMPTS = 5;
 
 export async function extract(env: Env, job: ExtractJob, attempts: number): Promise<Outcome> {
   const runId = extractionRunId(job.runId);
+  const started = Date.now();
+  const logged = { conversationId: job.conversationId, agentId: job.agentId, runId };
   const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
+    logger.warn("extraction", { ...logged, outcome: "failed", code, ms: Date.now() - started });
     await recordExtractionFailure(env, job, attempts, code, message);
     return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter) };
   };
 
   const shard = await conversationDb(env, job.conversationId);
-  if (await extractionRecorded(shard, runId)) return { kind: "done" };
+  if (await extractionRecorded(shard, runId)) {
+    logger.info("extraction", { ...logged, outcome: "already_recorded" });
+    return { kind: "done" };
+  }
   const packet = await settledSlice(env, job);
   if (!packet.ok) return failed(packet.error.code, packet.error.message);
   const seqs = packet.value.frozen.turns.flatMap((t) => turnSeq(t.id) ?? []);
@@ -60,6 +67,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   }
   const { provider, model, usage } = extracted.value;
   await recordExtractionRun(shard, { runId, conversationId: job.conversationId, agentId: job.agentId, boundaryId: job.boundaryId, provider, model, usage, facts: extracted.value.facts.length, versionsWritten }, now);
+  logger.info("extraction", { ...logged, outcome: "extracted", facts: extracted.value.facts.length, versionsWritten, inputTokens: usage?.inputTokens, outputTokens: usage?.outputTokens, ms: Date.now() - started });
   return { kind: "done" };
 }
 

@@ -2,6 +2,7 @@ import { directReplyAgents } from "../config";
 import { telegramRoute } from "../core/conversation-id";
 import type { ReplyJob } from "../core/jobs";
 import { recordIncident } from "../incidents";
+import { logger } from "../logger";
 import type { StoredDeclaration } from "../storage/compaction-store";
 import { readDeliveries, readEventsByKeys } from "../storage/event-store";
 import { deliverText } from "../telegram/dispatch";
@@ -29,6 +30,7 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
   if ((await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [delivered])).has(delivered)) return { kind: "done" };
 
   const replyTo = /^\d+$/.test(job.sourceMessageId) ? Number(job.sourceMessageId) : undefined;
+  const sending = Date.now();
   const sent = await deliverText(env, {
     botId: route.botId,
     chatId: route.chatId,
@@ -38,6 +40,8 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
     alreadySent: await partsInChat(env, job.conversationId, proposalId),
   });
   const at = new Date().toISOString();
+  const parts = sent.ok ? sent.value.messageIds.length : sent.error.sentParts;
+  logger[sent.ok ? "info" : "warn"]("reply.dispatch", { conversationId: job.conversationId, agentId: declaration.agentId, outcome: sent.ok ? "delivered" : sent.error.kind, parts, ms: Date.now() - sending });
   if (sent.ok) {
     await appendEvents(env, job.conversationId, [
       { kind: "delivery", idempotencyKey: delivered, sensitive: false, body: { status: "delivered", proposalId, externalMessageId: String(sent.value.messageIds[0] ?? ""), at } },

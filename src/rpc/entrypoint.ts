@@ -16,7 +16,9 @@ import type { composeRequestSchema } from "../core/compose";
 import type { LinkPage } from "../core/chain-audit";
 import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
+import { describeThrown } from "../core/thrown";
 import { unavailableError } from "../core/transient";
+import { logger } from "../logger";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import type { ContextSelection } from "../core/context-manifest";
 import type { ApiPrincipal } from "../storage/token-store";
@@ -165,10 +167,14 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
       return toRpc(await operation(conversation.value, principal.value));
     } catch (error) {
       // HTTP's `onError`, for RPC: a failure a retry fixes is `unavailable` (core/transient), anything
-      // else is logged here and a typed `internal` there; never a rejected promise.
+      // else a typed `internal`; both are logged by the thrown value's code, never a rejected promise.
       const unavailable = unavailableError(error);
-      if (unavailable !== undefined) return toRpc({ ok: false, error: unavailable });
-      console.error("unhandled RPC error", error);
+      const code = describeThrown(error).code;
+      if (unavailable !== undefined) {
+        logger.warn("unhandled", { surface: "rpc", outcome: "unavailable", code });
+        return toRpc({ ok: false, error: unavailable });
+      }
+      logger.error("unhandled", { surface: "rpc", outcome: "internal", code });
       return toRpc(fail("internal", "internal error; nothing was acknowledged, retrying is safe"));
     }
   }

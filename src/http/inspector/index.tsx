@@ -1,5 +1,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { describeThrown } from "../../core/thrown";
+import { logger } from "../../logger";
 import { requireSession } from "./auth";
 import { inspectorHeaders } from "./headers";
 import { loginRoutes } from "./login";
@@ -28,6 +30,6 @@ inspector.onError((error, c) => {
     return c.html(<ErrorPage status={403} code="forbidden" message="this form can only be posted from the inspector's own pages" signedIn={false} />, 403);
   }
   if (error instanceof HTTPException) return error.getResponse();
-  console.error("inspector: unhandled error", error);
+  logger.error("unhandled", { surface: "inspector", outcome: "internal", code: describeThrown(error).code });
   return c.html(<ErrorPage status={500} code="internal" message="internal error; nothing was changed" signedIn={false} />, 500);
 });
