@@ -276,6 +276,46 @@ export const incidentPageSchema = z.strictObject({
   nextAfter: position.nullable(),
 });
 
+/** An incident of any conversation, as the operator reads the fleet's: with its conversation and the shard that keeps it. */
+export const fleetIncidentSchema = incidentSchema.extend({ conversationId: z.string(), shard: z.string() });
+
+export const fleetIncidentPageSchema = z.strictObject({
+  incidents: z.array(fleetIncidentSchema),
+  /** Pass as `cursor` for the next page; null on the last. */
+  nextCursor: z.string().nullable(),
+});
+
+const probeError = z.enum(["timeout", "unavailable", "failed"]);
+
+export const opsHealthSchema = z.strictObject({
+  /** Every database reachable and at its expected migration, the bucket reachable, and at least one shard open. */
+  ok: z.boolean(),
+  checkedAt: isoTime,
+  databases: z.array(
+    z.strictObject({
+      binding: z.string(),
+      role: z.enum(["control", "shard"]),
+      reachable: z.boolean(),
+      error: probeError.optional(),
+      /** The newest migration applied, null when none (or unreachable). */
+      migration: z.string().nullable(),
+      expectedMigration: z.string(),
+      current: z.boolean(),
+      /** For a shard: whether it takes new conversations (`SHARDS_CLOSED`). */
+      open: z.boolean().optional(),
+    }),
+  ),
+  storage: z.strictObject({ binding: z.string(), reachable: z.boolean(), error: probeError.optional() }),
+  openShards: z.array(z.string()),
+  /** The plan that has waited longest for its boundary, on any shard. */
+  oldestOpenPlan: z.strictObject({ conversationId: z.string(), agentId: z.string(), runId: z.string(), plannedAt: isoTime, shard: z.string(), ageSeconds: z.number().int().nonnegative() }).nullable(),
+  /** Chains the resolver refuses now (one open `resolver_failure` incident each). */
+  failingChains: z.number().int().nonnegative(),
+  incidentsLastHour: z.number().int().nonnegative(),
+  /** How many shards answered the two counts above. */
+  shardsCounted: z.number().int().nonnegative(),
+});
+
 /** `version:fingerprint`: the key an agent's chain lives under; a changed pair or prompt is a new epoch. */
 export const epochSchema = z.strictObject({
   compactorVersion: z.string(),

@@ -10,6 +10,7 @@ import { problem, thrownProblem } from "./errors";
 import { incidentRoutes } from "./incidents";
 import { inspector } from "./inspector";
 import { memory } from "./memory";
+import { ops } from "./ops";
 import type { Wire } from "../api/responses";
 import { healthSchema, serviceIndexSchema } from "../api/responses";
 import { buildDocument } from "./openapi/document";
@@ -75,6 +76,7 @@ app.route("/v1/conversations", conversationMemory);
 app.route("/v1/agents", memory);
 app.route("/telegram", telegram);
 app.route("/v1/agents", agents);
+app.route("/v1/ops", ops);
 app.route("/inspector", inspector);
 
 app.notFound((c) => problem(c, { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }));

@@ -21,17 +21,4 @@ export function jobDeadlineMs(env: Env): number {
   return Math.min(2 * modelTimeoutMs(env) * (modelMaxRetries(env) + 1), BATCH_BUDGET_MS);
 }
 
-export const DEADLINE_PASSED: unique symbol = Symbol("deadline passed");
-
-/** What `work` settles to, or `DEADLINE_PASSED` when it has not settled within `ms`. */
-export async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | typeof DEADLINE_PASSED> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<typeof DEADLINE_PASSED>((resolve) => {
-    timer = setTimeout(() => resolve(DEADLINE_PASSED), Math.max(0, ms));
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export { DEADLINE_PASSED, withinDeadline } from "../core/deadline";

@@ -143,7 +143,8 @@ export interface IncidentRecord {
   readonly open: boolean;
 }
 
-interface IncidentRow {
+/** An `incidents` row as stored. */
+export interface IncidentRow {
   id: number;
   agent_id: string;
   run_id: string | null;
@@ -156,7 +157,8 @@ interface IncidentRow {
   open: number;
 }
 
-const toIncident = (r: IncidentRow): IncidentRecord => ({
+/** A stored row as the read API serves it. */
+export const incidentOf = (r: IncidentRow): IncidentRecord => ({
   id: r.id,
   agentId: agentOf(r.agent_id),
   runId: r.run_id,
@@ -191,5 +193,5 @@ export async function readIncidentPage(
     )
     .bind(conversationId, after, limit + 1)
     .all<IncidentRow>();
-  return { incidents: results.slice(0, limit).map(toIncident), more: results.length > limit };
+  return { incidents: results.slice(0, limit).map(incidentOf), more: results.length > limit };
 }

@@ -19,7 +19,7 @@ type Caller = "none" | "otherTenant" | "agentOnly" | "conversationOnly" | "narro
 const CALLERS: readonly Caller[] = ["none", "otherTenant", "agentOnly", "conversationOnly", "narrower", "wildcard"];
 
 /** What each kind of route lets each caller do; `allowed` means one of the operation's documented success statuses. */
-type Kind = "public" | "telegram" | "conversation" | "conversationAgent" | "agent";
+type Kind = "public" | "telegram" | "conversation" | "conversationAgent" | "agent" | "ops";
 const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
   public: { none: "allowed", otherTenant: "allowed", agentOnly: "allowed", conversationOnly: "allowed", narrower: "allowed", wildcard: "allowed" },
   // A bearer token is no Telegram secret, whatever its scopes.
@@ -31,6 +31,8 @@ const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
   // reach nothing, and to those tokens the agent answers as one nobody declared (404, as README's
   // security model says); a token without the agent scope is refused before anything is read (403).
   agent: { none: 401, otherTenant: 403, agentOnly: 404, conversationOnly: 403, narrower: 404, wildcard: "allowed" },
+  // The whole deployment: the `ops` scope or `*`, never a tenant's scopes however wide.
+  ops: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: 403, wildcard: "allowed" },
 };
 
 /** Operations whose conversation is checked before their agent: a token without the conversation is refused there. */
@@ -49,6 +51,7 @@ function kindOf(path: string, operationId: string, security: readonly Record<str
   if (NEEDS_AGENT_SCOPE.has(operationId)) return "conversationAgent";
   if (path.startsWith("/v1/conversations/")) return "conversation";
   if (path.startsWith("/v1/agents/")) return "agent";
+  if (path.startsWith("/v1/ops/")) return "ops";
   throw new Error(`${path}: no authorization kind`);
 }
 
@@ -78,6 +81,8 @@ const REQUESTS: Record<string, (w: World) => { path: string; body?: unknown }> =
   verifyChain: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify?agent=${w.agentId}` }),
   verifyLinks: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/verify/links?agent=${w.agentId}` }),
   listIncidents: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/incidents` }),
+  opsHealth: () => ({ path: "/v1/ops/health" }),
+  listFleetIncidents: () => ({ path: "/v1/ops/incidents" }),
   searchMemory: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/search?agent=${w.agentId}&q=${encodeURIComponent(w.probe)}` }),
   listConversationMemoryPages: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/pages?agent=${w.agentId}` }),
   getConversationMemoryPage: (w) => ({ path: `/v1/conversations/${encodeURIComponent(w.conversation)}/memory/pages/${FACT.path}?agent=${w.agentId}&provenance=1` }),

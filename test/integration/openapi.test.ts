@@ -393,6 +393,10 @@ describe("success responses", () => {
     const incidents = await check<{ incidents: unknown[] }>("listIncidents", await call("GET", `${conversationPath}/incidents`, { token }));
     expect(incidents.incidents.length).toBeGreaterThan(0);
     await check("listIncidents", await call("GET", `${conversationPath}/incidents?limit=1`, { token }));
+    const ops = await tokenFor("ops");
+    await check("opsHealth", await call("GET", "/v1/ops/health", { token: ops }));
+    const fleet = await check<{ incidents: unknown[] }>("listFleetIncidents", await call("GET", `/v1/ops/incidents?agent=${agentId}`, { token: ops }));
+    expect(fleet.incidents.length).toBeGreaterThan(0);
 
     const memoryPage = `/v1/agents/${agentId}/memory/decisions/venue`;
     await check("putMemoryPage", await call("PUT", memoryPage, { token, body: { content: "Lisbon, in May." } }));

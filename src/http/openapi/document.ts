@@ -24,6 +24,7 @@ const TAGS = [
       "Versioned memory pages: those people write for an agent (served in every conversation it serves), and the facts extraction keeps " +
       "with each conversation (served in that conversation only). Recalled for context, compose and the compactor.",
   },
+  { name: "ops", description: "The operator's view of the whole deployment: its health and every shard's incidents (scope `ops`)." },
   { name: "telegram", description: "Telegram ingress." },
   { name: "service", description: "Liveness and this reference." },
 ] as const satisfies readonly (TagObject & { name: Tag })[];

@@ -11,7 +11,7 @@ import type { RequestBodyConfig } from "./types";
 import { routeParameter } from "./types";
 
 /** The document's tags; `document.ts` describes each. */
-export type Tag = "events" | "context" | "chain" | "agents" | "memory" | "telegram" | "service";
+export type Tag = "events" | "context" | "chain" | "agents" | "memory" | "ops" | "telegram" | "service";
 
 type Security = { bearerAuth: [] }[] | { telegramSecretToken: [] }[] | [];
 

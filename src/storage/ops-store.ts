@@ -1,0 +1,86 @@
+import type { ShardContinuation } from "../core/ops";
+import type { IncidentKind, IncidentRecord, IncidentRow } from "./compaction-store-incidents";
+import { incidentOf } from "./compaction-store-incidents";
+
+/**
+ * The operator's statements: what one database says of its own state (its newest migration, its
+ * oldest open plan, its failing chains, its recent incidents) and one shard's page of incidents in
+ * the fleet's order (`core/ops`). Each reads one database; the api layer asks every one at once.
+ */
+
+/** The newest migration applied to the database (`d1_migrations`, wrangler's own table), or null for none. */
+export async function newestMigration(db: D1Database): Promise<string | null> {
+  const row = await db.prepare("SELECT name FROM d1_migrations ORDER BY id DESC LIMIT 1").first<{ name: string }>();
+  return row?.name ?? null;
+}
+
+export interface OpenPlanRecord {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly runId: string;
+  readonly plannedAt: string;
+}
+
+/**
+ * The shard's oldest plan still waiting for its boundary: not settled, not abandoned, and the
+ * newest plan of its chain (a plan a later one replaced, as an epoch change does, waits for nothing).
+ */
+export async function oldestOpenPlan(db: D1Database): Promise<OpenPlanRecord | undefined> {
+  const row = await db
+    .prepare(
+      `SELECT p.conversation_id, p.agent_id, p.run_id, p.created_at FROM compaction_plans p
+       WHERE NOT EXISTS (SELECT 1 FROM boundaries b WHERE b.run_id = p.run_id)
+         AND NOT EXISTS (SELECT 1 FROM incidents i WHERE i.run_id = p.run_id AND i.kind = 'compactor_abandoned')
+         AND NOT EXISTS (SELECT 1 FROM compaction_plans n WHERE n.conversation_id = p.conversation_id AND n.agent_id = p.agent_id AND n.created_at > p.created_at)
+       ORDER BY p.created_at LIMIT 1`,
+    )
+    .first<{ conversation_id: string; agent_id: string; run_id: string; created_at: string }>();
+  return row === null ? undefined : { conversationId: row.conversation_id, agentId: row.agent_id, runId: row.run_id, plannedAt: row.created_at };
+}
+
+/** How many chains of the shard the resolver refuses now (each one open `resolver_failure` incident), and how many incidents were seen since `since`. */
+export async function shardTrouble(db: D1Database, since: string): Promise<{ failingChains: number; incidentsSince: number }> {
+  const row = await db
+    .prepare(
+      `SELECT (SELECT COUNT(*) FROM incidents WHERE open = 1 AND kind = 'resolver_failure') AS failing,
+              (SELECT COUNT(*) FROM incidents WHERE last_seen_at >= ?) AS recent`,
+    )
+    .bind(since)
+    .first<{ failing: number; recent: number }>();
+  return { failingChains: row?.failing ?? 0, incidentsSince: row?.recent ?? 0 };
+}
+
+export interface IncidentFilter {
+  /** Only incidents last seen at or after this time. */
+  readonly since?: string | undefined;
+  readonly agentId?: string | undefined;
+  readonly kind?: IncidentKind | undefined;
+}
+
+/** A fleet incident: the shard's row and the conversation it is about. */
+export type FleetIncidentRecord = IncidentRecord & { readonly conversationId: string };
+
+/**
+ * The shard's first `limit` incidents in the fleet's order (newest `last_seen_at`, then newest id)
+ * that pass the filter, after `from` (`core/ops` `continuation`; undefined: from the newest).
+ */
+export async function readFleetIncidents(db: D1Database, filter: IncidentFilter, from: ShardContinuation | undefined, limit: number): Promise<FleetIncidentRecord[]> {
+  // D1 refuses a binding the statement does not use, so each continuation binds exactly its own.
+  const after: { sql: string; binds: (string | number)[] } =
+    from === undefined
+      ? { sql: "", binds: [] }
+      : "atOrBefore" in from
+        ? { sql: "AND last_seen_at <= ?5", binds: [from.atOrBefore] }
+        : "orAtWithIdBelow" in from
+          ? { sql: "AND (last_seen_at < ?5 OR (last_seen_at = ?5 AND id < ?6))", binds: [from.before, from.orAtWithIdBelow] }
+          : { sql: "AND last_seen_at < ?5", binds: [from.before] };
+  const { results } = await db
+    .prepare(
+      `SELECT id, conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open FROM incidents
+       WHERE (?1 IS NULL OR last_seen_at >= ?1) AND (?2 IS NULL OR agent_id = ?2) AND (?3 IS NULL OR kind = ?3) ${after.sql}
+       ORDER BY last_seen_at DESC, id DESC LIMIT ?4`,
+    )
+    .bind(filter.since ?? null, filter.agentId ?? null, filter.kind ?? null, limit, ...after.binds)
+    .all<IncidentRow & { conversation_id: string }>();
+  return results.map((row) => ({ ...incidentOf(row), conversationId: row.conversation_id }));
+}
