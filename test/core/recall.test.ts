@@ -157,6 +157,7 @@ describe("entriesOf", () => {
         statement: "the budget moved to 5,500 euros",
         messageId: "m8",
         seq: 8,
+        supersedes: [2],
       },
     ]);
     expect(entriesOf(page("notes/ada", "Ada likes tea.\n- not: an entry", -1))).toEqual([]);
@@ -181,7 +182,7 @@ describe("recallTerms", () => {
 });
 
 describe("rankCandidates and fuseByRank", () => {
-  it("takes the pages' best items and the turns in turn, so a page that matches the subject many times cannot shut the turns out", () => {
+  it("keeps the turns' order, fuses a person's page with them by rank, and puts an extracted entry no turn holds after every turn", () => {
     const big = extractedPage(PLANS, [
       fact(PLANS, "doc", "the lisbon offsite doc has comments", 1),
       fact(PLANS, "venue", "the lisbon offsite venue is Casa Novak", 2),
@@ -190,8 +191,9 @@ describe("rankCandidates and fuseByRank", () => {
     const notes = page("notes/offsite", "Offsite notes a person wrote about the venue.", -1);
     const turns = [turn(20, "the lisbon offsite venue is now Villa Sato", -9), turn(10, "lisbon offsite soon", -3)];
     const ranked = rankCandidates("Where is the Lisbon offsite venue?", [big, notes], turns);
-    const [venue, doc, thread] = [entriesOf(big)[1], entriesOf(big)[0], entriesOf(big)[2]];
-    expect(ranked).toEqual([turns[0], venue, turns[1], notes, thread, doc]);
+    const [doc, venue, thread] = entriesOf(big);
+    // The entries' messages (seqs 1-3) are no candidate turn: they come last, best first among themselves.
+    expect(ranked).toEqual([turns[0], notes, turns[1], venue, thread, doc]);
     expect(fuseByRank(["t1", "t2", "t3"], ["p1"])).toEqual(["t1", "p1", "t2", "t3"]);
   });
 
@@ -204,9 +206,9 @@ describe("rankCandidates and fuseByRank", () => {
     const hit = page(PLANS, legacy, -1);
     const [venue, date] = entriesOf(hit);
     expect([venue?.seq, date?.seq]).toEqual([undefined, undefined]);
-    // m20 says the venue fact; m10 shares the date fact's id but says something else.
+    // m20 says the venue fact: the turn stands for it. m10 shares the date fact's id but says something else.
     const turns = [turn(20, "the lisbon offsite venue is Casa Novak", -9), turn(10, "lisbon offsite soon", -3)];
-    expect(rankCandidates("Lisbon offsite", [hit], turns)).toEqual([turns[0], date, turns[1]]);
+    expect(rankCandidates("Lisbon offsite", [hit], turns)).toEqual([turns[0], turns[1], date]);
   });
 });
 
@@ -237,17 +239,29 @@ describe("the memory envelope's items", () => {
 describe("rankCandidates: an entry earns its place", () => {
   const withSeqs = (path: string, facts: readonly ExtractedFact[]): RecalledPageHit => extractedPage(path, facts);
 
-  it("leaves an entry to the served tail, and to its own turn once that turn is chosen, by the message's seq", () => {
+  it("leaves an entry to the served tail and to its own turn, by the message's seq, and serves the rest after the turns", () => {
     const hit = withSeqs(PLANS, [fact(PLANS, "venue", "the offsite venue is Casa Novak", 3), fact(PLANS, "date", "the offsite date is 3 May", 5), fact(PLANS, "budget", "the offsite budget is 5,500 euros", 40)]);
-    // The turn of seq 3 says it in other words (a model's statement): still its own message.
+    // The turn of seq 3 says it in other words (a model's statement): still its own message, which stands for it.
     const booked = turn(3, "we booked Casa Novak for it", -2);
     const candidates = rankCandidates("offsite venue date budget", [hit], [booked], 30);
-    expect(candidates.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["turn", "date", "venue"]);
+    expect(candidates.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["turn", "date"]);
     expect(packMemory(candidates, 10_000).hits.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["turn", "date"]);
-    // Where the turn does not fit, its entry does: it earns its place.
-    const long = { ...booked, content: `${booked.content} ${"and more ".repeat(60)}` };
-    const tight = FRAME + renderRecalled(entriesOf(hit).slice(0, 2)).length;
-    expect(packMemory(rankCandidates("offsite venue date budget", [hit], [long], 30), tight).hits.map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["date", "venue"]);
+  });
+
+  it("puts the value that holds in front of a turn it superseded, at that turn's rank", () => {
+    const hit = withSeqs(PLANS, [fact(PLANS, "venue", "we booked Casa Novak for the offsite", 3), fact(PLANS, "venue", "the offsite moved to Villa Sato", 9)]);
+    const [venue] = entriesOf(hit);
+    expect(venue?.supersedes).toEqual([3]);
+    const stale = turn(3, "we booked Casa Novak for the offsite", -5);
+    const other = turn(7, "the offsite needs a projector", -4);
+    const update = turn(9, "the offsite moved to Villa Sato", -1);
+    expect(rankCandidates("where is the offsite", [hit], [stale, other, update])).toEqual([venue, stale, other, update]);
+    // Packed tight, the agent reads the value that holds first.
+    const first = packMemory(rankCandidates("where is the offsite", [hit], [stale, other, update]), FRAME + renderRecalled(venue === undefined ? [] : [venue]).length);
+    expect(first.hits).toEqual([venue]);
+    // Where the update itself ranks first, it stands: the entry adds nothing.
+    expect(rankCandidates("where is the offsite", [hit], [update, stale])).toEqual([update, venue, stale]);
+    expect(packMemory(rankCandidates("where is the offsite", [hit], [update, stale]), 10_000).hits).toEqual([update, stale]);
   });
 
   it("serves every entry whose message no candidate holds and the tail does not", () => {
