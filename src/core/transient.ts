@@ -32,9 +32,10 @@ export const CONFIGURATION_RETRY_AFTER_SECONDS = 30;
 
 /**
  * Failures of the statement itself (a constraint, a missing table, a type): the same request fails
- * the same way, so none is transient whatever else its message says.
+ * the same way, so none is transient whatever else its message says. SQLITE_BUSY is no such
+ * failure: another writer held the database, and the same statement passes once it lets go.
  */
-const DEFECT_MESSAGES = [/SQLITE_[A-Z]/, /constraint failed/i, /no such (?:table|column)/i, /syntax error/i, /D1_(?:TYPE_ERROR|COLUMN_NOTFOUND|EXEC_ERROR)/];
+const DEFECT_MESSAGES = [/SQLITE_(?!BUSY\b)[A-Z]/, /constraint failed/i, /no such (?:table|column)/i, /syntax error/i, /D1_(?:TYPE_ERROR|COLUMN_NOTFOUND|EXEC_ERROR)/];
 
 /**
  * The messages a retry clears. D1: its list of retryable `D1_ERROR`s (resets, overloads, lost
@@ -48,6 +49,8 @@ const TRANSIENT_MESSAGES: readonly { readonly pattern: RegExp; readonly source: 
   { pattern: /storage caused object to be reset|storage operation exceeded timeout/i, source: "d1" },
   { pattern: /D1 DB reset because its code was updated|transient issue on remote node/i, source: "d1" },
   { pattern: /D1_ERROR:.*\b(?:timed out|timeout)\b/i, source: "d1" },
+  // Another writer holds the database (seen from wrangler dev while a process held the file locked).
+  { pattern: /D1_ERROR:.*\b(?:database is locked|SQLITE_BUSY)\b/i, source: "d1" },
   { pattern: /\((?:10001|10043|10058)\)/, source: "r2" },
   { pattern: /Queue send failed/i, source: "queue" },
   { pattern: /^internal error; reference = /, source: "network" },
