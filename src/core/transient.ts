@@ -53,7 +53,9 @@ const TRANSIENT_MESSAGES: readonly { readonly pattern: RegExp; readonly source: 
   { pattern: /D1_ERROR:.*\b(?:database is locked|SQLITE_BUSY)\b/i, source: "d1" },
   { pattern: /\((?:10001|10043|10058)\)/, source: "r2" },
   { pattern: /Queue send failed/i, source: "queue" },
-  { pattern: /^internal error; reference = /, source: "network" },
+  // The runtime's own internal errors, bare or behind a D1 prefix ("D1_ERROR: Failed to get session
+  // commit token: internal error; reference = …", seen while a shard's file was locked from outside).
+  { pattern: /\binternal error; reference = [a-z0-9]+/, source: "network" },
 ];
 
 /** How deep `cause` chains are followed: the platform wraps once; anything deeper is ours. */

@@ -21,6 +21,7 @@ describe("classifyThrown", () => {
     ["D1 lost connection", new Error("D1_ERROR: Network connection lost."), transient("network")],
     // What local D1 (wrangler dev) throws while another process holds the database's file locked.
     ["D1 database busy", new Error("D1_ERROR: database is locked: SQLITE_BUSY"), transient("d1")],
+    ["D1 behind a runtime internal error", new Error("D1_ERROR: Failed to get session commit token: internal error; reference = bk5sku8m2c681a42b8up8ck3"), transient("network")],
     ["D1 reset (storage)", new Error("D1_ERROR: Internal error in D1 DB storage caused object to be reset."), transient("d1")],
     ["D1 storage timeout", new Error("D1_ERROR: D1 DB storage operation exceeded timeout which caused object to be reset."), transient("d1")],
     ["D1 overloaded (queued too long)", new Error("D1_ERROR: D1 DB is overloaded. Requests queued for too long."), transient("d1")],
