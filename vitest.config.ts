@@ -21,7 +21,7 @@ export class EchoBot extends WorkerEntrypoint {
 export default { fetch() { return new Response("echo-bot"); } };
 `;
 
-type Inject = <K extends "fakeOpenAiBaseUrl" | "fakeTelegramOrigin" | "fakeBotSecret">(key: K) => string;
+type Inject = <K extends "fakeOpenAiBaseUrl" | "fakeTelegramOrigin" | "fakeBotSecret" | "fakeAlertsOrigin" | "fakeAlertsSecret">(key: K) => string;
 
 /** The Worker as every integration test runs it: real local bindings, loopback fakes at the edge. */
 type Migrations = { readonly control: Awaited<ReturnType<typeof readD1Migrations>>; readonly shard: Awaited<ReturnType<typeof readD1Migrations>> };
@@ -127,6 +127,14 @@ export default {
  */
 const EXCLUSIVE_TESTS = ["test/integration/telegram-dispatch.test.ts", "test/integration/authorization-matrix.test.ts", "test/integration/compaction-replay.test.ts"];
 
+/**
+ * The operator alert tests: the same Worker with OPS_ALERT_URL pointing at a loopback webhook
+ * (test/fake-alerts). They run as their own project, in a workerd of their own, because alerts are
+ * rate-limited per incident kind across the whole deployment: every other file's incidents would
+ * count against the limit they test, and be posted to their webhook.
+ */
+const ALERT_TESTS = "test/integration/alerts.test.ts";
+
 /** The pure core's tests run in plain Node, as the project `vitest.core.config.ts` defines. */
 const CORE_TESTS = "test/core/**/*.test.ts";
 
@@ -161,12 +169,24 @@ export default defineConfig(async () => {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
           // One workerd per worker, reused by the files it runs (not restarted for each): every
           // file works in conversations, agents and fake sessions of its own.
-          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, FAULT_TESTS, ...EXCLUSIVE_TESTS] },
+          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, FAULT_TESTS, ALERT_TESTS, ...EXCLUSIVE_TESTS] },
         },
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
           // After every other file, one at a time (see EXCLUSIVE_TESTS).
           test: { ...test, name: "exclusive", include: EXCLUSIVE_TESTS, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        },
+        {
+          plugins: [
+            cloudflareTest(({ inject }) => {
+              const base = workers(migrations, inject);
+              return {
+                ...base,
+                miniflare: { ...base.miniflare, bindings: { ...base.miniflare.bindings, OPS_ALERT_URL: `${inject("fakeAlertsOrigin")}/alerts`, OPS_ALERT_SECRET: inject("fakeAlertsSecret") } },
+              };
+            }),
+          ],
+          test: { ...test, name: "alerts", include: [ALERT_TESTS], globalSetup: [...test.globalSetup, "./test/fake-alerts/global-setup.ts"] },
         },
         {
           plugins: [

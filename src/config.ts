@@ -1,3 +1,5 @@
+import type { AlertTarget } from "./core/alerts";
+import { alertTarget } from "./core/alerts";
 import { telegramChatRef } from "./core/conversation-id";
 
 /**
@@ -149,3 +151,13 @@ export const planWatchdogSeconds = (env: Env): number => Math.max(1, seconds(env
 
 /** `PLAN_STALLED_SECONDS`: a plan open this long raises a `compaction_stalled` incident (once per plan). */
 export const planStalledSeconds = (env: Env): number => Math.max(1, seconds(env.PLAN_STALLED_SECONDS, 3_600));
+
+/**
+ * The operator's alert webhook, `OPS_ALERT_URL` (empty: off), and its signing key, the secret
+ * `OPS_ALERT_SECRET`, as `core/alerts` judges them.
+ */
+export function opsAlertTarget(env: Env): AlertTarget {
+  const url: unknown = Reflect.get(env, "OPS_ALERT_URL");
+  const secret: unknown = Reflect.get(env, "OPS_ALERT_SECRET");
+  return alertTarget(typeof url === "string" ? url : "", typeof secret === "string" ? secret : undefined);
+}

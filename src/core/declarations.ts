@@ -3,6 +3,7 @@ import { scopePatternSchema } from "./conversation-id";
 import type { AppError } from "./errors";
 import { agentIdSchema } from "./events";
 import { hashCanonical } from "./hash";
+import { isOutboundUrl } from "./outbound-url";
 
 /**
  * Declarations: an ordinary agent and its reciprocal compactor, registered together. The compactor
@@ -90,21 +91,11 @@ export const compactionPolicySchema = z
 /** A Worker binding or secret name as wrangler writes them; the declaration only ever names it. */
 const bindingNameSchema = z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, "SCREAMING_SNAKE_CASE, 1–64 characters");
 
-/**
- * Where an `http` bot lives: https anywhere, plain http only on the loopback (local development).
- * The body is signed, not encrypted, so a remote plain-http endpoint would expose every context.
- */
+/** Where an `http` bot lives (`isOutboundUrl`): every context it is sent is signed, not encrypted. */
 const botUrlSchema = z
   .string()
   .max(2_048)
-  .refine(
-    (text) => {
-      const url = URL.parse(text);
-      if (url === null || url.username !== "" || url.password !== "") return false;
-      return url.protocol === "https:" || (url.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "localhost"));
-    },
-    { message: "an https URL (plain http only for 127.0.0.1 or localhost), without credentials" },
-  );
+  .refine(isOutboundUrl, { message: "an https URL (plain http only for 127.0.0.1 or localhost), without credentials" });
 
 /**
  * The Worker secrets a declaration may name as an HMAC key: only `BOT_HMAC_<NAME>`. Model keys,

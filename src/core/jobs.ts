@@ -1,9 +1,11 @@
 import { z } from "zod";
+import { incidentAlertSchema } from "./alerts";
 import { TELEGRAM_BOT_ID } from "./conversation-id";
 
 /**
- * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, extractions, replies and operator notices. The
- * Durable Object produces them and the queue consumer validates each message against `jobSchema`.
+ * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, extractions, replies, operator
+ * notices and alerts. The Durable Object produces them and the queue consumer validates each
+ * message against `jobSchema`.
  */
 
 /** A compaction job names its packet; the packet, not the message, carries the input. */
@@ -57,5 +59,9 @@ export const noticeJobSchema = z.strictObject({
 });
 export type NoticeJob = z.infer<typeof noticeJobSchema>;
 
-export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, extractJobSchema, replyJobSchema, noticeJobSchema]);
+/** A new incident for the operator's webhook (`core/alerts`): the alert as it was decided, rate limit included. */
+export const alertJobSchema = z.strictObject({ type: z.literal("alert"), ...incidentAlertSchema.shape });
+export type AlertJob = z.infer<typeof alertJobSchema>;
+
+export const jobSchema = z.discriminatedUnion("type", [compactionJobSchema, extractJobSchema, replyJobSchema, noticeJobSchema, alertJobSchema]);
 export type Job = z.infer<typeof jobSchema>;

@@ -77,6 +77,8 @@ export type LogEvents = Checked<{
   "reply.dispatch": { conversationId: Id; agentId: Id; outcome: "delivered" | "rate_limited" | "forbidden" | "rejected" | "unavailable" | "not_sent"; parts: Count; ms: Ms };
   /** An incident recorded, or raised again while open (`count`: its occurrences so far). */
   incident: { conversationId: Id; agentId: Id | null; runId: Id | null; kind: Code; code: Code; count?: Maybe<Count> };
+  /** Memory recalled for a context or compose call with a query: how many items the envelope holds and its size. */
+  recall: { conversationId: Id; agentId: Id; hits: Count; envelopeChars: Count; ms: Ms };
   /** A request answered with an error: its code and status, nothing of the request. */
   "request.refused": { code: Code; status: Count };
   /** A throw no handler expected, answered as `internal` or (a retry fixes it) `unavailable`. */
@@ -85,11 +87,28 @@ export type LogEvents = Checked<{
   "step.failed": { step: FailedStep; conversationId?: Maybe<Id>; agentId?: Maybe<Id>; runId?: Maybe<Id>; kind?: Maybe<Code>; revision?: Maybe<Count>; code: Code };
   /** A Telegram update redelivered with another body: the first delivery stays the record. */
   "webhook.conflict": { conversationId: Id; updateId: Count };
+  /**
+   * A new incident's alert to the operator's webhook (`core/alerts`): held back by the rate limit
+   * (`count`: its kind's incidents in the window so far), not queued, delivered, refused or
+   * unreachable (retried), given up after the queue's last retry, or alerts disabled by unusable
+   * settings. `code` is what went wrong (a thrown code, or the setting's problem), never the incident's.
+   */
+  alert: {
+    conversationId?: Maybe<Id>;
+    agentId?: Maybe<Id | null>;
+    runId?: Maybe<Id | null>;
+    kind?: Maybe<Code>;
+    outcome: "suppressed" | "not_queued" | "delivered" | "refused" | "unreachable" | "given_up" | "disabled";
+    code?: Maybe<Code>;
+    status?: Maybe<Count>;
+    attempts?: Maybe<Count>;
+    count?: Maybe<Count>;
+  };
 }>;
 
 export type LogEvent = keyof LogEvents;
 
-type JobType = "compaction" | "extract" | "reply" | "notice";
+type JobType = "compaction" | "extract" | "reply" | "notice" | "alert";
 
 /** The only field names a line may carry. */
 const FIELD_NAMES = [
@@ -127,6 +146,8 @@ const FIELD_NAMES = [
   "ms",
   "queueWaitMs",
   "modelMs",
+  "hits",
+  "envelopeChars",
 ] as const;
 type FieldName = (typeof FIELD_NAMES)[number];
 
@@ -139,6 +160,11 @@ const ID_OR_CODE = /^[A-Za-z0-9._:-]{1,256}$/;
 /** Written in place of a string that is not an id or a code. */
 const REDACTED = "redacted";
 
+/** A string field as written: itself when it is an id or a code, `"redacted"` otherwise. */
+export function idOrCode(value: string): string {
+  return ID_OR_CODE.test(value) ? value : REDACTED;
+}
+
 /** One log line: the event, its level, then its fields in `FIELD_NAMES` order, each checked. */
 export function logLine<E extends LogEvent>(level: LogLevel, event: E, fields: LogEvents[E]): string {
   const line: Record<string, string | number | boolean | null> = { event, level };
@@ -146,7 +172,7 @@ export function logLine<E extends LogEvent>(level: LogLevel, event: E, fields: L
   for (const name of FIELD_NAMES) {
     const value = given[name];
     if (value === undefined) continue;
-    line[name] = typeof value === "string" ? (ID_OR_CODE.test(value) ? value : REDACTED) : typeof value === "number" || typeof value === "boolean" || value === null ? value : REDACTED;
+    line[name] = typeof value === "string" ? idOrCode(value) : typeof value === "number" || typeof value === "boolean" || value === null ? value : REDACTED;
   }
   return JSON.stringify(line);
 }

@@ -7,7 +7,7 @@ import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
 import type { AppendPath } from "../core/log-line";
 import { describeThrown } from "../core/thrown";
-import { logger } from "../logger";
+import { logger, attachMetrics } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import type { D1Reads } from "../storage/d1-meter";
@@ -74,6 +74,7 @@ export class ConversationObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    attachMetrics(env);
     this.#wakes = new WakeupBook(ctx.storage);
     // The benchmark's meters, off unless the deployment says so: the usage ledger of every binding
     // (storage/usage-meter, USAGE_METER) and the reads-per-request meter (storage/d1-meter, D1_METER),

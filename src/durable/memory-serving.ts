@@ -10,6 +10,7 @@ import { selectContext } from "../core/selection";
 import type { MemoryDatabases } from "../api/served-memory";
 import { recallCandidates } from "../api/served-memory";
 import { agentReader } from "../core/memory-privacy";
+import { logger } from "../logger";
 
 export interface ServedWithMemory {
   readonly selection: Selection;
@@ -65,5 +66,8 @@ export async function selectWithMemory(
   const tailStart = plain.value.tail.groups[0]?.seq;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive, ...(tailStart === undefined ? {} : { beforeSeq: tailStart }) };
   const reader = { ...agentReader(input.conversationId, agent, input.scopes), agentId: agent.id };
-  return select(packMemory(await recallCandidates(db, reader, view, query, budget), budget));
+  const started = Date.now();
+  const pack = packMemory(await recallCandidates(db, reader, view, query, budget), budget);
+  logger.info("recall", { conversationId: input.conversationId, agentId: agent.id, hits: pack.hits.length, envelopeChars: pack.envelope?.content.length ?? 0, ms: Date.now() - started });
+  return select(pack);
 }

@@ -12,6 +12,7 @@ import { latestRepair, putRepair } from "../storage/repair-store";
 import type { CompactionJob, ExtractJob, Job } from "../core/jobs";
 import { jobSchema } from "../core/jobs";
 import { BATCH_BUDGET_MS, DEADLINE_PASSED, jobDeadlineMs, withinDeadline } from "./deadline";
+import { abandonAlert, deliverAlert } from "./alert";
 import { abandonExtraction, extract, recordExtractionFailure } from "./extract";
 import { reply } from "./reply";
 import { abandonReply } from "./reply-notice";
@@ -93,7 +94,8 @@ export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Prom
 /**
  * The jobs that must keep their order share a lane and run one after another: a conversation's
  * replies (answers to a burst arrive in the order it was asked) and the notices to one chat.
- * Compactions and extractions run at once: each has its own run, and the object serializes writes.
+ * Compactions, extractions and alerts run at once: each has its own run or incident, and the object
+ * serializes writes.
  */
 function laneOf(job: Job): string | undefined {
   switch (job.type) {
@@ -103,6 +105,7 @@ function laneOf(job: Job): string | undefined {
       return `notice:${job.botId}:${job.chatId}`;
     case "compaction":
     case "extract":
+    case "alert":
       return undefined;
   }
 }
@@ -110,6 +113,7 @@ function laneOf(job: Job): string | undefined {
 /** What a job's log lines say about it: its type and ids (a notice's chat and text are neither). */
 function jobFields(job: Job) {
   if (job.type === "notice") return { job: job.type };
+  if (job.type === "alert") return { job: job.type, conversationId: job.conversationId, agentId: job.agentId ?? undefined, runId: job.runId ?? undefined };
   return { job: job.type, conversationId: job.conversationId, agentId: job.agentId, runId: job.type === "reply" ? undefined : job.runId };
 }
 
@@ -177,6 +181,8 @@ async function handle(env: Env, job: Job, delivery: Delivery, deadLetter: boolea
       if (!deadLetter) return extract(env, job, attempts);
       await abandonExtraction(env, job, attempts);
       return { kind: "done" };
+    case "alert":
+      return deadLetter ? abandonAlert(job, attempts) : deliverAlert(env, job, attempts);
   }
 }
 

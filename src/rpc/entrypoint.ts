@@ -18,7 +18,7 @@ import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { describeThrown } from "../core/thrown";
 import { unavailableError } from "../core/transient";
-import { logger } from "../logger";
+import { attachMetrics, logger } from "../logger";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import type { ContextSelection } from "../core/context-manifest";
 import type { ApiPrincipal } from "../storage/token-store";
@@ -102,6 +102,11 @@ function isBatch(body: unknown): boolean {
 }
 
 export class FoldlineRpc extends WorkerEntrypoint<Env> {
+  constructor(ctx: ExecutionContext, env: Env) {
+    super(ctx, env);
+    attachMetrics(env);
+  }
+
   /** Appends one event or a batch (all or none); a replay of the same key and payload is `duplicate`. */
   async ingest(token: string, conversationId: string, input: IngestInput): Promise<RpcResult<IngestedEvent | IngestedBatch>> {
     return this.#scoped<IngestedEvent | IngestedBatch>(token, conversationId, async (conversation) => {
