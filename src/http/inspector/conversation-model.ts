@@ -13,6 +13,8 @@ import { readConversationFacts } from "../../storage/conversation-memory-store";
 import { agentReader, factRefusal } from "../../core/memory-privacy";
 import { parsePage } from "../../core/fact-merge";
 import { conversationDb } from "../../storage/shards";
+import type { SizeSample } from "../../core/chart-geometry";
+import { readPreflightSizes } from "../../storage/context-size-store";
 
 /**
  * Everything the conversation page shows, gathered through the same operations the API serves
@@ -23,6 +25,8 @@ import { conversationDb } from "../../storage/shards";
 
 export const TIMELINE_PAGE = 100;
 export const RUNS_PAGE = 200;
+/** The newest preflights drawn in the context-size chart: enough for several compactions at any trigger. */
+export const SIZE_SAMPLES = 200;
 
 export type RunEvent = Extract<StoredEvent, { kind: "run" }>;
 
@@ -45,6 +49,8 @@ export interface ConversationModel {
   readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number> };
   readonly timeline: Page<StoredEvent>;
   readonly memory: readonly ExtractedFactView[];
+  /** The agent's compactor's preflight sizes, oldest first (none without a declaration). */
+  readonly sizes: readonly SizeSample[];
 }
 
 /** One extracted fact as the inspector shows it: its current statement and the messages of this conversation it came from. */
@@ -99,7 +105,7 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
   const policy = declaration?.registration.compactor.policy;
   const reader = declaration === undefined ? undefined : agentReader(conversationId, declaration.registration.agent, scopes);
   const agentQuery = { agent: agentId };
-  const [context, listing, audit, timeline, runs, counts, facts] = await Promise.all([
+  const [context, listing, audit, timeline, runs, counts, facts, sizes] = await Promise.all([
     agentId === undefined ? undefined : selectContext(env, conversationId, agentQuery, scopes),
     agentId === undefined ? undefined : listChain(env, conversationId, agentQuery),
     agentId === undefined ? undefined : verifyChain(env, conversationId, agentQuery),
@@ -107,6 +113,7 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     listRunEventsBefore(shard, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
     countRunsByStatus(shard, conversationId),
     agentId === undefined || reader === undefined ? [] : readConversationFacts(shard, conversationId, agentId, MEMORY_SOURCES_SHOWN),
+    declaration === undefined ? [] : readPreflightSizes(shard, conversationId, declaration.registration.compactor.id, SIZE_SAMPLES),
   ]);
   return {
     conversationId,
@@ -119,5 +126,6 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     runs: { ...paged(runs.filter((e): e is RunEvent => e.kind === "run"), RUNS_PAGE), counts },
     timeline: paged(timeline, TIMELINE_PAGE),
     memory: factViews(reader === undefined ? [] : facts.filter((row) => factRefusal(reader, row.conversationId) === undefined)),
+    sizes,
   };
 }

@@ -4,6 +4,7 @@ import { describeThrown } from "../../core/thrown";
 import { logger } from "../../logger";
 import { requireSession } from "./auth";
 import { inspectorHeaders } from "./headers";
+import { fleetRoutes } from "./fleet";
 import { loginRoutes } from "./login";
 import { pageRoutes } from "./pages";
 import { rawJsonRoutes } from "./raw-json";
@@ -21,7 +22,9 @@ inspector.use("*", inspectorHeaders);
 inspector.route("/", loginRoutes);
 inspector.use("/", requireSession);
 inspector.use("/conversations/*", requireSession);
+inspector.use("/fleet", requireSession);
 inspector.route("/", pageRoutes);
+inspector.route("/", fleetRoutes);
 inspector.route("/", rawJsonRoutes);
 
 inspector.onError((error, c) => {

@@ -24,3 +24,7 @@ export const boundaryJsonPath = (conversationId: string, boundaryId: string): st
 
 export const packetJsonPath = (conversationId: string, boundaryId: string): string =>
   `${INSPECTOR_ROOT}/conversations/${encodeURIComponent(conversationId)}/boundaries/${encodeURIComponent(boundaryId)}/packet.json`;
+
+const FLEET_PATH = `${INSPECTOR_ROOT}/fleet`;
+
+export const fleetPath = (query: { hours?: number | undefined } = {}): string => withQuery(FLEET_PATH, query);

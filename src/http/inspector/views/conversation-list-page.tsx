@@ -1,6 +1,7 @@
 import type { FC } from "hono/jsx";
+import { opsAllowed } from "../../../core/ops";
 import type { ConversationSummary } from "../../../storage/inspector-store";
-import { conversationListPath, conversationPath } from "../paths";
+import { conversationListPath, conversationPath, fleetPath } from "../paths";
 import { Layout } from "./layout";
 
 export const ConversationListPage: FC<{
@@ -17,6 +18,13 @@ export const ConversationListPage: FC<{
       <p class="muted">
         Scopes of this token: {scopes.map((s) => <code>{s} </code>)}
       </p>
+      {opsAllowed(scopes) ? (
+        <p>
+          <a data-testid="fleet-link" href={fleetPath()}>
+            Fleet: lag, failures, open incidents, busiest conversations →
+          </a>
+        </p>
+      ) : null}
       {conversations.length === 0 ? (
         <p data-testid="no-conversations">No conversation in these scopes has events{first ? "" : " after this point"}.</p>
       ) : (

@@ -4,6 +4,7 @@ import { conversationListPath, conversationPath } from "../paths";
 import { ChainHealthSection } from "./chain-health-section";
 import { BoundaryList, ChainVerification } from "./chain-section";
 import { ContextSection } from "./context-section";
+import { ContextSizeSection } from "./context-size-section";
 import { Layout } from "./layout";
 import { MemorySection } from "./memory-section";
 import { RunsSection } from "./runs-section";
@@ -42,6 +43,7 @@ export const ConversationPage: FC<{ model: ConversationModel; before: number | u
         ) : null}
       </p>
       {model.context === undefined ? null : <ContextSection context={model.context} policy={model.policy} />}
+      {agentId === undefined ? null : <ContextSizeSection samples={model.sizes} policyTrigger={model.policy?.triggerInputChars} />}
       {model.listing === undefined ? null : <ChainHealthSection listing={model.listing} />}
       {model.audit === undefined || model.listing === undefined ? null : <ChainVerification audit={model.audit} listing={model.listing} />}
       {model.listing === undefined ? null : <BoundaryList conversationId={conversationId} listing={model.listing} />}

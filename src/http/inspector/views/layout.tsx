@@ -35,6 +35,9 @@ code{font-family:ui-monospace,monospace;font-size:12px;word-break:break-all}
 .mark-retain{border-left-color:#8a94a6}
 .failure{border-left:4px solid #c53030;background:#fbe1e1;padding:.6rem .8rem}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:.3rem}
+.chart{display:block;width:100%;max-width:760px;height:auto}
+.chart text{font-size:11px;fill:#5b6475}
+.legend{margin-right:1rem;white-space:nowrap}
 .pager a,.picker a{margin-right:.8rem}
 .picker .current{font-weight:700}
 .text{white-space:pre-wrap;word-break:break-word}
