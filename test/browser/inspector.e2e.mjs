@@ -3,8 +3,10 @@
 // replayed through the Telegram webhook by `npm run demo`'s own script, then headless Chromium
 // signs in through the login link, opens the conversation, and checks the chain verdict and the
 // context bar against what the API says; then it opens the API reference and finds every
-// operation of /openapi.json on it. It saves screenshots to test-results/: inspector.png (the
-// first screen), inspector-full.png (the whole page) and reference.png.
+// operation of /openapi.json on it; then it opens the fleet page and the demo conversation's
+// context size from there. It saves screenshots to test-results/: inspector.png (the first
+// screen), inspector-full.png (the whole page), reference.png, fleet.png (docs/fleet.png is one)
+// and context-size.png.
 //
 // Needs a Chromium binary (Debian: `apt-get install chromium`; CHROMIUM_PATH overrides
 // /usr/bin/chromium). `npm test` never runs this file; `npm run test:browser` does.
@@ -15,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
+import { PEOPLE, SESSIONS } from "../../scripts/demo/conversation.mjs";
 import { DEMO_AGENT_ID, DEMO_POLICY } from "../../scripts/lib/demo-agent.mjs";
 import { DEMO_BOT_ID, ROOT } from "../../scripts/lib/local-state.mjs";
 import { applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
@@ -194,5 +197,54 @@ test("the API reference renders every operation of /openapi.json in the browser"
   assert.equal(await page.locator("#op-appendEvent").evaluate((el) => getComputedStyle(el).borderTopStyle), "solid");
   await page.screenshot({ path: join(RESULTS, "reference.png") });
   assert.deepEqual(pageErrors, [], "no script or CSP errors on the reference page");
+  await page.close();
+});
+
+test("the fleet page draws the demo's compactions and lists its conversation, with no message text", async () => {
+  const conversation = decodeURIComponent(new URL(conversationUrl).pathname.split("/").at(-1) ?? "");
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  /** @type {string[]} */
+  const pageErrors = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") pageErrors.push(`${message.text()} (${message.location().url})`);
+  });
+  await page.goto(`${worker.url}/inspector/login#token=${token}`);
+  await page.waitForURL(`${worker.url}/inspector`);
+  await page.getByTestId("fleet-link").click();
+  await page.waitForURL(`${worker.url}/inspector/fleet`);
+
+  // The demo's boundaries settled this hour: one bar and one dot, drawn with a size.
+  const lag = page.getByTestId("lag-chart");
+  assert.equal(await lag.count(), 1);
+  const hours = page.getByTestId("lag-hour");
+  assert.ok((await hours.count()) >= 1);
+  assert.ok(Number(await hours.last().getAttribute("data-settled")) >= 3, "the demo settled at least three boundaries");
+  const median = await hours.last().locator('rect[data-series="p50"]').boundingBox();
+  assert.ok(median !== null && median.width > 0, "the median bar is drawn");
+
+  // The demo conversation is among the busiest, linked to its page.
+  const busy = page.locator(`[data-testid="busy-conversation"][data-conversation="${conversation}"]`);
+  assert.equal(await busy.count(), 1);
+  assert.ok(Number(await busy.getAttribute("data-events")) > 0);
+
+  // Ids, counts, kinds and codes only: no name or line of the demo's conversation.
+  const text = await page.locator("body").innerText();
+  for (const person of Object.values(PEOPLE)) assert.ok(!text.includes(person.username), `a username is on the fleet page: ${person.username}`);
+  for (const line of SESSIONS.flatMap((session) => session.turns.map((turn) => turn.text))) assert.ok(!text.includes(line), "a message is on the fleet page");
+
+  mkdirSync(RESULTS, { recursive: true });
+  await page.screenshot({ path: join(RESULTS, "fleet.png"), fullPage: true });
+
+  // The demo conversation's page draws its size against the trigger, with the plans that compacted it.
+  await busy.locator("a").click();
+  const sizes = page.getByTestId("context-size-chart");
+  assert.equal(await sizes.count(), 1);
+  assert.ok(Number(await sizes.getAttribute("data-plans")) >= 3);
+  const box = await sizes.locator('polyline[data-series="active"]').boundingBox();
+  assert.ok(box !== null && box.width > 0, "the size line is drawn");
+  await sizes.screenshot({ path: join(RESULTS, "context-size.png") });
+
+  assert.deepEqual(pageErrors, [], "no script or CSP errors on the pages");
   await page.close();
 });
