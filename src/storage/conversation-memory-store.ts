@@ -193,23 +193,49 @@ export interface ConversationFactRow extends ConversationFactSource {
   readonly pageContent: string;
 }
 
+/** A fact's place in the order the inspector pages facts by. */
+export interface FactCursor {
+  readonly path: string;
+  readonly factKey: string;
+}
+
 /**
- * The agent's extracted facts of the conversation on its current pages, with their sources, at
- * most `limit` source rows: what the inspector shows beside the conversation.
+ * One page of the agent's extracted facts of the conversation on its current pages, ordered by
+ * (path, fact key): at most `facts` facts after `after` (keyed, so a page never repeats or skips a
+ * fact), each with at most `sourcesPerFact` of its sources, oldest first.
  */
-export async function readConversationFacts(db: D1Database, conversationId: string, agentId: string, limit: number): Promise<ConversationFactRow[]> {
+export async function readConversationFacts(
+  db: D1Database,
+  conversationId: string,
+  agentId: string,
+  after: FactCursor | undefined,
+  facts: number,
+  sourcesPerFact: number,
+): Promise<ConversationFactRow[]> {
   const { results } = await db
     .prepare(
-      `SELECT m.conversation_id, m.path, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, p.version AS page_version, v.content
-       FROM ${HEAD}
-       JOIN conversation_memory_provenance m ON m.conversation_id = p.conversation_id AND m.agent_id = p.agent_id AND m.path = p.path
-       WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND v.deleted = 0 AND m.version = (
-         SELECT MAX(version) FROM conversation_memory_provenance
-         WHERE conversation_id = ?1 AND agent_id = ?2 AND path = m.path AND fact_key = m.fact_key AND version <= p.version
+      `WITH facts AS (
+         SELECT DISTINCT m.path, m.fact_key
+         FROM ${HEAD}
+         JOIN conversation_memory_provenance m ON m.conversation_id = p.conversation_id AND m.agent_id = p.agent_id AND m.path = p.path
+         WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND v.deleted = 0 AND (m.path, m.fact_key) > (?3, ?4)
+         ORDER BY m.path, m.fact_key LIMIT ?5
+       ), sources AS (
+         SELECT m.conversation_id, m.path, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, p.version AS page_version, v.content,
+           ROW_NUMBER() OVER (PARTITION BY m.path, m.fact_key ORDER BY m.seq) AS nth
+         FROM facts f
+         JOIN ${HEAD}
+         JOIN conversation_memory_provenance m ON m.conversation_id = p.conversation_id AND m.agent_id = p.agent_id AND m.path = p.path AND m.fact_key = f.fact_key
+         WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = f.path AND m.version = (
+           SELECT MAX(version) FROM conversation_memory_provenance
+           WHERE conversation_id = ?1 AND agent_id = ?2 AND path = m.path AND fact_key = m.fact_key AND version <= p.version
+         )
        )
-       ORDER BY m.path, m.fact_key, m.seq LIMIT ?3`,
+       SELECT conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
+       FROM sources WHERE nth <= ?6
+       ORDER BY path, fact_key, seq`,
     )
-    .bind(conversationId, agentId, limit)
+    .bind(conversationId, agentId, after?.path ?? "", after?.factKey ?? "", facts, sourcesPerFact)
     .all<SourceRow & { path: string; page_version: number; content: string }>();
   return results.map((r) => ({ ...toSource(r), path: r.path, pageVersion: r.page_version, pageContent: r.content }));
 }

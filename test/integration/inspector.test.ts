@@ -1,7 +1,10 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
+import { mergeFacts } from "../../src/core/fact-merge";
+import { writeMergedVersion } from "../../src/storage/extraction-store";
 import { settledChain } from "../support/chain";
+import { shardOf } from "../support/shards";
 import { register } from "../support/declarations";
 import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -105,6 +108,54 @@ async function settledConversation() {
 }
 
 const pagePath = (conversation: string, query = ""): string => `/inspector/conversations/${encodeURIComponent(conversation)}${query}`;
+
+/** Rows per page of the conversation page's long sections (timeline, runs, extracted facts). */
+const PAGE = 20;
+
+/**
+ * Follows one section's "more" link from `path` until it has none: the rows `select` finds on each
+ * page, keyed by `key`, and every page's HTML.
+ */
+async function walkPages(path: string, cookie: string, rows: string, key: (row: Record<string, string>) => string, more: string) {
+  const pages: string[][] = [];
+  const htmls: string[] = [];
+  let next: string | undefined = path;
+  while (next !== undefined && pages.length < 20) {
+    const res = await request(next, withCookie(cookie));
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    htmls.push(html);
+    pages.push((await elements(html, rows)).map(key));
+    const link: string | undefined = (await elements(html, more))[0]?.["href"];
+    next = link === undefined ? undefined : unescapeHref(link);
+  }
+  return { pages, htmls };
+}
+
+/** Writes `count` facts of the conversation for the agent, on pages of at most 13 keys, each from one of its messages. */
+async function seedFacts(conversation: string, agentId: string, count: number): Promise<string[]> {
+  const shard = await shardOf(conversation);
+  const { results: sources } = await shard
+    .prepare("SELECT seq, hash, json_extract(body, '$.messageId') AS message_id FROM events WHERE conversation_id = ? AND kind = 'source' ORDER BY seq LIMIT ?")
+    .bind(conversation, count)
+    .all<{ seq: number; hash: string; message_id: string }>();
+  expect(sources).toHaveLength(count);
+  const written: string[] = [];
+  for (let start = 0; start < count; start += 13) {
+    const path = `extracted/places/paging-${start}`;
+    const facts = sources.slice(start, start + 13).map((source, i) => ({
+      page: path,
+      key: `room-${String(start + i).padStart(2, "0")}`,
+      statement: `Room <b>${start + i}</b> is booked`,
+      sources: [{ messageId: source.message_id, seq: source.seq, eventHash: source.hash }],
+    }));
+    const { content } = mergeFacts(path, undefined, facts);
+    const provenance = facts.map((f) => ({ factKey: f.key, messageId: f.sources[0]?.messageId ?? "", seq: f.sources[0]?.seq ?? 0, eventHash: f.sources[0]?.eventHash ?? "", runId: "run-paging" }));
+    expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
+    written.push(...facts.map((f) => `${path} ${f.key}`));
+  }
+  return written;
+}
 
 describe("/inspector sign-in", () => {
   it("signs in with a valid token: an HttpOnly, SameSite=Strict, Secure cookie on /inspector, then 303 to the list", async () => {
@@ -311,21 +362,21 @@ describe("/inspector/conversations/:conversation", () => {
     expect(html).toContain("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;");
     expect(await elements(html, "script")).toEqual([]);
 
-    // Runs: one row per run event (newest first), counted per status as the log holds them.
+    // Runs: the newest page of run events (newest first), counted per status as the log holds them.
     const log = await json<{ events: { seq: number; kind: string; body: { status?: string } }[] }>(await call("GET", `${eventsPath(conversation)}?after=0&limit=500`, { token }));
     const runEvents = log.events.filter((e) => e.kind === "run").reverse();
     const runs = await elements(html, '[data-testid="run"]');
-    expect(runs.map((r) => [r["data-seq"], r["data-status"]])).toEqual(runEvents.map((e) => [String(e.seq), e.body.status]));
+    expect(runs.map((r) => [r["data-seq"], r["data-status"]])).toEqual(runEvents.slice(0, PAGE).map((e) => [String(e.seq), e.body.status]));
     const counts = await elements(html, '[data-testid="run-count"]');
     for (const count of counts) {
       expect(count["data-count"]).toBe(String(runEvents.filter((e) => e.body.status === count["data-status"]).length));
     }
     expect(Number(counts.find((c) => c["data-status"] === "completed")?.["data-count"])).toBeGreaterThanOrEqual(2);
 
-    // Timeline: the newest 100 events, newest first.
+    // Timeline: the newest page of events, newest first.
     const lastSeq = log.events.at(-1)?.seq ?? 0;
     const events = await elements(html, '[data-testid="event"]');
-    expect(events.map((e) => Number(e["data-seq"]))).toEqual(Array.from({ length: Math.min(100, lastSeq) }, (_, i) => lastSeq - i));
+    expect(events.map((e) => Number(e["data-seq"]))).toEqual(Array.from({ length: Math.min(PAGE, lastSeq) }, (_, i) => lastSeq - i));
 
     // Boundaries, each with its raw JSON one click away.
     const listing = await json<{ boundaries: { id: string; hash: string }[] }>(
@@ -367,6 +418,57 @@ describe("/inspector/conversations/:conversation", () => {
       expect(res404.status).toBe(404);
       expect(await res404.text()).not.toContain(head.hash);
     }
+  });
+
+  it("pages the timeline, runs and facts by key (a page, then the rest, no repeat, no gap), with run durations and skip reasons", async () => {
+    const { conversation, agentId, token } = await settledConversation();
+    const seeded = await seedFacts(conversation, agentId, 26);
+    const cookie = await signIn(token);
+    const log = await json<{ events: { seq: number; kind: string; body: { status?: string; role?: string; detail?: { reason?: string } } }[] }>(
+      await call("GET", `${eventsPath(conversation)}?after=0&limit=500`, { token }),
+    );
+    const start = pagePath(conversation, `?agent=${agentId}`);
+
+    const timeline = await walkPages(start, cookie, '[data-testid="event"]', (e) => e["data-seq"] ?? "", '[data-testid="older-events"]');
+    expect(timeline.pages[0]).toHaveLength(PAGE);
+    expect(timeline.pages.length).toBeGreaterThan(2);
+    expect(timeline.pages.flat()).toEqual(log.events.map((e) => String(e.seq)).reverse());
+
+    const runEvents = log.events.filter((e) => e.kind === "run").reverse();
+    const runs = await walkPages(start, cookie, '[data-testid="run"]', (r) => r["data-seq"] ?? "", '[data-testid="older-runs"]');
+    expect(runs.pages[0]).toHaveLength(PAGE);
+    expect(runs.pages.length).toBeGreaterThan(1);
+    expect(runs.pages.flat()).toEqual(runEvents.map((e) => String(e.seq)));
+
+    // A settled compaction shows how long it took from its plan; a preflight that did not plan, why.
+    const durations = (await Promise.all(runs.htmls.map((html) => elements(html, '[data-testid="run-duration"][data-kind="settled"]')))).flat();
+    const settled = runEvents.filter((e) => e.body.role === "compactor" && e.body.status === "completed");
+    expect(settled.length).toBeGreaterThanOrEqual(2);
+    expect(durations).toHaveLength(settled.length);
+    for (const d of durations) expect(Number(d["data-ms"])).toBeGreaterThanOrEqual(0);
+    const reasons = (await Promise.all(runs.htmls.map((html) => elements(html, '[data-testid="skip-reason"]')))).flat();
+    const skipped = runEvents.filter((e) => e.body.status === "skipped");
+    expect(skipped.length).toBeGreaterThan(0);
+    expect(reasons.map((r) => r["data-reason"])).toEqual(skipped.map((e) => e.body.detail?.reason));
+    expect(reasons.map((r) => r["data-reason"])).toContain("below_trigger");
+    expect(timeline.htmls.join("")).toContain("· reason below_trigger");
+
+    const facts = await walkPages(start, cookie, '[data-testid="extracted-fact"]', (f) => `${f["data-path"] ?? ""} ${f["data-key"] ?? ""}`, '[data-testid="more-facts"]');
+    expect(facts.pages[0]).toHaveLength(PAGE);
+    const all = facts.pages.flat();
+    expect(new Set(all).size).toBe(all.length);
+    expect(all).toEqual([...all].sort());
+    for (const fact of seeded) expect(all).toContain(fact);
+    expect(facts.htmls.join("")).toContain("Room &lt;b&gt;3&lt;/b&gt; is booked");
+    expect(facts.htmls.join("")).not.toContain("<b>3</b>");
+
+    // A section's link keeps the other sections where they are.
+    const secondFacts = (await elements(facts.htmls[0] ?? "", '[data-testid="more-facts"]'))[0]?.["href"] ?? "";
+    const olderEvents = (await elements((await (await request(unescapeHref(secondFacts), withCookie(cookie))).text()), '[data-testid="older-events"]'))[0]?.["href"] ?? "";
+    expect(new URL(unescapeHref(olderEvents), ORIGIN).searchParams.get("memory")).toBe(new URL(unescapeHref(secondFacts), ORIGIN).searchParams.get("memory"));
+
+    // A malformed cursor is refused, not read.
+    expect((await request(`${start}&memory=${encodeURIComponent("no cursor")}`, withCookie(cookie))).status).toBe(400);
   });
 
   it("shows a context that fails closed as its error code and reason, and the audit's failed checks", async () => {

@@ -8,13 +8,15 @@ import type { StoredEvent } from "../../core/events";
 import type { ContextSelection } from "../../core/context-manifest";
 import { servingDeclarations } from "../../storage/compaction-store";
 import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
-import type { ConversationFactRow } from "../../storage/conversation-memory-store";
+import type { ConversationFactRow, FactCursor } from "../../storage/conversation-memory-store";
 import { readConversationFacts } from "../../storage/conversation-memory-store";
 import { agentReader, factRefusal } from "../../core/memory-privacy";
 import { parsePage } from "../../core/fact-merge";
 import { conversationDb } from "../../storage/shards";
 import type { SizeSample } from "../../core/chart-geometry";
 import { readPreflightSizes } from "../../storage/context-size-store";
+import type { PlanSpan } from "../../storage/run-span-store";
+import { readPlanSpans } from "../../storage/run-span-store";
 
 /**
  * Everything the conversation page shows, gathered through the same operations the API serves
@@ -23,8 +25,10 @@ import { readPreflightSizes } from "../../storage/context-size-store";
  * is shown as that failure while the others still render.
  */
 
-export const TIMELINE_PAGE = 100;
-export const RUNS_PAGE = 200;
+/** Rows per page of each long section: the demo's conversation holds 83 events and 30 facts. */
+export const TIMELINE_PAGE = 20;
+export const RUNS_PAGE = 20;
+export const MEMORY_PAGE = 20;
 /** The newest preflights drawn in the context-size chart: enough for several compactions at any trigger. */
 export const SIZE_SAMPLES = 200;
 
@@ -46,9 +50,11 @@ export interface ConversationModel {
   readonly context: Result<ContextSelection> | undefined;
   readonly listing: Result<ChainListing> | undefined;
   readonly audit: Result<ChainAudit> | undefined;
-  readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number> };
+  /** `spans`: the plans behind the page's compactor runs, by run id (where durations come from). */
+  readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number>; readonly spans: ReadonlyMap<string, PlanSpan> };
   readonly timeline: Page<StoredEvent>;
-  readonly memory: readonly ExtractedFactView[];
+  /** `next`: the last fact shown when more follow it (the next page's `after`), else null. */
+  readonly memory: { readonly items: readonly ExtractedFactView[]; readonly next: FactCursor | null };
   /** The agent's compactor's preflight sizes, oldest first (none without a declaration). */
   readonly sizes: readonly SizeSample[];
 }
@@ -62,7 +68,8 @@ export interface ExtractedFactView {
   readonly sources: readonly { readonly messageId: string; readonly seq: number; readonly eventHash: string; readonly runId: string }[];
 }
 
-export const MEMORY_SOURCES_SHOWN = 200;
+/** Sources listed per fact: a page of facts stays bounded however often one fact was restated. */
+export const MEMORY_SOURCES_SHOWN = 10;
 
 function factViews(rows: readonly ConversationFactRow[]): ExtractedFactView[] {
   const views = new Map<string, ExtractedFactView & { sources: ExtractedFactView["sources"][number][] }>();
@@ -84,6 +91,8 @@ export interface ConversationQuery {
   readonly agent?: string | undefined;
   readonly before?: number | undefined;
   readonly runsBefore?: number | undefined;
+  /** Memory: facts after this one (omitted: from the first). */
+  readonly memory?: FactCursor | undefined;
 }
 
 /** Reads one more row than a page holds to tell whether an older page exists. */
@@ -91,6 +100,13 @@ function paged<T extends { readonly seq: number }>(rows: readonly T[], size: num
   const items = rows.slice(0, size);
   const last = items.at(-1);
   return { items, nextBefore: rows.length > size && last !== undefined ? last.seq : null };
+}
+
+/** As `paged`, for facts: read one fact more than a page holds. */
+function pagedFacts(views: readonly ExtractedFactView[], size: number): ConversationModel["memory"] {
+  const items = views.slice(0, size);
+  const last = items.at(-1);
+  return { items, next: views.length > size && last !== undefined ? { path: last.path, factKey: last.key } : null };
 }
 
 /** The conversation page for a session whose token holds `scopes` (the extracted facts shown are those core/memory-privacy lets it read). */
@@ -112,9 +128,11 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     listEventsBefore(shard, conversationId, query.before ?? Number.MAX_SAFE_INTEGER, TIMELINE_PAGE + 1),
     listRunEventsBefore(shard, conversationId, query.runsBefore ?? Number.MAX_SAFE_INTEGER, RUNS_PAGE + 1),
     countRunsByStatus(shard, conversationId),
-    agentId === undefined || reader === undefined ? [] : readConversationFacts(shard, conversationId, agentId, MEMORY_SOURCES_SHOWN),
+    agentId === undefined || reader === undefined ? [] : readConversationFacts(shard, conversationId, agentId, query.memory, MEMORY_PAGE + 1, MEMORY_SOURCES_SHOWN),
     declaration === undefined ? [] : readPreflightSizes(shard, conversationId, declaration.registration.compactor.id, SIZE_SAMPLES),
   ]);
+  const runPage = paged(runs.filter((e): e is RunEvent => e.kind === "run"), RUNS_PAGE);
+  const spans = await readPlanSpans(shard, conversationId, runPage.items.filter((run) => run.body.role === "compactor").map((run) => run.body.runId));
   return {
     conversationId,
     servingAgents,
@@ -123,9 +141,9 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     context,
     listing,
     audit,
-    runs: { ...paged(runs.filter((e): e is RunEvent => e.kind === "run"), RUNS_PAGE), counts },
+    runs: { ...runPage, counts, spans },
     timeline: paged(timeline, TIMELINE_PAGE),
-    memory: factViews(reader === undefined ? [] : facts.filter((row) => factRefusal(reader, row.conversationId) === undefined)),
+    memory: pagedFacts(factViews(reader === undefined ? [] : facts.filter((row) => factRefusal(reader, row.conversationId) === undefined)), MEMORY_PAGE),
     sizes,
   };
 }

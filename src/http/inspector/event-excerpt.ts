@@ -59,6 +59,9 @@ export function eventExcerpt(event: StoredEvent): EventExcerpt {
       const parts = [`${body.role} ${body.agentId} · run ${body.runId} · ${body.status}`];
       if (body.model !== undefined) parts.push(body.model);
       if (body.error !== undefined) parts.push(`error ${body.error.code}`);
+      // A preflight that did not plan records why (core/preflight-decider's SkipReason).
+      const reason = body.status === "skipped" ? body.detail?.["reason"] : undefined;
+      if (typeof reason === "string") parts.push(`reason ${reason}`);
       return { label: parts.join(" · "), text: null };
     }
   }

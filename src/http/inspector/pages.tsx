@@ -5,6 +5,7 @@ import { agentIdSchema } from "../../core/events";
 import { listConversations } from "../../storage/inspector-store";
 import { validate } from "../../api/validation";
 import { loadConversation } from "./conversation-model";
+import { parseFactCursor } from "./paths";
 import { errorPage } from "./respond";
 import type { InspectorEnv } from "./types";
 import { ConversationListPage } from "./views/conversation-list-page";
@@ -27,6 +28,16 @@ const conversationQuery = z.object({
   before: sequenceCursor,
   /** Runs: run events with a smaller sequence number (omitted: the newest). */
   runsBefore: sequenceCursor,
+  /** Memory: facts after this `<path>:<fact key>` (omitted: from the first). */
+  memory: z
+    .string()
+    .max(300)
+    .transform((text, ctx) => {
+      const cursor = parseFactCursor(text);
+      if (cursor === undefined) ctx.addIssue({ code: "custom", message: "expected <path>:<fact key>" });
+      return cursor ?? z.NEVER;
+    })
+    .optional(),
 });
 
 /** The HTML pages behind the login (`requireSession` has set the principal). */
@@ -46,5 +57,5 @@ export const pageRoutes = new Hono<InspectorEnv>()
     const query = validate(conversationQuery, c.req.query());
     if (!query.ok) return errorPage(c, query.error, true);
     const model = await loadConversation(c.env, conversation.value, query.value, c.get("principal").scopes);
-    return c.html(<ConversationPage model={model} before={query.value.before} />);
+    return c.html(<ConversationPage model={model} query={query.value} />);
   });

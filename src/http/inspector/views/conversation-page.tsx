@@ -1,5 +1,6 @@
 import type { FC } from "hono/jsx";
-import type { ConversationModel } from "../conversation-model";
+import type { ConversationModel, ConversationQuery } from "../conversation-model";
+import type { ConversationPageQuery } from "../paths";
 import { conversationListPath, conversationPath } from "../paths";
 import { ChainHealthSection } from "./chain-health-section";
 import { BoundaryList, ChainVerification } from "./chain-section";
@@ -10,10 +11,14 @@ import { MemorySection } from "./memory-section";
 import { RunsSection } from "./runs-section";
 import { TimelineSection } from "./timeline-section";
 
-/** One conversation, seen by one agent: what it is served, whether its chain holds, and the log behind it. */
-export const ConversationPage: FC<{ model: ConversationModel; before: number | undefined }> = ({ model, before }) => {
+/**
+ * One conversation, seen by one agent: what it is served, whether its chain holds, and the log
+ * behind it. Each long section pages on its own cursor; a section's links keep the others' pages.
+ */
+export const ConversationPage: FC<{ model: ConversationModel; query: ConversationQuery }> = ({ model, query }) => {
   const { conversationId, agentId, servingAgents } = model;
-  const here = (query: { before?: number | undefined; runsBefore?: number | undefined }) => conversationPath(conversationId, { agent: agentId, ...query });
+  const current = { before: query.before, runsBefore: query.runsBefore, memory: query.memory };
+  const here = (change: ConversationPageQuery) => conversationPath(conversationId, { ...current, agent: agentId, ...change });
   return (
     <Layout title={conversationId} signedIn={true}>
       <p>
@@ -47,11 +52,21 @@ export const ConversationPage: FC<{ model: ConversationModel; before: number | u
       {model.listing === undefined ? null : <ChainHealthSection listing={model.listing} />}
       {model.audit === undefined || model.listing === undefined ? null : <ChainVerification audit={model.audit} listing={model.listing} />}
       {model.listing === undefined ? null : <BoundaryList conversationId={conversationId} listing={model.listing} />}
-      {agentId === undefined ? null : <MemorySection facts={model.memory} />}
-      <RunsSection runs={model.runs} olderHref={model.runs.nextBefore === null ? undefined : here({ runsBefore: model.runs.nextBefore })} />
+      {agentId === undefined ? null : (
+        <MemorySection
+          facts={model.memory.items}
+          firstHref={query.memory === undefined ? undefined : here({ memory: undefined })}
+          moreHref={model.memory.next === null ? undefined : here({ memory: model.memory.next })}
+        />
+      )}
+      <RunsSection
+        runs={model.runs}
+        newestHref={query.runsBefore === undefined ? undefined : here({ runsBefore: undefined })}
+        olderHref={model.runs.nextBefore === null ? undefined : here({ runsBefore: model.runs.nextBefore })}
+      />
       <TimelineSection
         timeline={model.timeline}
-        newestHref={before === undefined ? undefined : here({})}
+        newestHref={query.before === undefined ? undefined : here({ before: undefined })}
         olderHref={model.timeline.nextBefore === null ? undefined : here({ before: model.timeline.nextBefore })}
       />
     </Layout>

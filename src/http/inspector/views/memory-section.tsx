@@ -1,8 +1,8 @@
 import type { FC } from "hono/jsx";
 import type { ExtractedFactView } from "../conversation-model";
 
-/** The facts extraction kept with this conversation for the agent (served here only, while the agent serves it), each with the messages it came from. */
-export const MemorySection: FC<{ facts: readonly ExtractedFactView[] }> = ({ facts }) => (
+/** The facts extraction kept with this conversation for the agent (served here only, while the agent serves it), each with the messages it came from, a page at a time. */
+export const MemorySection: FC<{ facts: readonly ExtractedFactView[]; firstHref: string | undefined; moreHref: string | undefined }> = ({ facts, firstHref, moreHref }) => (
   <section>
     <h2>Extracted memory</h2>
     {facts.length === 0 ? (
@@ -39,5 +39,13 @@ export const MemorySection: FC<{ facts: readonly ExtractedFactView[] }> = ({ fac
         </tbody>
       </table>
     )}
+    <p class="pager">
+      {firstHref === undefined ? null : <a href={firstHref}>first facts</a>}
+      {moreHref === undefined ? null : (
+        <a data-testid="more-facts" href={moreHref}>
+          more facts
+        </a>
+      )}
+    </p>
   </section>
 );

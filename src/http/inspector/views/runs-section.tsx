@@ -1,6 +1,8 @@
 import type { FC } from "hono/jsx";
 import { runBodySchema } from "../../../core/events";
-import type { Page, RunEvent } from "../conversation-model";
+import type { ConversationModel } from "../conversation-model";
+import type { RunTiming } from "../run-timing";
+import { formatDuration, runTiming } from "../run-timing";
 
 const STATUSES = runBodySchema.shape.status.options;
 
@@ -13,9 +15,30 @@ const STATUS_CLASS: Record<(typeof STATUSES)[number], string> = {
   failed: "badge bad",
 };
 
-/** Every `run` event of the conversation (all agents and compactors), newest first, with a count per status. */
+/** A compaction's time from its plan, a plan's time until it was abandoned, or why a preflight did not plan. */
+const Timing: FC<{ timing: RunTiming }> = ({ timing }) => {
+  switch (timing.kind) {
+    case "none":
+      return <>—</>;
+    case "skipped":
+      return (
+        <span data-testid="skip-reason" data-reason={timing.reason}>
+          skipped: <code>{timing.reason}</code>
+        </span>
+      );
+    default:
+      return (
+        <span data-testid="run-duration" data-kind={timing.kind} data-ms={String(timing.ms)}>
+          {timing.kind === "abandoned" ? "abandoned after " : timing.kind === "failed" ? "failed after " : ""}
+          {formatDuration(timing.ms)}
+        </span>
+      );
+  }
+};
+
+/** Every `run` event of the conversation (all agents and compactors), newest first, a page at a time, with a count per status. */
 // Longer than the house's ~60 lines: one section's markup, read top to bottom as the page shows it.
-export const RunsSection: FC<{ runs: Page<RunEvent> & { counts: ReadonlyMap<string, number> }; olderHref: string | undefined }> = ({ runs, olderHref }) => (
+export const RunsSection: FC<{ runs: ConversationModel["runs"]; newestHref: string | undefined; olderHref: string | undefined }> = ({ runs, newestHref, olderHref }) => (
   <section>
     <h2>Runs</h2>
     <p>
@@ -41,6 +64,7 @@ export const RunsSection: FC<{ runs: Page<RunEvent> & { counts: ReadonlyMap<stri
             <th>model</th>
             <th>usage</th>
             <th>error</th>
+            <th title="from its plan to this event, or why it did not plan">time</th>
             <th>recorded</th>
           </tr>
         </thead>
@@ -71,6 +95,9 @@ export const RunsSection: FC<{ runs: Page<RunEvent> & { counts: ReadonlyMap<stri
                     </span>
                   )}
                 </td>
+                <td>
+                  <Timing timing={runTiming(run, runs.spans.get(body.runId))} />
+                </td>
                 <td>{run.recordedAt}</td>
               </tr>
             );
@@ -78,10 +105,13 @@ export const RunsSection: FC<{ runs: Page<RunEvent> & { counts: ReadonlyMap<stri
         </tbody>
       </table>
     )}
-    {olderHref === undefined ? null : (
-      <p class="pager">
-        <a href={olderHref}>older runs</a>
-      </p>
-    )}
+    <p class="pager">
+      {newestHref === undefined ? null : <a href={newestHref}>newest runs</a>}
+      {olderHref === undefined ? null : (
+        <a data-testid="older-runs" href={olderHref}>
+          older runs
+        </a>
+      )}
+    </p>
   </section>
 );
