@@ -67,16 +67,17 @@ export function mergeFleetPage<T extends { readonly position: FleetPosition }>(l
 
 const positionSchema = z.tuple([z.iso.datetime(), z.number().int().min(0).max(1_000), z.number().int().min(1)]);
 
-/** A position as the client carries it: opaque, base64url JSON. */
+/** A position as the client carries it: opaque, the hex of its JSON (nothing in it needs escaping in a URL). */
 export function encodeCursor(position: FleetPosition): string {
-  return btoa(JSON.stringify([position.at, position.shard, position.id])).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
+  return [...new TextEncoder().encode(JSON.stringify([position.at, position.shard, position.id]))].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** The position a cursor names, or undefined when the text is not one this service wrote. */
 export function decodeCursor(text: string): FleetPosition | undefined {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
+  if (!/^(?:[0-9a-f]{2}){1,400}$/.test(text)) return undefined;
   try {
-    const parsed = positionSchema.safeParse(JSON.parse(atob(text.replaceAll("-", "+").replaceAll("_", "/"))));
+    const bytes = Uint8Array.from(text.match(/../g) ?? [], (pair) => Number.parseInt(pair, 16));
+    const parsed = positionSchema.safeParse(JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes)));
     return parsed.success ? { at: parsed.data[0], shard: parsed.data[1], id: parsed.data[2] } : undefined;
   } catch {
     return undefined;

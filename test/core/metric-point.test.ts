@@ -18,9 +18,14 @@ describe("metricPoint", () => {
 
   it("charts settlements, extractions, recalls, dispatches and incidents, and nothing else", () => {
     const base = { conversationId: "api:c", agentId: "bot" };
-    expect(metricPoint("settlement", { ...base, runId: "r", outcome: "settled", ms: 5 })?.blobs[0]).toBe("settlement");
-    expect(metricPoint("extraction", { ...base, runId: "r", outcome: "extracted", facts: 4, ms: 7 })?.doubles[5]).toBe(4);
-    expect(metricPoint("recall", { ...base, hits: 9, envelopeChars: 3900, ms: 3 })?.doubles).toEqual([3, 0, 0, 0, 0, 9]);
+    expect(metricPoint("job.start", { job: "extract", ...base, runId: "r", attempts: 1, deadLetter: false, queueWaitMs: 9 })?.blobs).toEqual(["job_start", "bot", "started", "", "extract", "api:c"]);
+    expect(metricPoint("settlement", { ...base, runId: "r", outcome: "settled", ms: 5 })?.blobs).toEqual(["settlement", "bot", "settled", "", "", "api:c"]);
+    expect(metricPoint("extraction", { ...base, runId: "r", outcome: "extracted", facts: 4, inputTokens: 10, outputTokens: 2, ms: 7 })).toEqual({
+      indexes: ["bot"],
+      blobs: ["extraction", "bot", "extracted", "", "", "api:c"],
+      doubles: [7, 0, 0, 10, 2, 4],
+    });
+    expect(metricPoint("recall", { ...base, hits: 9, envelopeChars: 3900, ms: 3 })).toEqual({ indexes: ["bot"], blobs: ["recall", "bot", "ok", "", "", "api:c"], doubles: [3, 0, 0, 0, 0, 9] });
     expect(metricPoint("reply.dispatch", { ...base, outcome: "rate_limited", parts: 2, ms: 40 })?.blobs.slice(0, 3)).toEqual(["dispatch", "bot", "rate_limited"]);
     expect(metricPoint("incident", { ...base, agentId: null, runId: null, kind: "wake_failure", code: "catch_up" })).toEqual({
       indexes: ["api:c"],
@@ -29,6 +34,10 @@ describe("metricPoint", () => {
     });
     expect(metricPoint("request.refused", { code: "not_found", status: 404 })).toBeUndefined();
     expect(metricPoint("preflight", { ...base, seq: 3, action: "skip", activeChars: 10 })).toBeUndefined();
+  });
+
+  it("writes an absent or empty string as empty, not as redacted", () => {
+    expect(metricPoint("append", { conversationId: "", path: "batch", events: 3, written: 3, outcome: "ok", code: "", ms: 1 })?.blobs).toEqual(["append", "", "ok", "", "batch", ""]);
   });
 
   it("writes no string that is not an id or a code", () => {

@@ -4,7 +4,7 @@ import { mergeFacts } from "../../src/core/fact-merge";
 import type { ExtractedFact } from "../../src/core/fact-extraction";
 import { memoryManifest, packMemory, renderRecalled } from "../../src/core/recall";
 import type { RecallCandidate, RecalledPageHit, RecalledTurnHit } from "../../src/core/recall-rank";
-import { entriesOf, fuseByRank, rankByTerms, rankCandidates, restates, wordsOf } from "../../src/core/recall-rank";
+import { entriesOf, fuseByRank, pageKey, rankByTerms, rankCandidates, restates, wordsOf } from "../../src/core/recall-rank";
 import { contentWords, recallTerms } from "../../src/core/search-text";
 import { renderEnvelope } from "../../src/core/render";
 
@@ -236,7 +236,49 @@ describe("the memory envelope's items", () => {
   });
 });
 
+describe("facts of another conversation (an agent that shares memory)", () => {
+  const A = "api:acme:a";
+  const fromA = (facts: readonly ExtractedFact[]): RecalledPageHit => ({ ...extractedPage(PLANS, facts), elsewhere: A });
+
+  it("names the conversation on every line and in the manifest, and keeps two conversations' pages of one path apart", () => {
+    const shared = fromA([fact(PLANS, "venue", "the offsite venue is Casa Novak", 3)]);
+    const [venue] = entriesOf(shared);
+    expect(venue).toMatchObject({ elsewhere: A, seq: 3, content: `- venue: the offsite venue is Casa Novak (msg m3 in ${A})` });
+    const [own] = entriesOf(extractedPage(PLANS, [fact(PLANS, "date", "the offsite is on 3 May", 5)]));
+    expect(own?.elsewhere).toBeUndefined();
+    if (venue === undefined || own === undefined) throw new Error("expected entries");
+    expect(pageKey(venue)).not.toBe(pageKey(own));
+    expect(pageKey(own)).toBe(PLANS);
+    const pack = packMemory([venue, own], 10_000);
+    expect(renderRecalled(pack.hits)).toBe([`[memory page ${PLANS} (version 1, from ${A})]`, venue.content, `[memory page ${PLANS} (version 1)]`, own.content].join("\n"));
+    expect(memoryManifest(pack, 10_000).pages).toEqual([
+      { path: PLANS, version: 1, contentHash: "0".repeat(64), chars: venue.content.length, keys: ["venue"], conversationId: A },
+      { path: PLANS, version: 1, contentHash: "0".repeat(64), chars: own.content.length, keys: ["date"] },
+    ]);
+  });
+
+  it("never takes another conversation's fact for a turn here, whatever its seq, and fuses it with the turns by rank", () => {
+    const shared = fromA([fact(PLANS, "venue", "the offsite venue is Casa Novak", 3)]);
+    const [venue] = entriesOf(shared);
+    // Seq 3 here is another message: its turn is no reason to leave the fact out, nor the tail's start.
+    const here = [turn(3, "we should book the offsite venue soon", -2), turn(8, "the offsite is in May", -1)];
+    expect(rankCandidates("offsite venue", [shared], here, 2)).toEqual([here[0], venue, here[1]]);
+    // Packed after the turn of seq 3, it is still served: seq 3 was this conversation's message.
+    expect(packMemory(rankCandidates("offsite venue", [shared], here), 10_000).hits).toContainEqual(venue);
+  });
+});
+
 describe("rankCandidates: an entry earns its place", () => {
+  it("leaves to the tail an entry of the tail's first message, not one just before it", () => {
+    const hit = extractedPage(PLANS, [fact(PLANS, "venue", "the offsite venue is Casa Novak", 30), fact(PLANS, "date", "the offsite date is 3 May", 29)]);
+    expect(rankCandidates("offsite venue date", [hit], [], 30).map((c) => (c.type === "entry" ? c.key : c.type))).toEqual(["date"]);
+  });
+
+  it("takes turns and the second list in turn, however short either is", () => {
+    expect(fuseByRank(["t1"], ["p1", "p2", "p3"])).toEqual(["t1", "p1", "p2", "p3"]);
+    expect(fuseByRank([], ["p1"])).toEqual(["p1"]);
+  });
+
   const withSeqs = (path: string, facts: readonly ExtractedFact[]): RecalledPageHit => extractedPage(path, facts);
 
   it("leaves an entry to the served tail and to its own turn, by the message's seq, and serves the rest after the turns", () => {
