@@ -1,8 +1,6 @@
 import type { BusyConversation, FailureCell, LagCell } from "../core/fleet-series";
 import { HOUR_KEY_LENGTH } from "../core/fleet-series";
-import type { IncidentKind, IncidentRow } from "./compaction-store-incidents";
-import { incidentOf } from "./compaction-store-incidents";
-import type { FleetIncidentRecord } from "./ops-store";
+import type { IncidentKind } from "./compaction-store-incidents";
 
 /**
  * The statements behind the inspector's fleet page. Each reads one shard and aggregates there
@@ -57,18 +55,6 @@ export async function readFailureCells(db: D1Database, since: string): Promise<F
     .bind(since, HOUR_KEY_LENGTH)
     .all<FailureCell<IncidentKind>>();
   return results;
-}
-
-/** The shard's open incidents, newest seen first (the fleet's order, `core/ops`), at most `limit`. */
-export async function readOpenIncidents(db: D1Database, limit: number): Promise<FleetIncidentRecord[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT id, conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open FROM incidents
-       WHERE open = 1 ORDER BY last_seen_at DESC, id DESC LIMIT ?1`,
-    )
-    .bind(limit)
-    .all<IncidentRow & { conversation_id: string }>();
-  return results.map((row) => ({ ...incidentOf(row), conversationId: row.conversation_id }));
 }
 
 /** The shard's `limit` conversations with the most events recorded since `since` among its newest `BUSIEST_SCAN_EVENTS`, most first. */

@@ -55,6 +55,8 @@ export interface IncidentFilter {
   readonly since?: string | undefined;
   readonly agentId?: string | undefined;
   readonly kind?: IncidentKind | undefined;
+  /** Only incidents still open (a condition that holds). */
+  readonly open?: boolean | undefined;
 }
 
 /** A fleet incident: the shard's row and the conversation it is about. */
@@ -70,17 +72,17 @@ export async function readFleetIncidents(db: D1Database, filter: IncidentFilter,
     from === undefined
       ? { sql: "", binds: [] }
       : "atOrBefore" in from
-        ? { sql: "AND last_seen_at <= ?5", binds: [from.atOrBefore] }
+        ? { sql: "AND last_seen_at <= ?6", binds: [from.atOrBefore] }
         : "orAtWithIdBelow" in from
-          ? { sql: "AND (last_seen_at < ?5 OR (last_seen_at = ?5 AND id < ?6))", binds: [from.before, from.orAtWithIdBelow] }
-          : { sql: "AND last_seen_at < ?5", binds: [from.before] };
+          ? { sql: "AND (last_seen_at < ?6 OR (last_seen_at = ?6 AND id < ?7))", binds: [from.before, from.orAtWithIdBelow] }
+          : { sql: "AND last_seen_at < ?6", binds: [from.before] };
   const { results } = await db
     .prepare(
       `SELECT id, conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open FROM incidents
-       WHERE (?1 IS NULL OR last_seen_at >= ?1) AND (?2 IS NULL OR agent_id = ?2) AND (?3 IS NULL OR kind = ?3) ${after.sql}
+       WHERE (?1 IS NULL OR last_seen_at >= ?1) AND (?2 IS NULL OR agent_id = ?2) AND (?3 IS NULL OR kind = ?3) AND (?5 = 0 OR open = 1) ${after.sql}
        ORDER BY last_seen_at DESC, id DESC LIMIT ?4`,
     )
-    .bind(filter.since ?? null, filter.agentId ?? null, filter.kind ?? null, limit, ...after.binds)
+    .bind(filter.since ?? null, filter.agentId ?? null, filter.kind ?? null, limit, filter.open === true ? 1 : 0, ...after.binds)
     .all<IncidentRow & { conversation_id: string }>();
   return results.map((row) => ({ ...incidentOf(row), conversationId: row.conversation_id }));
 }

@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBody, send } from "../support/loopback-http";
 
 /**
  * A loopback operator webhook for Foldline's alerts, run in Node by vitest's globalSetup: the Worker
@@ -31,17 +31,6 @@ export interface FakeAlerts {
   readonly origin: string;
   readonly secret: string;
   close(): Promise<void>;
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function send(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { "content-type": "application/json" });
-  response.end(JSON.stringify(body));
 }
 
 function conversationOf(raw: string): string | undefined {

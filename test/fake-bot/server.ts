@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBody, send } from "../support/loopback-http";
 import { SIGNATURE_HEADER, verifySignature } from "../../src/external/signature";
 
 /**
@@ -36,17 +36,6 @@ export interface FakeBot {
   readonly origin: string;
   readonly secret: string;
   close(): Promise<void>;
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function send(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { "content-type": "application/json" });
-  response.end(JSON.stringify(body));
 }
 
 function lastUserText(payload: unknown): string {

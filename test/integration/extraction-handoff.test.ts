@@ -11,6 +11,7 @@ import { deliver } from "../support/queue";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 import { changeObjectEnv } from "./seams-faults";
+import { incidentRows } from "../support/incidents";
 
 /**
  * The hand-off of a settled boundary's extraction is at least once, and honest about it: the
@@ -114,23 +115,6 @@ async function gracePasses(stub: ReturnType<typeof conversationStub>, runId: str
 
 async function owedDeadline(stub: ReturnType<typeof conversationStub>, runId: string): Promise<unknown> {
   return runInDurableObject(stub, (_instance, state) => state.storage.get(wakeKey.extraction(runId)));
-}
-
-interface IncidentRow {
-  agent_id: string;
-  run_id: string | null;
-  kind: string;
-  code: string;
-  count: number;
-  open: number;
-}
-
-async function incidentRows(conversation: string): Promise<IncidentRow[]> {
-  const { results } = await (await shardOf(conversation))
-    .prepare("SELECT agent_id, run_id, kind, code, count, open FROM incidents WHERE conversation_id = ? ORDER BY id")
-    .bind(conversation)
-    .all<IncidentRow>();
-  return results;
 }
 
 /** The versions of each extracted page of the conversation: a duplicate extraction would add some. */

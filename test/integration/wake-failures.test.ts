@@ -8,6 +8,7 @@ import { conversationStub } from "../../src/durable/stub";
 import { WakeupBook, wakeFailed, wakeSucceeded } from "../../src/durable/wakeups";
 import { placedShardOf } from "../support/shards";
 import { freshConversation } from "./helpers";
+import { incidentRows } from "../support/incidents";
 
 /**
  * A deadline of a conversation's object whose handler keeps failing (or the preflight a catch-up
@@ -16,23 +17,6 @@ import { freshConversation } from "./helpers";
  * success. Driven here through the object's own storage (`runInDurableObject`) with a fixed clock,
  * so the schedule is read exactly, not waited for.
  */
-
-interface IncidentRow {
-  agent_id: string;
-  run_id: string | null;
-  kind: string;
-  code: string;
-  count: number;
-  open: number;
-}
-
-async function incidentRows(conversation: string): Promise<IncidentRow[]> {
-  const { results } = await (await placedShardOf(conversation))
-    .prepare("SELECT agent_id, run_id, kind, code, count, open FROM incidents WHERE conversation_id = ? ORDER BY id")
-    .bind(conversation)
-    .all<IncidentRow>();
-  return results;
-}
 
 const lost = new Error("D1_ERROR: Network connection lost.");
 

@@ -3,8 +3,9 @@ import { LAG_BIN_EDGES_MS, busiest, failureSeries, hourWindow, lagSeries } from 
 import { mergeFleetPage } from "../../core/ops";
 import type { IncidentKind } from "../../storage/compaction-store-incidents";
 import { INCIDENT_KINDS } from "../../storage/compaction-store-incidents";
-import { readBusiestConversations, readFailureCells, readLagCells, readOpenIncidents } from "../../storage/fleet-store";
+import { readBusiestConversations, readFailureCells, readLagCells } from "../../storage/fleet-store";
 import type { FleetIncidentRecord } from "../../storage/ops-store";
+import { readFleetIncidents } from "../../storage/ops-store";
 import { shardsOf } from "../../storage/shards";
 
 /**
@@ -40,7 +41,7 @@ export async function loadFleet(env: Env, now: Date, hours: number): Promise<Fle
       const [lag, failures, open, busy] = await Promise.all([
         readLagCells(shard.db, window.since, LAG_BIN_EDGES_MS),
         readFailureCells(shard.db, window.since),
-        readOpenIncidents(shard.db, OPEN_INCIDENTS_SHOWN + 1),
+        readFleetIncidents(shard.db, { open: true }, undefined, OPEN_INCIDENTS_SHOWN + 1),
         readBusiestConversations(shard.db, shard.name, window.since, BUSIEST_SHOWN),
       ]);
       // In the fleet's order (`core/ops`), so the shards' lists merge as /v1/ops/incidents merges them.
