@@ -2,7 +2,6 @@ import type { AuditBoundary, AuditRun, LinkPage, PacketRead } from "../core/chai
 import { auditChain, auditLinkPage, frozenSliceRanges, packetLocation, parseBoundaryBody } from "../core/chain-audit";
 import type { ChainAnchor, StoredEvent } from "../core/events";
 import { auditRunOf } from "../core/chain-audit-link";
-import { idsNamedBy } from "../core/turn-pages";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { BoundaryAuditRow } from "../storage/compaction-store";
@@ -10,9 +9,11 @@ import type { PlanRecord } from "../storage/compaction-store";
 import { currentDeclaration, readBoundaryAuditPage, readBoundaryAuditRows, readChainTrouble, readPlansByRunIds } from "../storage/compaction-store";
 import { conversationStub } from "../durable/stub";
 import type { chainHealthSchema, Wire } from "./responses";
-import { readChainAnchor, readRelatedEvents } from "../storage/context-store";
+import { readChainAnchor, readSliceLog } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
-import { readAllEvents, readEventRange, readEventsByKeys } from "../storage/event-store";
+import { readAllEvents, readEventsByKeys, readLogShape } from "../storage/event-store";
+import type { LogAudit } from "../core/log-audit";
+import { auditLog, withLogAudit } from "../core/log-audit";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery, linkPageQuery } from "./queries";
@@ -99,7 +100,10 @@ export async function listChain(env: Env, conversationId: ScopedConversationId, 
   return ok({ conversationId, agentId, currentEpochId, boundaries: rows.map((row) => boundaryView(row, currentEpochId)), health });
 }
 
-export type ChainAudit = ReturnType<typeof auditChain>;
+export type ChainAudit = ReturnType<typeof auditChain> & { readonly log: LogAudit };
+
+/** A page of links with the log's audit (`verifyLinks`). */
+export type VerifiedLinkPage = LinkPage & { readonly log: LogAudit };
 
 /**
  * The packet of each boundary, read back from R2 and re-hashed. One at a time: each read holds a
@@ -140,7 +144,10 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
   // trigger, and receipts (run events) come after it. Acceptable for an audit, never for the hot path.
   const log = await readAllEvents(DB, conversationId);
   const runs = log.flatMap(toAuditRun);
-  return ok(auditChain({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries, plans, packets, runs, log }));
+  const { lastSeq } = await readLogShape(DB, conversationId);
+  const report = auditChain({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries, plans, packets, runs, log });
+  // The whole log besides the slices: a deleted tail turn, run receipt or newest event, or an event rewritten anywhere.
+  return ok(withLogAudit(report, auditLog(lastSeq, log.map((event) => event.seq), log)));
 }
 
 /**
@@ -150,7 +157,7 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
  * and the ranges of the log its frozen slices were cut from (with the events related to them)
  * rather than the whole log. A long chain is verified by following `nextAfter`.
  */
-export async function verifyLinks(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<LinkPage>> {
+export async function verifyLinks(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<VerifiedLinkPage>> {
   const parsed = validate(linkPageQuery, query);
   if (!parsed.ok) return parsed;
   const { agent: agentId, after, limit } = parsed.value;
@@ -170,21 +177,8 @@ export async function verifyLinks(env: Env, conversationId: ScopedConversationId
   const anchor = await readChainAnchor(DB, conversationId, epochId);
   const runs = [...[...receipts.values()].flatMap(toAuditRun), ...(anchor === undefined ? [] : [anchorRun(anchor)])];
   const log = await readSliceLog(DB, conversationId, frozenSliceRanges(packets.values()));
-  return ok(auditLinkPage({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries: page.rows, plans, packets, runs, log }, epochId, after, page.through, page.nextAfter));
-}
-
-/**
- * The events of each range with the events related to them wherever they lie (`LogIndex.related`
- * mirrors this read), so `turnsAsOf` over the result folds each range exactly as over the whole log.
- */
-async function readSliceLog(db: D1Database, conversationId: string, ranges: readonly { after: number; through: number }[]): Promise<StoredEvent[]> {
-  const bySeq = new Map<number, StoredEvent>();
-  for (const { after, through } of ranges) {
-    const window = await readEventRange(db, conversationId, after, through);
-    for (const event of window) bySeq.set(event.seq, event);
-    const ids = idsNamedBy(window);
-    if (ids.messageIds.length === 0 && ids.proposalIds.length === 0) continue;
-    for (const event of await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true })) bySeq.set(event.seq, event);
-  }
-  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+  const linkPage = auditLinkPage({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries: page.rows, plans, packets, runs, log }, epochId, after, page.through, page.nextAfter);
+  // Every page judges the whole log's gaps (sequence numbers only) and the hashes of the events it read.
+  const shape = await readLogShape(DB, conversationId);
+  return ok(withLogAudit(linkPage, auditLog(shape.lastSeq, shape.seqs, log)));
 }

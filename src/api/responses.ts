@@ -223,14 +223,26 @@ export const epochAuditSchema = z.strictObject({
   links: z.array(linkAuditSchema),
 });
 
+/** The log as a whole (`core/log-audit`): sequence numbers with no event, and events that no longer hash to their stored hash. */
+export const logAuditSchema = z.strictObject({
+  ok: z.boolean(),
+  /** The sequence number of the newest event ever stored in the conversation. */
+  lastSeq: z.number().int().nonnegative(),
+  /** Sequence numbers at or below `lastSeq` with no event (an event that was stored and is gone), oldest first, at most 100. */
+  missing: z.array(position),
+  /** Events whose stored hash their content no longer matches, at most 100 (a page checks the events it read). */
+  altered: z.array(position),
+});
+
 export const chainAuditSchema = z.strictObject({
   conversationId: conversationIdSchema,
   agentId: agentIdSchema,
   currentEpochId: id,
-  /** Every link of every epoch passes every check. */
+  /** Every link of every epoch passes every check, and the log is intact. */
   valid: z.boolean(),
   /** The current epoch first (listed even with no boundary yet), then retired ones, newest first. */
   epochs: z.array(epochAuditSchema),
+  log: logAuditSchema,
 });
 
 /** A page of one epoch's audited links (`verifyLinks`). */
@@ -240,12 +252,13 @@ export const linkPageSchema = z.strictObject({
   currentEpochId: id,
   epochId: id,
   current: z.boolean(),
-  /** Every link of this page passes every check and the epoch's head is the one the log anchors. */
+  /** Every link of this page passes every check, the epoch's head is the one the log anchors, and the log is intact. */
   valid: z.boolean(),
   anchor: anchorAuditSchema,
   links: z.array(linkAuditSchema),
   /** The position to pass as `after` for the next page; null after the epoch's last link. */
   nextAfter: position.nullable(),
+  log: logAuditSchema,
 });
 
 /**

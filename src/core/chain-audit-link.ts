@@ -28,7 +28,7 @@ export const CHECK_NAMES = [
 ] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
-/** The checks that need no re-read of the log (every check but the frozen slice's): the ones the resolver runs too. */
+/** The checks that need no re-read of the log (every check but the frozen slice's). */
 export type LinkCheckName = Exclude<CheckName, "frozen_turns_match_log">;
 
 type Scalar = string | number | boolean | null;

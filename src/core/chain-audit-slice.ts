@@ -10,8 +10,8 @@ import { turnsAsOf } from "./turn-pages";
 
 /**
  * The one check of a link that re-reads the log: the frozen slice its packet carried must be the
- * log's turns as they stood at the trigger. Only the audit runs it (the resolver never reads the
- * log on the context path); `frozenSliceRanges` says which parts of the log it needs.
+ * log's turns as they stood at the trigger. The audit runs it on every link, the resolver on the
+ * head (over the head packet's range alone); `frozenSliceRanges` says which parts of the log it needs.
  */
 
 /** Where a boundary's packet was read from, and what came back (the reader re-hashes; see `packetLocation`). */
@@ -40,7 +40,7 @@ export function parsePacket(read: PacketRead | undefined): ParsedPacket {
  * start (or after the oldest group the slice claims, if it claims an older one: re-freezing is
  * `coverage_advances`' finding, not an invention), as the log stood at the trigger.
  */
-function frozenSliceRange(packet: Packet): { after: number; through: number } {
+export function frozenSliceRange(packet: Packet): { after: number; through: number } {
   return { after: Math.min(sliceStartsAfter(packet), ...packet.frozen.turns.map((t) => t.group - 1)), through: packet.triggerSeq };
 }
 

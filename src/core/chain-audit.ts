@@ -11,7 +11,7 @@ import { LogIndex } from "./turn-pages";
 export type { AuditPlan, AuditRun, CheckName } from "./chain-audit-link";
 export { CHECK_NAMES, parseBoundaryBody } from "./chain-audit-link";
 export type { PacketRead } from "./chain-audit-slice";
-export { frozenSliceRanges } from "./chain-audit-slice";
+export { frozenSliceRange, frozenSliceRanges } from "./chain-audit-slice";
 
 /**
  * The operator's audit of one agent's boundary chain in one conversation: a pure function of what

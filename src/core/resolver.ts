@@ -1,16 +1,19 @@
 import { LINK_CHECKS } from "./chain-audit-checks";
-import type { AuditPlan, AuditRun, Finding, LinkCheckName, LinkFacts, LinkRow, RivalRow } from "./chain-audit-link";
+import type { AuditPlan, AuditRun, CheckName, Finding, LinkCheckName, LinkFacts, LinkRow, RivalRow } from "./chain-audit-link";
 import { differs, finding, parseBoundaryBody, predecessorOf } from "./chain-audit-link";
 import type { Epoch } from "./declarations";
-import type { ChainAnchor } from "./events";
+import { checkFrozenTurns } from "./chain-audit-slice";
+import type { ChainAnchor, StoredEvent } from "./events";
 import { hashCanonical } from "./hash";
 import type { Packet } from "./packet";
+import { LogIndex } from "./turn-pages";
 
 /**
  * The resolver's verdict on a head boundary: is this the latest valid boundary of the current
  * epoch? Pure: the caller gathers the rows, the packet, the receipts and the log's anchor; this
- * decides. It runs the head through every check of the chain audit that needs no re-read of the
- * log (the same functions, `chain-audit-checks.ts`), and through its own: the head against the
+ * decides. It runs the head through every check of the chain audit (the same functions,
+ * `chain-audit-checks.ts`, and the frozen slice against the log the caller read for the head's
+ * packet, `chain-audit-slice.ts`), and through its own: the head against the
  * current declaration, the epoch's activation frontier, the log's newest anchor, and the
  * predecessor's own row. Any doubt fails closed, naming the check, the field, what was expected and
  * what was found; the agent is then served no summary rather than an unverified one.
@@ -26,7 +29,7 @@ export type ResolverFailureCode = "missing_link" | "fork" | "stale_declaration" 
 /** The resolver's own checks, beside the audit's. */
 type ResolverCheckName = "previous_body" | "declaration" | "route" | "frontier" | "anchor_head_stored" | "anchor_names_head" | "anchor_hash" | "settled_head";
 
-export type HeadCheckName = LinkCheckName | ResolverCheckName;
+export type HeadCheckName = CheckName | ResolverCheckName;
 
 /**
  * What the failure of each check is called: its own `cause`, and the stable `code` it is reported
@@ -50,6 +53,7 @@ export const HEAD_CHECKS = {
   packet_hash: { cause: "packet_unreadable", code: "divergent_hash" },
   packet_binding: { cause: "packet_mismatch", code: "divergent_hash" },
   model_evidence: { cause: "model_evidence_missing", code: "fabricated_run" },
+  frozen_turns_match_log: { cause: "frozen_turns_mismatch", code: "divergent_hash" },
   settled_head: { cause: "unsettled_head", code: "fork" },
 } as const satisfies Record<HeadCheckName, { readonly cause: string; readonly code: ResolverFailureCode }>;
 
@@ -237,9 +241,10 @@ function checkHeadAnchor({ evidence: e, facts: { row, body } }: HeadInput, step:
 /**
  * The order the resolver reports in: the row against its hashed body first (a forged or rewritten
  * row is named for what it is), then what the head claims to be, how it links, what planned and
- * settled it, and last the packet it was compacted from. `body_hash` refuses a head whose body is
- * not a boundary event, so the checks after it always read a parsed body (their `body === undefined`
- * guards narrow the type), and `packet_hash` refuses an unread packet before `packet_binding` runs.
+ * settled it, then the packet it was compacted from, and last that packet's slice against the log.
+ * `body_hash` refuses a head whose body is not a boundary event, so the checks after it always read
+ * a parsed body (their `body === undefined` guards narrow the type), and `packet_hash` refuses an
+ * unread packet before `packet_binding` runs.
  */
 const HEAD_STEPS: readonly (readonly [HeadCheckName, (input: HeadInput) => readonly Finding[]])[] = [
   linkStep("body_hash"),
@@ -258,11 +263,24 @@ const HEAD_STEPS: readonly (readonly [HeadCheckName, (input: HeadInput) => reado
   linkStep("model_evidence"),
 ];
 
-/** @internal The checks in the order `verifyHead` runs them (its failure is the first of these that fails); the property tests hold the resolver to it. */
-export const HEAD_CHECK_ORDER: readonly HeadCheckName[] = HEAD_STEPS.map(([name]) => name);
+/** @internal The checks in the order `verifyHeadAgainstLog` runs them (its failure is the first of these that fails); the property tests hold the resolver to it. */
+export const HEAD_CHECK_ORDER: readonly HeadCheckName[] = [...HEAD_STEPS.map(([name]) => name), "frozen_turns_match_log"];
 
+/** The head against its rows, plan, packet, receipts and anchor: every check but the slice's against the log. */
 export function verifyHead(evidence: HeadEvidence): Verdict {
   return firstFailure(HEAD_STEPS, { evidence, facts: headFacts(evidence) }, evidence.head.id);
+}
+
+/**
+ * Every check, last the packet's frozen slice against `log`: the log over the head packet's range
+ * with the events related to it (`frozenSliceRange`, `readSliceLog`), read again on every call, so
+ * a covered event deleted or rewritten since the head was made refuses it, as the audit does.
+ */
+export function verifyHeadAgainstLog(evidence: HeadEvidence, log: readonly StoredEvent[]): Verdict {
+  const verdict = verifyHead(evidence);
+  if (!verdict.ok) return verdict;
+  const [first] = checkFrozenTurns(headFacts(evidence), new LogIndex(log));
+  return first === undefined ? PASS : failed("frozen_turns_match_log", first, evidence.head.id);
 }
 
 /** The stored head against the head this chain settled, which the caller holds: a verified row that is not it is a fork the rows alone cannot show. */

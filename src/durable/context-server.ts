@@ -12,13 +12,14 @@ import type { Packet } from "../core/packet";
 import { packetSchema } from "../core/packet";
 import { renderEnvelope } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
-import { verifyAnchor, verifyHead, verifySettledHead } from "../core/resolver";
+import { verifyAnchor, verifyHeadAgainstLog, verifySettledHead } from "../core/resolver";
 import { groupsAsOf } from "../core/selection";
 import { groupsAfter } from "../core/tail-ledger";
 import type { StoredDeclaration } from "../storage/compaction-store-declarations";
 import { currentDeclaration } from "../storage/compaction-store-declarations";
 import { closeIncidents } from "../storage/compaction-store-incidents";
-import { readHeadRows } from "../storage/context-store";
+import { frozenSliceRange } from "../core/chain-audit";
+import { readHeadRows, readSliceLog } from "../storage/context-store";
 import { readDocument } from "../storage/document-store";
 import { listEventsBefore } from "../storage/event-store";
 import type { ActiveReader } from "./active-history";
@@ -34,7 +35,8 @@ const HISTORY_PAGE = 500;
 
 /**
  * Serving: an agent's context from its chain's hot state, the head verified on every call against
- * its row, predecessor, plan, completed run, packet and the log's anchor (`core/resolver`), the
+ * its row, predecessor, plan, completed run, packet, the log's anchor and the log's slice the packet
+ * froze (`core/resolver`), the
  * selection and its manifest pure (`core/selection`, `core/context-manifest`).
  */
 export class ContextServer {
@@ -110,7 +112,11 @@ export class ContextServer {
       const anchored = verifyAnchor(rows.anchor, undefined);
       return anchored.ok ? this.#verified(agentId) : this.#refuse(agentId, rows.anchor?.boundaryId ?? "", null, anchored.error, now);
     }
-    const verdict = verifyHead({
+    const packet = rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash);
+    // The slice the head was made from, read again on every call (never cached): the log, not
+    // this object's memory of it, is what a covered event deleted or rewritten must be caught in.
+    const log = packet === undefined ? [] : await readSliceLog(this.deps.shard, conversationId, [frozenSliceRange(packet)]);
+    const evidence = {
       conversationId,
       agentId,
       epoch,
@@ -122,10 +128,11 @@ export class ContextServer {
       previous: rows.previous,
       rivals: rows.rivals,
       plan: rows.plan,
-      packet: rows.plan === undefined ? undefined : await this.#verifiedPacket(chain, rows.plan.packetKey, rows.plan.packetHash),
+      packet,
       receipts: rows.receipts,
       anchor: rows.anchor,
-    });
+    };
+    const verdict = verifyHeadAgainstLog(evidence, log);
     // The row and the log's anchor first (a forged, stale or rewritten head is named for what it
     // is), then this object's own memory of the head it settled.
     const settled = chain.head === undefined ? undefined : { id: chain.head.body.id, hash: chain.head.hash };

@@ -99,7 +99,7 @@ const getContext = operation({
     "hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every " +
     "request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, " +
     "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, " +
-    "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.",
+    "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`, `frozen_turns_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.",
   security: BEARER,
   parameters: [
     conversation,

@@ -2,7 +2,7 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import type { z } from "zod";
 import type { ScopedConversationId } from "../api/access";
 import { authenticate, conversationInScope } from "../api/access";
-import type { ChainAudit, ChainListing } from "../api/chain";
+import type { ChainAudit, ChainListing, VerifiedLinkPage } from "../api/chain";
 import { listChain, verifyChain, verifyLinks } from "../api/chain";
 import type { Composed, IngestedBatch, IngestedEvent } from "../api/conversations";
 import { composeRequest, ingestBatch, ingestEvent, selectContext } from "../api/conversations";
@@ -13,7 +13,6 @@ import type { memorySearchSchema, Wire } from "../api/responses";
 import { listIncidents } from "../api/incidents";
 import { maxBodyBytes } from "../config";
 import type { composeRequestSchema } from "../core/compose";
-import type { LinkPage } from "../core/chain-audit";
 import type { ErrorCode, ErrorDetail, Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { describeThrown } from "../core/thrown";
@@ -146,7 +145,7 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
   }
 
   /** One page of an epoch's links audited like `verify`, at the page's cost; follow `nextAfter`. */
-  async verifyLinks(token: string, conversationId: string, agentId: string, options: LinkPageOptions = {}): Promise<RpcResult<LinkPage>> {
+  async verifyLinks(token: string, conversationId: string, agentId: string, options: LinkPageOptions = {}): Promise<RpcResult<VerifiedLinkPage>> {
     return this.#scoped(token, conversationId, (conversation) => verifyLinks(this.env, conversation, { ...options, agent: agentId }));
   }
 

@@ -6,7 +6,8 @@ import type { BoundaryRow, StoredBoundary } from "./compaction-store-boundaries"
 import { BOUNDARY_COLUMNS, toBoundary } from "./compaction-store-boundaries";
 import type { PlanRecord, PlanRow } from "./compaction-store-plans";
 import { toPlan } from "./compaction-store-plans";
-import { toStoredEvent } from "./event-store";
+import { idsNamedBy } from "../core/turn-pages";
+import { readEventRange, toStoredEvent } from "./event-store";
 
 /**
  * The reads of context selection: the evidence about a chain's head, and the few older events an
@@ -147,5 +148,21 @@ export async function readRelatedEvents(
   ]);
   const bySeq = new Map<number, StoredEvent>();
   for (const result of results) for (const row of result.results) bySeq.set(row.seq, toStoredEvent(row));
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * The events of each range with the events related to them wherever they lie (`LogIndex.related`
+ * mirrors this read), so `turnsAsOf` over the result folds each range exactly as over the whole log.
+ */
+export async function readSliceLog(db: D1Database, conversationId: string, ranges: readonly { after: number; through: number }[]): Promise<StoredEvent[]> {
+  const bySeq = new Map<number, StoredEvent>();
+  for (const { after, through } of ranges) {
+    const window = await readEventRange(db, conversationId, after, through);
+    for (const event of window) bySeq.set(event.seq, event);
+    const ids = idsNamedBy(window);
+    if (ids.messageIds.length === 0 && ids.proposalIds.length === 0) continue;
+    for (const event of await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true })) bySeq.set(event.seq, event);
+  }
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }

@@ -32,12 +32,23 @@ export function toStoredEvent(row: EventRow): StoredEvent {
   return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: row.recorded_at };
 }
 
+/**
+ * The conversation's high-water mark: the sequence number of the newest event ever stored, which
+ * the next event must follow (migrations/shard/0020). Not the largest stored one: a number is never
+ * handed out twice, even when its event is gone.
+ */
 export async function readHead(db: D1Database, conversationId: string): Promise<number> {
-  const row = await db
-    .prepare("SELECT COALESCE(MAX(seq), 0) AS last_seq FROM events WHERE conversation_id = ?")
-    .bind(conversationId)
-    .first<{ last_seq: number }>();
+  const row = await db.prepare("SELECT last_seq FROM conversations WHERE id = ?").bind(conversationId).first<{ last_seq: number }>();
   return row?.last_seq ?? 0;
+}
+
+/** The high-water mark and every sequence number the log holds (the index alone serves it): what `auditLog` needs to find gaps. */
+export async function readLogShape(db: D1Database, conversationId: string): Promise<{ lastSeq: number; seqs: number[] }> {
+  const [mark, held] = await db.batch<{ seq: number }>([
+    db.prepare("SELECT last_seq AS seq FROM conversations WHERE id = ?").bind(conversationId),
+    db.prepare("SELECT seq FROM events WHERE conversation_id = ? ORDER BY seq").bind(conversationId),
+  ]);
+  return { lastSeq: mark?.results[0]?.seq ?? 0, seqs: (held?.results ?? []).map((row) => row.seq) };
 }
 
 function selectByKeys(db: D1Database, conversationId: string, keys: readonly string[]): D1PreparedStatement {

@@ -6,14 +6,14 @@ import { canonicalJson, hashCanonical, sha256Hex } from "../../src/core/hash";
 import type { Packet } from "../../src/core/packet";
 import { packetSchema } from "../../src/core/packet";
 import type { HeadCheckName, HeadEvidence } from "../../src/core/resolver";
-import { HEAD_CHECK_ORDER, HEAD_CHECKS, verifyAnchor, verifyHead } from "../../src/core/resolver";
+import { HEAD_CHECK_ORDER, HEAD_CHECKS, verifyAnchor, verifyHeadAgainstLog } from "../../src/core/resolver";
 import type { World } from "./chain-audit-fixture";
 import { AGENT, audit, chain, EPOCH, FRONTIER, PROMPT, world } from "./chain-audit-fixture";
 import { CONVERSATION } from "./event-builders";
 
 /**
- * One verifier. The resolver runs the head through the audit's own checks (all that need no
- * re-read of the log) and through its own; here both judge the same stored world. For any single
+ * One verifier. The resolver runs the head through the audit's own checks (its frozen slice
+ * against the log included) and through its own; here both judge the same stored world. For any single
  * corruption of a valid head link — any field of its row, its body, its predecessor's row, its
  * plan, its packet, its receipt, or a competing row — the resolver refuses the head exactly when
  * the audit finds something wrong with that link (or with the epoch's anchor, or with the
@@ -55,7 +55,7 @@ function auditFailures(w: World, report: ChainAuditReport, head: AuditBoundary):
   const links = report.epochs.flatMap((e) => e.links);
   const failed = new Set<HeadCheckName>();
   for (const c of links.find((l) => l.boundaryId === head.id && l.position === head.position)?.checks ?? []) {
-    if (!c.ok && c.name !== "frozen_turns_match_log") failed.add(c.name);
+    if (!c.ok) failed.add(c.name);
   }
   const previous = links.find((l) => l.boundaryId === head.previousId);
   if (previous?.checks.some((c) => c.name === "body_hash" && !c.ok) === true) failed.add("previous_body");
@@ -192,8 +192,8 @@ function corruption(length: 1 | 3): fc.Arbitrary<Corrupted> {
 }
 
 describe("the resolver and the audit agree on the head", () => {
-  it("names every check the audit makes without the log, and nothing it cannot map", () => {
-    for (const name of CHECK_NAMES.filter((n) => n !== "frozen_turns_match_log")) expect(HEAD_CHECK_ORDER).toContain(name);
+  it("names every check the audit makes, the frozen slice against the log included, and nothing it cannot map", () => {
+    for (const name of CHECK_NAMES) expect(HEAD_CHECK_ORDER).toContain(name);
     expect(new Set(HEAD_CHECK_ORDER).size).toBe(HEAD_CHECK_ORDER.length);
     for (const name of HEAD_CHECK_ORDER) expect(HEAD_CHECKS[name].cause).toMatch(/^[a-z_]+$/);
   });
@@ -201,7 +201,7 @@ describe("the resolver and the audit agree on the head", () => {
   it.each([1, 3] as const)("a valid head of a %i-link chain passes both", (length) => {
     const { w, head } = valid(length);
     expect(audit(w).valid).toBe(true);
-    expect(verifyHead(headEvidence(w, head))).toEqual({ ok: true });
+    expect(verifyHeadAgainstLog(headEvidence(w, head), w.log)).toEqual({ ok: true });
   });
 
   it.each([1, 3] as const)("any single corruption of a %i-link chain's head fails the resolver iff it fails the audit, for the same reason", (length) => {
@@ -210,7 +210,7 @@ describe("the resolver and the audit agree on the head", () => {
     fc.assert(
       fc.property(corruption(length), ({ name, w, head }) => {
         const failed = auditFailures(w, audit(w), head);
-        const verdict = verifyHead(headEvidence(w, head));
+        const verdict = verifyHeadAgainstLog(headEvidence(w, head), w.log);
         const first = HEAD_CHECK_ORDER.find((check) => failed.has(check));
         expect({ name, refused: !verdict.ok }).toEqual({ name, refused: failed.size > 0 });
         if (verdict.ok || first === undefined) return;

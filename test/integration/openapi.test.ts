@@ -3,8 +3,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import readme from "../../README.md?raw";
-import type { ChainAudit, ChainListing } from "../../src/api/chain";
-import type { LinkPage } from "../../src/core/chain-audit";
+import type { ChainAudit, ChainListing, VerifiedLinkPage } from "../../src/api/chain";
 import { ERROR_STATUS } from "../../src/core/errors";
 import { appendEventRequestSchema } from "../../src/core/events";
 import { app, openApiDocument } from "../../src/http/app";
@@ -434,7 +433,7 @@ describe("success responses", () => {
   it("of the chain, context and compose views conform to their schemas (a compile-time check, run by `npm run typecheck`)", () => {
     expectTypeOf<ChainListing>().toExtend<Wire<typeof chainListingSchema>>();
     expectTypeOf<ChainAudit>().toExtend<Wire<typeof chainAuditSchema>>();
-    expectTypeOf<LinkPage>().toExtend<Wire<typeof linkPageSchema>>();
+    expectTypeOf<VerifiedLinkPage>().toExtend<Wire<typeof linkPageSchema>>();
     expectTypeOf<ContextSelection>().toExtend<Wire<typeof contextResponseSchema>>();
     expectTypeOf<Composed>().toExtend<Wire<typeof composeResponseSchema>>();
   });
