@@ -8,7 +8,7 @@
 //   3. `npm run migrate -- --remote`: the control set on DB, the shard set on every shard.
 //   4. `wrangler deploy`.
 // Secrets (the model key, Telegram webhook secrets and bot tokens, OPS_ALERT_SECRET) are not
-// touched: README, "Deploying". `--dry-run` prints the plan and changes nothing.
+// touched: docs/OPERATIONS.md, "Deploying". `--dry-run` prints the plan and changes nothing.
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -59,4 +59,4 @@ const migrate = spawnSync(process.execPath, [join(ROOT, "scripts", "migrate.mjs"
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 const deployed = wrangler(["deploy"]);
 if (deployed.status !== 0) process.exit(deployed.status ?? 1);
-console.log("deployed: set the secrets (README, Deploying) if this is the first deploy");
+console.log("deployed: set the secrets (docs/OPERATIONS.md, "Deploying") if this is the first deploy");

@@ -12,7 +12,7 @@ import { ROOT, wrangler } from "./lib/local-state.mjs";
 const remote = process.argv.includes("--remote");
 const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
 const D1_LIMIT_BYTES = 10e9;
-/** Close a shard to new conversations at this share of the limit (README, "Scaling"). */
+/** Close a shard to new conversations at this share of the limit (docs/OPERATIONS.md, "Scaling"). */
 const CLOSE_AT = 0.8;
 
 /** The database_name of each D1 binding (one `key = "value"` per line, as wrangler.toml has it). */

@@ -4,7 +4,7 @@ import { telegramChatRef } from "./core/conversation-id";
 
 /**
  * Configuration read from the Worker's vars and secrets. Every knob has a default here and a row
- * in the README's configuration table; nothing needs a code change to point Foldline elsewhere.
+ * in the configuration table of docs/OPERATIONS.md; nothing needs a code change to point Foldline elsewhere.
  */
 
 const DEFAULT_MAX_BODY_BYTES = 1_048_576;

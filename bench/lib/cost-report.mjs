@@ -121,7 +121,7 @@ export function costSection(c) {
       ? []
       : [
           "",
-          `Of that growth, ${n(u.d1BytesShards / 1000, 1)} bytes per message land on the conversation's shard and ${n((u.d1BytesControl ?? 0) / 1000, 1)} on the control database (the agent's memory pages and their provenance, placements). So one shard fills in ${n(D1_DATABASE_LIMIT_GB / shardGbPerMonth, 1)} months of this bot's traffic (${n(Math.round((D1_DATABASE_LIMIT_GB * GB) / ((u.d1BytesShards ?? 1) / 1000) / 1e6), 1)} million messages), and the control database grows by ${n(controlGbPerMonth, 2)} GB a month: the bot needs about ${n(Math.ceil((shardGbPerMonth * 12) / D1_DATABASE_LIMIT_GB))} shards for a year of history (README, "Scaling").`,
+          `Of that growth, ${n(u.d1BytesShards / 1000, 1)} bytes per message land on the conversation's shard and ${n((u.d1BytesControl ?? 0) / 1000, 1)} on the control database (the agent's memory pages and their provenance, placements). So one shard fills in ${n(D1_DATABASE_LIMIT_GB / shardGbPerMonth, 1)} months of this bot's traffic (${n(Math.round((D1_DATABASE_LIMIT_GB * GB) / ((u.d1BytesShards ?? 1) / 1000) / 1e6), 1)} million messages), and the control database grows by ${n(controlGbPerMonth, 2)} GB a month: the bot needs about ${n(Math.ceil((shardGbPerMonth * 12) / D1_DATABASE_LIMIT_GB))} shards for a year of history (docs/OPERATIONS.md, "Scaling").`,
         ]),
     "",
     "Not in the bill: Worker CPU time and Durable Object duration (wall-clock while an object is active), which the local runtime does not meter; the compactor's and extractor's model calls (none here: the offline compactor and extractor ran; with a model they are the provider's bill). " +

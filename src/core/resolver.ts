@@ -21,7 +21,7 @@ import { LogIndex } from "./turn-pages";
 
 /**
  * The codes `chain_invalid` has always answered with (its `reason`) and incidents are recorded
- * under: stable, documented in the README and the OpenAPI document. A failure's `cause` says which
+ * under: stable, documented in docs/API.md and the OpenAPI document. A failure's `cause` says which
  * of the conditions behind a code it was.
  */
 export type ResolverFailureCode = "missing_link" | "fork" | "stale_declaration" | "divergent_hash" | "wrong_route" | "fabricated_run" | "non_advancing";

@@ -179,7 +179,7 @@ export async function runOperation(op: Operation, fixtures: Fixtures, model: Mod
   if (again.violations.length > 0) throw new Error(`${op.name}: a clean run broke an invariant: ${JSON.stringify(again.violations)}`);
   const trace = clean.run.plan.trace;
   if (op.usesObject && !trace.some((c) => c.side === "object")) {
-    throw new Error(`${op.name}: no binding call came from the conversation's object: the object is not under the plan (README.md, "How faults reach the object")`);
+    throw new Error(`${op.name}: no binding call came from the conversation's object: the object is not under the plan (README.md, "How faults reach the code")`);
   }
 
   const modelCalls = op.callsModel ? await model.requests() : 0;

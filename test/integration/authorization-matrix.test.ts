@@ -28,8 +28,8 @@ const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
   // A conversation's extracted memory: the conversation and `agent:<id>`, not every source of the agent.
   conversationAgent: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: "allowed", wildcard: "allowed" },
   // The agent serves `<tenant>:*`: its scope alone, or conversation scopes narrower than its sources,
-  // reach nothing, and to those tokens the agent answers as one nobody declared (404, as README's
-  // security model says); a token without the agent scope is refused before anything is read (403).
+  // reach nothing, and to those tokens the agent answers as one nobody declared (404, as the security model
+  // in docs/SECURITY.md says); a token without the agent scope is refused before anything is read (403).
   agent: { none: 401, otherTenant: 403, agentOnly: 404, conversationOnly: 403, narrower: 404, wildcard: "allowed" },
   // The whole deployment: the `ops` scope or `*`, never a tenant's scopes however wide.
   ops: { none: 401, otherTenant: 403, agentOnly: 403, conversationOnly: 403, narrower: 403, wildcard: "allowed" },
