@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { classifyThrown } from "../../src/core/transient";
-import { FaultPlan, InjectedFault, faultyD1, faultyR2 } from "./faulty-bindings";
+import { appendToConversation, conversationStub } from "../../src/durable/stub";
+import { logRows } from "../integration/helpers";
+import { FaultPlan, InjectedFault, PLATFORM_MESSAGES, faultyD1, faultyEnv, faultyR2 } from "./faulty-bindings";
 
 /**
  * The injection itself, against the real local bindings: a matrix whose faults did not land where
@@ -61,8 +63,9 @@ describe("FaultPlan over D1", () => {
   // wording of the injection, not the product's behaviour.
   it("the product's classifier (core/transient) reads every injected fault as transient", () => {
     const call = { index: 1, side: "worker", binding: "DB", method: "run", write: true, detail: "" } as const;
-    const messages = ["D1_ERROR: Network connection lost.", "D1_ERROR: D1 DB storage operation exceeded timeout which caused object to be reset.", "We encountered an internal error. Please try again. (10001)", "Network connection lost.", "Queue send failed: internal error"];
-    for (const message of messages) expect(classifyThrown(new InjectedFault(message, call, "throw")).kind).toBe("transient");
+    const messages = Object.values(PLATFORM_MESSAGES).flatMap((family) => Object.values(family));
+    expect(messages).toHaveLength(8);
+    for (const message of messages) expect({ message, kind: classifyThrown(new InjectedFault(message, call, "throw")).kind }).toEqual({ message, kind: "transient" });
   });
 });
 
@@ -76,5 +79,36 @@ describe("FaultPlan over R2", () => {
     await expect(bucket.put(key, "kept")).rejects.toThrow(/10001/);
     expect(await (await env.DOCUMENTS.get(key))?.text()).toBe("kept");
     expect(plan.trace.map((c) => `${c.method}:${c.write}`)).toEqual(["head:false", "put:true"]);
+  });
+});
+
+describe("FaultPlan over a conversation's object (the Worker's calls into it)", () => {
+  const source = (key: string) => ({ kind: "source", idempotencyKey: key, sensitive: false, body: { messageId: key, author: { id: "u1" }, text: `note ${key}` } }) as const;
+
+  it("a thrown call never reaches the object; a lost answer comes after the object did the work; a read's lost answer does not fire", async () => {
+    const conversationId = `api:faults-object-${crypto.randomUUID()}`;
+    const thrown = new FaultPlan({ k: 1, kind: "throw" });
+    thrown.arm();
+    await expect(appendToConversation(faultyEnv(env, thrown, "worker"), { conversationId, events: [source("a")] })).rejects.toThrow(/Durable Object reset/);
+    expect(await logRows(conversationId)).toEqual([]);
+
+    const lost = new FaultPlan({ k: 1, kind: "lost_response" });
+    lost.arm();
+    await expect(appendToConversation(faultyEnv(env, lost, "worker"), { conversationId, events: [source("b")] })).rejects.toThrow(/Durable Object reset/);
+    expect((await logRows(conversationId)).map((r) => r.idempotency_key)).toEqual(["b"]);
+    expect(lost.fired).toMatchObject({ binding: "CONVERSATION", method: "append", write: true, detail: "" });
+
+    const read = new FaultPlan({ k: 1, kind: "lost_response" });
+    read.arm();
+    const stub = conversationStub(faultyEnv(env, read, "worker"), conversationId);
+    expect(await stub.describeChain(conversationId, "nobody")).toBeUndefined();
+    expect(read.fired).toBeUndefined();
+    expect(read.trace.map((c) => `${c.binding}.${c.method}:${c.write}`)).toEqual(["CONVERSATION.describeChain:false"]);
+  });
+
+  it("the object's own env never faults its calls into objects (only the Worker's side does)", () => {
+    const plan = new FaultPlan({ k: 1, kind: "throw" });
+    expect(faultyEnv(env, plan, "object").CONVERSATION).toBe(env.CONVERSATION);
+    expect(faultyEnv(env, plan, "worker").CONVERSATION).not.toBe(env.CONVERSATION);
   });
 });

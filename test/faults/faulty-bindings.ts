@@ -2,12 +2,13 @@ import { mapDatabases } from "../../src/storage/shards";
 import { interceptD1 } from "../support/d1-intercept";
 
 /**
- * Bindings that fail on purpose: every call the code makes to a D1 database, the R2 bucket or the
- * queue producer is counted, in the order it is made, on one `FaultPlan` shared by the Worker's
+ * Bindings that fail on purpose: every call the code makes to a D1 database, the R2 bucket, the
+ * queue producer or (from the Worker) a conversation's Durable Object is counted, in the order it is made, on one `FaultPlan` shared by the Worker's
  * env and the conversation object's env (they run in one isolate, see README.md), and the plan's
  * k-th call fails in the plan's way. A call is what waits on the platform: a statement's
  * `run`/`all`/`first`/`raw`, one `batch`, `exec`; an R2 `get`/`head`/`put`/`list`/`delete`; a
- * queue `send`/`sendBatch`. `prepare` and `bind` wait on nothing and are not calls.
+ * queue `send`/`sendBatch`; an RPC method of a conversation's object. `prepare`, `bind` and getting
+ * a stub wait on nothing and are not calls.
  *
  * The three ways a call fails, and what the platform did before it:
  * - `throw`: rejected before anything happened (D1's "Network connection lost", R2's 10001);
@@ -26,7 +27,7 @@ export interface BindingCall {
   /** 1-based position among the calls made while the plan was armed. */
   readonly index: number;
   readonly side: Side;
-  /** `DB`, `DB_SHARD_1`, `DOCUMENTS`, `JOB_QUEUE`. */
+  /** `DB`, `DB_SHARD_1`, `DOCUMENTS`, `JOB_QUEUE`, `CONVERSATION`. */
   readonly binding: string;
   /** `batch`, `run`, `put`, `send`, … */
   readonly method: string;
@@ -55,11 +56,14 @@ export class InjectedFault extends Error {
   }
 }
 
-const PLATFORM_MESSAGES: Record<"d1" | "r2" | "queue", Record<"throw" | "hang", string>> = {
+export const PLATFORM_MESSAGES: Record<"d1" | "r2" | "queue" | "object", Record<"throw" | "hang", string>> = {
   d1: { throw: "D1_ERROR: Network connection lost.", hang: "D1_ERROR: D1 DB storage operation exceeded timeout which caused object to be reset." },
   // R2 has no timeout code of its own: a call whose deadline passed loses its connection.
   r2: { throw: "We encountered an internal error. Please try again. (10001)", hang: "Network connection lost." },
   queue: { throw: "Queue send failed: internal error", hang: "Queue send failed: the operation timed out" },
+  // A call into a conversation's object: the object was reset under it, or it never answered and
+  // the runtime gave up on it (the object is then reset, which is what the caller is told).
+  object: { throw: "Durable Object reset because its code was updated.", hang: "Durable Object storage operation exceeded timeout which caused object to be reset." },
 };
 
 /**
@@ -135,8 +139,66 @@ export function faultyQueue<Body>(queue: Queue<Body>, binding: string, plan: Fau
   });
 }
 
-/** `env` with every D1 database, the R2 bucket and the queue producer under `plan`; every other binding as it was. */
+/** The object's RPC methods that change nothing (a lost answer to one of them is a `throw`); every other method may. */
+const OBJECT_READS = new Set(["runState", "context", "describeChain"]);
+
+/** A stub whose every RPC method call is under `plan`. */
+function faultyStub(stub: object, binding: string, plan: FaultPlan, side: Side): object {
+  return new Proxy(stub, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function" || typeof property !== "string" || property === "then") return value;
+      return (...args: unknown[]) => plan.call("object", side, binding, property, !OBJECT_READS.has(property), typeof args[0] === "string" ? args[0] : "", () => Reflect.apply(value, target, args) as Promise<unknown>);
+    },
+  });
+}
+
+/** A Durable Object namespace whose stubs are under `plan` (`get`/`getByName`; ids pass through). */
+export function faultyNamespace<Namespace extends object>(namespace: Namespace, binding: string, plan: FaultPlan, side: Side): Namespace {
+  return new Proxy(namespace, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property !== "get" && property !== "getByName") return value.bind(target);
+      return (...args: unknown[]) => faultyStub(Reflect.apply(value, target, args) as object, binding, plan, side);
+    },
+  });
+}
+
+/** The object's storage calls, and which of them write. */
+const STORAGE_CALLS: ReadonlyMap<string, boolean> = new Map([
+  ["get", false],
+  ["list", false],
+  ["getAlarm", false],
+  ["put", true],
+  ["delete", true],
+  ["deleteAll", true],
+  ["setAlarm", true],
+  ["deleteAlarm", true],
+]);
+
+/**
+ * Puts a conversation object's own storage (`ctx.storage`: its placement, its wake-ups, its alarm)
+ * under `plan`, in place: the object and its helpers hold this very storage object from their
+ * constructors on, so its methods are replaced rather than the object swapped. While the plan is
+ * disarmed every call passes straight through.
+ */
+export function faultStorage(storage: DurableObjectStorage, plan: FaultPlan): void {
+  const methods = storage as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  for (const [method, write] of STORAGE_CALLS) {
+    const real = methods[method];
+    if (typeof real !== "function") continue;
+    const bound = real.bind(storage);
+    methods[method] = (...args: unknown[]) => plan.call("object", "object", "STORAGE", method, write, typeof args[0] === "string" ? args[0] : "", () => bound(...args));
+  }
+}
+
+/**
+ * `env` with every D1 database, the R2 bucket and the queue producer under `plan`, and on the
+ * Worker's side the conversations' objects too; every other binding as it was.
+ */
 export function faultyEnv(env: Env, plan: FaultPlan, side: Side): Env {
   const databases = mapDatabases(env, (db, name) => faultyD1(db, name, plan, side));
-  return { ...databases, DOCUMENTS: faultyR2(env.DOCUMENTS, "DOCUMENTS", plan, side), JOB_QUEUE: faultyQueue(env.JOB_QUEUE, "JOB_QUEUE", plan, side) };
+  const objects = side === "worker" ? { CONVERSATION: faultyNamespace(env.CONVERSATION, "CONVERSATION", plan, side) } : {};
+  return { ...databases, ...objects, DOCUMENTS: faultyR2(env.DOCUMENTS, "DOCUMENTS", plan, side), JOB_QUEUE: faultyQueue(env.JOB_QUEUE, "JOB_QUEUE", plan, side) };
 }

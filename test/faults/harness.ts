@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import worker from "../../src/index";
 import { conversationStub } from "../../src/durable/stub";
 import type { BindingCall, FaultKind } from "./faulty-bindings";
-import { FaultPlan, faultyEnv } from "./faulty-bindings";
+import { FaultPlan, faultStorage, faultyEnv } from "./faulty-bindings";
 
 /**
  * One run of one operation: a fresh plan, the Worker's env under it, and the conversation
@@ -53,8 +53,9 @@ export class Run {
    */
   async adopt(conversationId: string): Promise<void> {
     await runInDurableObject(conversationStub(env, conversationId), (instance) => {
-      const object = instance as unknown as { env: Env };
+      const object = instance as unknown as { env: Env; ctx: DurableObjectState };
       object.env = faultyEnv(object.env, this.plan, "object");
+      faultStorage(object.ctx.storage, this.plan);
     });
   }
 
