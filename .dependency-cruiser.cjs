@@ -1,7 +1,8 @@
 /**
- * The layers of src/ as rules (`npm run lint:deps`, run by .ci/run). The README's "How it holds
- * together" describes them; this file is what keeps the description true. Type-only imports count:
- * a type import is still a dependency on the module's shape.
+ * The layers of src/, and the shipped client beside it (client/), as rules (`npm run lint:deps`,
+ * run by .ci/run). docs/ARCHITECTURE.md ("Layers") describes them; this file is what keeps the
+ * description true. Type-only imports count: a type import is still a dependency on the
+ * module's shape.
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {
@@ -63,6 +64,23 @@ module.exports = {
       comment: "The Worker's entry binds the Durable Object class and nothing else of its internals.",
       from: { path: "^src/index\\.ts$" },
       to: { path: "^src/durable/", pathNot: "^src/durable/(stub|conversation-object)\\.ts$" },
+    },
+    {
+      name: "client-stands-alone",
+      severity: "error",
+      comment:
+        "client/ is the shipped `foldline/client` (package.json exports): it must load in plain Node 20+ and in any Worker and install with no dependency, " +
+        "so everything it reaches is its own files and the two service modules it ships (the error codes and the signature module, which import nothing): " +
+        "no binding, no `cloudflare:` or `node:` module, no npm package, nothing else of the Worker. Type imports count too: its .d.ts must not need the Worker's types.",
+      from: { path: "^client/[^/]+\\.ts$" },
+      to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$"] },
+    },
+    {
+      name: "service-not-client",
+      severity: "error",
+      comment: "The Worker never depends on its own client: the client ships modules of the service, not the other way round.",
+      from: { path: "^src/" },
+      to: { path: "^client/" },
     },
     {
       name: "no-unresolvable",

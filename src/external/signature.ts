@@ -11,7 +11,7 @@
  * MAC so a captured request cannot be replayed after the tolerance window. A bot verifies the raw
  * body text — before parsing it, since re-serialized JSON need not be byte-identical:
  *
- *     import { SIGNATURE_HEADER, verifySignature } from "foldline/src/external/signature";
+ *     import { SIGNATURE_HEADER, verifySignature } from "foldline/client";
  *     const body = await request.text();
  *     const checked = await verifySignature(secret, body, request.headers.get(SIGNATURE_HEADER), Math.floor(Date.now() / 1000));
  *     if (!checked.ok) return new Response(checked.reason, { status: 401 });
@@ -30,11 +30,14 @@ function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
 }
 
-const signedText = (timestamp: number, body: string): Uint8Array => encoder.encode(`${timestamp}.${body}`);
+// Typed as what WebCrypto takes (not `Uint8Array`), so that this module compiles against both the
+// Workers types and the DOM lib the client build uses (tsconfig.client.json), whose WebCrypto refuses
+// a `Uint8Array` that may view a SharedArrayBuffer.
+const signedText = (timestamp: number, body: string): BufferSource => encoder.encode(`${timestamp}.${body}`);
 
 const toHex = (bytes: ArrayBuffer): string => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
-function fromHex(hex: string): Uint8Array {
+function fromHex(hex: string): BufferSource {
   const bytes = new Uint8Array(hex.length / 2);
   for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
   return bytes;

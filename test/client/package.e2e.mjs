@@ -1,0 +1,249 @@
+// `foldline/client` as a bot's project gets it (`npm run test:client-package`, run by .ci/run):
+// the committed types are what openapi-typescript makes of the committed snapshot of
+// /openapi.json; `npm pack` (its `prepack` builds dist/) makes a tarball of the client alone; a
+// fresh project installs it offline with nothing else (the client has no dependency), imports
+// `createClient` and `verifySignature` in plain Node — every Node 20+ on PATH — and type-checks a
+// small TypeScript file against its .d.ts three ways (the DOM lib, Node's types, the Workers
+// types); then the packed client, in that project, talks to the real Worker under `wrangler dev`
+// on a free loopback port (its own local D1, R2, Queues and Durable Objects in a temporary
+// directory, stopped with its workerd at the end): registers an agent, appends a source and
+// composes a request over it.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { openApiTypes } from "../../client/scripts/openapi-types.mjs";
+import { ROOT } from "../../scripts/lib/local-state.mjs";
+import { applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
+
+const scratch = mkdtempSync(join(tmpdir(), "foldline-client-"));
+const project = join(scratch, "bot");
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * The environment of a child npm: this process's, less the `npm_*` variables `npm run` set for
+ * the Foldline package (its prefix and config), so that npm in the fresh project acts for that
+ * project alone.
+ */
+const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+
+/** The npm running this script (`npm run …`), under the Node running it; a plain `npm` otherwise. */
+function npm(args, cwd) {
+  const cli = process.env.npm_execpath;
+  const [command, argv] = cli !== undefined && /\.c?js$/.test(cli) ? [process.execPath, [cli, ...args]] : ["npm", args];
+  const result = spawnSync(command, argv, { cwd, encoding: "utf8", env: cleanEnv(), timeout: 300_000 });
+  assert.equal(result.status, 0, `npm ${args.join(" ")} failed:\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** Runs `node file` in the fresh project with the given Node binary; its stdout, parsed as JSON. */
+function runNode(nodeBinary, file, env = {}) {
+  const result = spawnSync(nodeBinary, [file], { cwd: project, encoding: "utf8", env: { ...cleanEnv(), ...env }, timeout: 120_000 });
+  assert.equal(result.status, 0, `${nodeBinary} ${file} failed:\n${result.stdout}\n${result.stderr}`);
+  return JSON.parse(result.stdout);
+}
+
+/** Every distinct Node on PATH (and this one) at version 20 or later, with its version. */
+function nodesOnPath() {
+  const found = new Map([[realpathSync(process.execPath), process.version]]);
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    let binary;
+    try {
+      binary = realpathSync(join(dir, "node"));
+    } catch {
+      continue;
+    }
+    if (found.has(binary)) continue;
+    const version = spawnSync(binary, ["--version"], { encoding: "utf8" }).stdout?.trim() ?? "";
+    if (Number(/^v(\d+)\./.exec(version)?.[1] ?? 0) >= 20) found.set(binary, version);
+  }
+  return [...found];
+}
+
+describe("the client's generated types", () => {
+  test("are what openapi-typescript makes of client/openapi.json (else run `npm run client:openapi`)", async () => {
+    const snapshot = JSON.parse(readFileSync(join(ROOT, "client", "openapi.json"), "utf8"));
+    const committed = readFileSync(join(ROOT, "client", "openapi.ts"), "utf8");
+    assert.ok((await openApiTypes(snapshot)) === committed, "client/openapi.ts differs from what client/openapi.json generates: run `npm run client:openapi`");
+  });
+});
+
+describe("npm pack → a fresh project", () => {
+  let tarball = "";
+
+  before(() => {
+    const packs = join(scratch, "packs");
+    mkdirSync(packs);
+    npm(["pack", "--pack-destination", packs], ROOT);
+    const [name] = readdirSync(packs).filter((file) => file.endsWith(".tgz"));
+    assert.ok(name !== undefined, "npm pack made no tarball");
+    tarball = join(packs, name);
+
+    mkdirSync(project);
+    writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "a-bot", version: "1.0.0", private: true, type: "module" }, null, 2)}\n`);
+    npm(["install", tarball, "--offline", "--no-audit", "--no-fund"], project);
+  });
+
+  test("the tarball holds the built client and nothing else of the service", () => {
+    const listed = spawnSync("tar", ["-tzf", tarball], { encoding: "utf8" }).stdout.trim().split("\n").map((path) => path.replace(/^package\//, ""));
+    const unexpected = listed.filter((path) => !/^dist\/(client\/[\w-]+|src\/core\/errors|src\/external\/signature)\.(js|d\.ts)$/.test(path) && !["package.json", "README.md"].includes(path));
+    assert.deepEqual(unexpected, []);
+    assert.ok(listed.includes("dist/client/index.js") && listed.includes("dist/client/index.d.ts"));
+  });
+
+  test("installs offline with no dependency", () => {
+    const installed = JSON.parse(readFileSync(join(project, "node_modules", ".package-lock.json"), "utf8"));
+    assert.deepEqual(Object.keys(installed.packages), ["node_modules/foldline"]);
+  });
+
+  test("imports createClient and verifySignature in plain Node, on every Node 20+ on PATH", (t) => {
+    writeFileSync(
+      join(project, "check.mjs"),
+      `import { createClient, FoldlineError, SIGNATURE_HEADER, signBody, verifySignature } from "foldline/client";
+const secret = "bot-secret", body = JSON.stringify({ conversationId: "api:x" }), now = 1_790_000_000;
+const header = await signBody(secret, body, now);
+const client = createClient({ baseUrl: "http://127.0.0.1:9", token: "fl_x" });
+const error = new FoldlineError({ code: "unavailable", message: "later", status: 503, retryAfterSeconds: 2 });
+console.log(JSON.stringify({
+  header: SIGNATURE_HEADER,
+  valid: await verifySignature(secret, body, header, now),
+  tampered: await verifySignature(secret, body + " ", header, now),
+  stale: await verifySignature(secret, body, header, now + 301),
+  methods: Object.keys(client).sort(),
+  error: [error instanceof Error, error.name, error.code, error.status, error.retryAfterSeconds],
+}));
+`,
+    );
+    const nodes = nodesOnPath();
+    for (const [binary, version] of nodes) {
+      t.diagnostic(`${version}: ${binary}`);
+      assert.deepEqual(runNode(binary, "check.mjs"), {
+        header: "X-Foldline-Signature",
+        valid: { ok: true },
+        tampered: { ok: false, reason: "mismatch" },
+        stale: { ok: false, reason: "stale" },
+        methods: ["append", "appendBatch", "compose", "context", "registerAgent", "request", "searchMemory"],
+        error: [true, "FoldlineError", "unavailable", 503, 2],
+      });
+    }
+  });
+
+  test("type-checks a bot's TypeScript against the .d.ts with the DOM lib, Node's types and the Workers types", () => {
+    writeFileSync(
+      join(project, "bot.ts"),
+      `import { createClient, FoldlineError, verifySignature } from "foldline/client";
+import type { ComposeResponse, FoldlineBinding, components } from "foldline/client";
+
+export async function reply(baseUrl: string, token: string, text: string): Promise<ComposeResponse> {
+  const foldline = createClient({ baseUrl, token, retry: { attempts: 3, sleep: async () => {} } });
+  const appended = await foldline.append("api:bot:chat-1", { kind: "source", idempotencyKey: "msg-1", body: { messageId: "1", author: { id: "ada" }, text } });
+  const seq: number = appended.event.seq;
+  const turns: components["schemas"]["TurnPage"] = await foldline.request("get", "/v1/conversations/{conversation}/turns", { path: { conversation: "api:bot:chat-1" }, query: { after: seq - 1 } });
+  void turns;
+  // @ts-expect-error: an event needs its idempotency key (the types are real, not \`any\`)
+  await foldline.append("api:bot:chat-1", { kind: "source", body: { messageId: "2", author: { id: "ada" }, text } });
+  // @ts-expect-error: no such route
+  await foldline.request("get", "/v1/nowhere");
+  try {
+    return await foldline.compose("api:bot:chat-1", { agent: "helper", prompt: { text } });
+  } catch (error) {
+    if (error instanceof FoldlineError && error.code === "chain_invalid") console.error(error.details["reason"]);
+    throw error;
+  }
+}
+
+export function overBinding(binding: FoldlineBinding, token: string) {
+  return createClient({ binding, token }).context("api:bot:chat-1", { agent: "helper", query: "venue" });
+}
+
+export async function verified(secret: string, body: string, header: string | null): Promise<boolean> {
+  return (await verifySignature(secret, body, header, Math.floor(Date.now() / 1000))).ok;
+}
+`,
+    );
+    // The consumer's type packages, from this repository's node_modules (nothing is downloaded).
+    for (const name of ["@types/node", "@cloudflare/workers-types"]) {
+      mkdirSync(join(project, "node_modules", name, ".."), { recursive: true });
+      symlinkSync(join(ROOT, "node_modules", name), join(project, "node_modules", name), "dir");
+    }
+    const base = { target: "es2022", module: "nodenext", moduleResolution: "nodenext", strict: true, exactOptionalPropertyTypes: true, noEmit: true, skipLibCheck: false };
+    const configs = {
+      dom: { ...base, lib: ["es2023", "dom"], types: [] },
+      node: { ...base, lib: ["es2023"], types: ["node"] },
+      workers: { ...base, lib: ["es2023"], types: ["@cloudflare/workers-types"] },
+    };
+    for (const [name, compilerOptions] of Object.entries(configs)) {
+      writeFileSync(join(project, `tsconfig.${name}.json`), JSON.stringify({ compilerOptions, files: ["bot.ts"] }, null, 2));
+      const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", `tsconfig.${name}.json`], { cwd: project, encoding: "utf8", timeout: 300_000 });
+      assert.equal(tsc.status, 0, `tsc (${name}) failed:\n${tsc.stdout}\n${tsc.stderr}`);
+    }
+  });
+
+  describe("against the real Worker under wrangler dev", () => {
+    /** @type {import("../../scripts/lib/worker.mjs").RunningWorker | undefined} */
+    let worker;
+    let token = "";
+
+    before(async () => {
+      const appDir = join(scratch, "app");
+      const persistDir = join(scratch, "state");
+      snapshotApp(ROOT, appDir, "worktree");
+      applyMigrations(ROOT, appDir, persistDir);
+      token = createToken(ROOT, appDir, persistDir, ["api:client-e2e:*", "agent:helper*"], "client-e2e");
+      const envFile = join(scratch, "test.env");
+      // No OPENAI_API_KEY: nothing leaves loopback.
+      await writeEnvFile(envFile, {});
+      worker = await startWorker({ root: ROOT, appDir, persistDir, envFile, port: await freePort(0), logPath: join(scratch, "wrangler.log"), log: () => {} });
+    });
+
+    after(async () => {
+      await worker?.stop();
+    });
+
+    test("registers an agent, appends a source and composes over it, through the packed client", () => {
+      writeFileSync(
+        join(project, "live.mjs"),
+        `import { createClient, FoldlineError } from "foldline/client";
+const foldline = createClient({ baseUrl: process.env.FOLDLINE_URL, token: process.env.FOLDLINE_TOKEN });
+const conversation = "api:client-e2e:chat-1";
+const shared = { enabled: true, provider: { profile: "default", model: "test-model" }, sources: ["api:client-e2e:*"], admitSensitive: true, historyAgents: ["helper"], documents: [], documentBudgetChars: 4000 };
+const registered = await foldline.registerAgent("helper", {
+  agent: { id: "helper", compactorId: "helper.compactor", ...shared },
+  compactor: { id: "helper.compactor", targetId: "helper", ...shared, policy: { triggerInputChars: 2000, retainInputChars: 1000, maxFrozenChars: 4000 }, outputMode: "projection" },
+});
+const source = { kind: "source", idempotencyKey: "msg-1", body: { messageId: "1", author: { id: "ada", name: "Ada" }, text: "The offsite is in Lisbon, in May." } };
+const appended = await foldline.append(conversation, source);
+const replayed = await foldline.append(conversation, source);
+const composed = await foldline.compose(conversation, { agent: "helper", prompt: { text: "Where is the offsite?" } });
+let refused;
+try {
+  await foldline.context("api:elsewhere:chat-1", { agent: "helper" });
+} catch (error) {
+  refused = error instanceof FoldlineError ? [error.code, error.status] : String(error);
+}
+console.log(JSON.stringify({
+  registered: [registered.agentId, registered.revision],
+  appended: [appended.duplicate, appended.event.seq],
+  replayed: [replayed.duplicate, replayed.event.seq],
+  messages: composed.request.messages.map((m) => [m.role, m.content]),
+  refused,
+}));
+`,
+      );
+      assert.ok(worker !== undefined);
+      const answer = runNode(process.execPath, "live.mjs", { FOLDLINE_URL: worker.url, FOLDLINE_TOKEN: token });
+      assert.deepEqual(answer, {
+        registered: ["helper", 1],
+        appended: [false, 1],
+        replayed: [true, 1],
+        messages: [
+          ["user", "Ada: The offsite is in Lisbon, in May."],
+          ["user", "Where is the offsite?"],
+        ],
+        refused: ["forbidden", 403],
+      });
+    });
+  });
+});
