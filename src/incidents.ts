@@ -2,12 +2,12 @@ import { operatorChat, opsAlertTarget } from "./config";
 import { alertAllowed, alertDeliveryId, alertWindowStart, suppressedBefore } from "./core/alerts";
 import { telegramRoute } from "./core/conversation-id";
 import { describeThrown } from "./core/thrown";
-import { countAlert, takeEarlierWindows } from "./storage/alert-window-store";
-import type { IncidentInput, RaisedRow } from "./storage/compaction-store";
-import { insertIncidentStatement, markIncidentNotified, raiseIncident as raiseIncidentRow } from "./storage/compaction-store";
+import { countAlert, takeEarlierWindows } from "./storage/control/alert-windows";
+import type { IncidentInput, RaisedRow } from "./storage/shard/incidents";
+import { insertIncidentStatement, markIncidentNotified, raiseIncident as raiseIncidentRow } from "./storage/shard/incidents";
 import type { AlertJob, NoticeJob } from "./core/jobs";
 import { logger } from "./logger";
-import { conversationDb } from "./storage/shards";
+import { shardDatabaseOf } from "./storage/shards";
 
 /** An incident to record: what it says, with its conversation; storage gives it an id, a count and times. */
 export type Incident = IncidentInput;
@@ -21,7 +21,7 @@ export type Incident = IncidentInput;
  * notice, and its other members are not operators.
  */
 export async function recordIncident(env: Env, incident: Incident): Promise<void> {
-  const stored = await insertIncidentStatement(await conversationDb(env, incident.conversationId), incident).run();
+  const stored = await insertIncidentStatement(await shardDatabaseOf(env, incident.conversationId), incident).run();
   logger.warn("incident", incidentFields(incident));
   await queueAlert(env, incident, stored.meta.last_row_id, 1);
   const notice = incidentNotice(env, incident);
@@ -38,7 +38,7 @@ export async function recordIncident(env: Env, incident: Incident): Promise<void
  * sees the condition gone; the next occurrence then opens a new one, with an alert of its own.
  */
 export async function raiseIncident(env: Env, incident: Incident, occurrences = 1): Promise<RaisedRow> {
-  const db = await conversationDb(env, incident.conversationId);
+  const db = await shardDatabaseOf(env, incident.conversationId);
   const row = await raiseIncidentRow(db, incident, occurrences);
   logger.warn("incident", { ...incidentFields(incident), count: row.count });
   // A row seen before counts more than this raise brought (`RaisedRow`): only a new row has exactly `occurrences`.

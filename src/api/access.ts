@@ -5,11 +5,11 @@ import { fail, ok } from "../core/errors";
 import { conversationIdSchema, scopesAllow } from "../core/conversation-id";
 import { agentIdSchema } from "../core/events";
 import { hasUnsafeChars, UNSAFE_MESSAGE } from "../core/names";
-import { currentDeclaration } from "../storage/compaction-store";
+import { currentDeclaration } from "../storage/control/declarations";
 import { sha256Hex } from "../core/hash";
 import { secretsEqual } from "../core/secrets";
-import type { ApiPrincipal } from "../storage/token-store";
-import { findPrincipal } from "../storage/token-store";
+import type { ApiPrincipal } from "../storage/control/tokens";
+import { findPrincipal } from "../storage/control/tokens";
 import type { TokenCache } from "./token-cache";
 
 /**

@@ -4,20 +4,23 @@ import type { ChainAnchor, StoredEvent } from "../core/events";
 import { auditRunOf } from "../core/chain-audit-link";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
-import type { BoundaryAuditRow } from "../storage/compaction-store";
-import type { PlanRecord } from "../storage/compaction-store";
-import { currentDeclaration, readBoundaryAuditPage, readBoundaryAuditRows, readChainTrouble, readPlansByRunIds } from "../storage/compaction-store";
+import type { BoundaryAuditRow } from "../storage/shard/boundary-audit";
+import type { PlanRecord } from "../storage/shard/plans";
+import { currentDeclaration } from "../storage/control/declarations";
+import { readBoundaryAuditPage, readBoundaryAuditRows } from "../storage/shard/boundary-audit";
+import { readChainTrouble } from "../storage/shard/incidents";
+import { readPlansByRunIds } from "../storage/shard/plans";
 import { conversationStub } from "../durable/stub";
 import type { chainHealthSchema, Wire } from "./responses";
-import { readChainAnchor, readSliceLog } from "../storage/context-store";
-import { readDocument } from "../storage/document-store";
-import { readAllEvents, readEventsByKeys, readLogShape } from "../storage/event-store";
+import { readChainAnchor, readSliceLog } from "../storage/shard/context-reads";
+import { readDocument } from "../storage/r2/documents";
+import { readAllEvents, readEventsByKeys, readLogShape } from "../storage/shard/events";
 import type { LogAudit } from "../core/log-audit";
 import { auditLog, withLogAudit } from "../core/log-audit";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery, linkPageQuery } from "./queries";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 
 /**
  * The operator's view of an agent's boundary chain in one conversation: `listChain` lists every
@@ -67,7 +70,7 @@ async function chainHealth(env: Env, conversationId: string, agentId: string, no
   const state = await conversationStub(env, conversationId).describeChain(conversationId, agentId);
   if (state === undefined) return null;
   const open = state.openPlan;
-  const { lastFailure, failedAttempts } = await readChainTrouble(await conversationDb(env, conversationId), conversationId, agentId, open?.runId ?? null);
+  const { lastFailure, failedAttempts } = await readChainTrouble(await shardDatabaseOf(env, conversationId), conversationId, agentId, open?.runId ?? null);
   return {
     activated: state.activated,
     headId: state.headId,
@@ -94,7 +97,7 @@ export async function listChain(env: Env, conversationId: ScopedConversationId, 
   const agentId = parsed.value.agent;
   const declaration = await currentDeclaration(env.DB, agentId);
   if (declaration === undefined) return fail("not_found", "no declaration for this agent");
-  const rows = await readBoundaryAuditRows(await conversationDb(env, conversationId), conversationId, agentId);
+  const rows = await readBoundaryAuditRows(await shardDatabaseOf(env, conversationId), conversationId, agentId);
   const currentEpochId = declaration.epoch.id;
   const health = await chainHealth(env, conversationId, agentId, new Date());
   return ok({ conversationId, agentId, currentEpochId, boundaries: rows.map((row) => boundaryView(row, currentEpochId)), health });
@@ -134,7 +137,7 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
   if (declaration === undefined) return fail("not_found", "no declaration for this agent");
 
   const { DOCUMENTS } = env;
-  const DB = await conversationDb(env, conversationId);
+  const DB = await shardDatabaseOf(env, conversationId);
   const boundaries = await readBoundaryAuditRows(DB, conversationId, agentId);
   const plans = await readPlansByRunIds(DB, [...new Set(boundaries.map((b) => b.runId))]);
   // A long chain is many subrequests, which bounds how long a chain one request can audit:
@@ -166,7 +169,7 @@ export async function verifyLinks(env: Env, conversationId: ScopedConversationId
   const epochId = parsed.value.epoch ?? declaration.epoch.id;
 
   const { DOCUMENTS } = env;
-  const DB = await conversationDb(env, conversationId);
+  const DB = await shardDatabaseOf(env, conversationId);
   const page = await readBoundaryAuditPage(DB, conversationId, agentId, epochId, after, limit);
   const audited = page.rows.filter((row) => row.epochId === epochId && row.position > after && row.position <= page.through);
   const plans = await readPlansByRunIds(DB, [...new Set(audited.map((b) => b.runId))]);

@@ -4,8 +4,8 @@ import { buildChatRequest } from "../core/compose";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { ContextSelection } from "../core/context-manifest";
-import { currentDeclaration } from "../storage/compaction-store";
-import { readTrustedDocuments as readDocuments } from "../storage/document-store";
+import { currentDeclaration } from "../storage/control/declarations";
+import { readTrustedDocuments as readDocuments } from "../storage/r2/documents";
 
 /** The agent's subscribed trusted documents, each hash-verified, within the document budget. */
 export async function readTrustedDocuments(env: Env, agent: AgentDeclaration): Promise<Result<TrustedDocument[]>> {

@@ -5,10 +5,10 @@ import { parsePage } from "../core/fact-merge";
 import type { MemoryReader } from "../core/memory-privacy";
 import { agentReader } from "../core/memory-privacy";
 import { factRefusal, pageRefusal, servingRefusal } from "../core/memory-privacy";
-import { currentDeclaration } from "../storage/compaction-store";
-import { getConversationPage, listConversationPages, MAX_LIST_CONVERSATION_PAGES, readConversationFactSources } from "../storage/conversation-memory-store";
-import { conversationDb } from "../storage/shards";
-import type { ApiPrincipal } from "../storage/token-store";
+import { currentDeclaration } from "../storage/control/declarations";
+import { getConversationPage, listConversationPages, MAX_LIST_CONVERSATION_PAGES, readConversationFactSources } from "../storage/shard/conversation-memory";
+import { shardDatabaseOf } from "../storage/shards";
+import type { ApiPrincipal } from "../storage/control/tokens";
 import type { ScopedConversationId } from "./access";
 import { agentScopeHeld } from "./access";
 import { memoryListQuery, memoryVersionQuery, pageView, summaryView } from "./memory";
@@ -42,7 +42,7 @@ async function reading(env: Env, principal: ApiPrincipal, conversationId: Scoped
   const reader = agentReader(conversationId, declaration.registration.agent, principal.scopes);
   const refusal = servingRefusal(reader);
   if (refusal !== undefined) return { ok: false, error: memoryRefused(agentId.value, refusal) };
-  return ok({ agentId: agentId.value, reader, shard: await conversationDb(env, conversationId) });
+  return ok({ agentId: agentId.value, reader, shard: await shardDatabaseOf(env, conversationId) });
 }
 
 

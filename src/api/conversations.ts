@@ -6,7 +6,7 @@ import { composeRequestSchema } from "../core/compose";
 import type { ContextSelection } from "../core/context-manifest";
 import { appendToConversation, contextFor } from "../durable/stub";
 import { compose } from "./compose";
-import { listEvents } from "../storage/event-store";
+import { listEvents } from "../storage/shard/events";
 import type { appendedBatchSchema, appendedEventSchema, eventPageSchema, storedEventSchema, Wire } from "./responses";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";

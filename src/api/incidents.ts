@@ -1,12 +1,12 @@
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
-import type { IncidentRecord } from "../storage/compaction-store";
-import { readIncidentPage } from "../storage/compaction-store";
+import type { IncidentRecord } from "../storage/shard/incidents";
+import { readIncidentPage } from "../storage/shard/incidents";
 import type { incidentPageSchema, Wire } from "./responses";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { pageQuery } from "./queries";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 
 /**
  * A conversation's incidents: the private evidence of failed compactor and agent runs, plans that
@@ -29,7 +29,7 @@ export interface IncidentPage {
 export async function listIncidents(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<IncidentPage>> {
   const parsed = validate(pageQuery, query);
   if (!parsed.ok) return parsed;
-  const { incidents, more } = await readIncidentPage(await conversationDb(env, conversationId), conversationId, parsed.value.after, parsed.value.limit);
+  const { incidents, more } = await readIncidentPage(await shardDatabaseOf(env, conversationId), conversationId, parsed.value.after, parsed.value.limit);
   const last = incidents.at(-1);
   return ok({ incidents, nextAfter: more && last !== undefined ? last.id : null } satisfies Wire<typeof incidentPageSchema>);
 }

@@ -3,8 +3,8 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { EXTRACTED_PREFIX } from "../core/fact-extraction";
 import { memoryPathSchema, putMemoryPageSchema } from "../core/memory-path";
-import type { MemoryPage, MemoryPageSummary } from "../storage/memory-store";
-import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/memory-store";
+import type { MemoryPage, MemoryPageSummary } from "../storage/control/memory-pages";
+import { deletePage, getPage, listPages, MAX_LIST_PAGES, putPage } from "../storage/control/memory-pages";
 import type { memoryPageListSchema, memoryPageSchema, memoryPageSummarySchema, memoryPageWriteSchema, Wire } from "./responses";
 import { validate } from "./validation";
 

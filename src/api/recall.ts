@@ -7,15 +7,15 @@ import type { MemoryReader } from "../core/memory-privacy";
 import { agentReader, factRefusal } from "../core/memory-privacy";
 import { DEFAULT_MEMORY_BUDGET_CHARS, packMemory, recallQueryTextSchema } from "../core/recall";
 import type { RecallCandidate, RecalledEntryHit } from "../core/recall-rank";
-import { currentDeclaration } from "../storage/compaction-store";
-import { readConversationFactSources } from "../storage/conversation-memory-store";
-import type { ApiPrincipal } from "../storage/token-store";
+import { currentDeclaration } from "../storage/control/declarations";
+import { readConversationFactSources } from "../storage/shard/conversation-memory";
+import type { ApiPrincipal } from "../storage/control/tokens";
 import type { ScopedConversationId } from "./access";
 import { agentInScope } from "./access";
 import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
 import { recallCandidates } from "./served-memory";
 import { validate } from "./validation";
-import { conversationDb, shardsOf } from "../storage/shards";
+import { shardDatabaseOf, shardsOf } from "../storage/shards";
 
 /**
  * Recall search for one agent in one conversation: what the agent would be served from memory for
@@ -94,7 +94,7 @@ export async function searchMemory(env: Env, principal: ApiPrincipal, conversati
   if (agent === undefined || !agent.enabled || !scopesAllow(agent.sources, conversationId)) {
     return fail("not_found", `agent ${agentId.value} has no enabled declaration serving this conversation`);
   }
-  const shard = await conversationDb(env, conversationId);
+  const shard = await shardDatabaseOf(env, conversationId);
   const reader = agentReader(conversationId, agent, principal.scopes);
   const budget = agent.context.memoryBudgetChars ?? DEFAULT_MEMORY_BUDGET_CHARS;
   const view = { historyAgents: agent.historyAgents, admitSensitive: agent.admitSensitive };

@@ -7,7 +7,7 @@ import { documentNameSchema, registrationSchema, sha256Schema } from "../core/de
 import { agentIdSchema, authorSchema, eventKinds, idempotencyKeySchema } from "../core/events";
 import { memoryPathSchema } from "../core/memory-path";
 import { contextManifestSchema } from "../core/context-manifest";
-import { INCIDENT_KINDS } from "../storage/compaction-store";
+import { INCIDENT_KINDS } from "../storage/shard/incidents";
 
 /**
  * The JSON success bodies of the HTTP API, as schemas: `/openapi.json` describes every response

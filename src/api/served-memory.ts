@@ -3,11 +3,11 @@ import type { MemoryReader, MemoryRefusal } from "../core/memory-privacy";
 import { pageAuthor, pageRefusal, servingRefusal } from "../core/memory-privacy";
 import type { RecallCandidate, RecalledPageHit } from "../core/recall-rank";
 import { fuseByRank, rankCandidates } from "../core/recall-rank";
-import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages, searchSharedPages } from "../storage/conversation-memory-store";
-import type { RecalledPage } from "../storage/memory-store";
-import { livePagePaths, packWithinBudget, recallPages } from "../storage/memory-store";
-import type { TurnView } from "../storage/recall-store";
-import { searchPages, searchTurns } from "../storage/recall-store";
+import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages, searchSharedPages } from "../storage/shard/conversation-memory";
+import type { RecalledPage } from "../storage/control/memory-pages";
+import { livePagePaths, packWithinBudget, recallPages } from "../storage/control/memory-pages";
+import type { TurnView } from "../storage/recall-reads";
+import { searchPages, searchTurns } from "../storage/recall-reads";
 
 /**
  * Memory pages as the rule lets a reader have them (core/memory-privacy), for every path that

@@ -1,4 +1,4 @@
-import type { ApiPrincipal } from "../storage/token-store";
+import type { ApiPrincipal } from "../storage/control/tokens";
 
 /**
  * The API token check, held per Worker isolate so that a bot's steady stream of appends does not

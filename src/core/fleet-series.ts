@@ -1,7 +1,7 @@
 /**
  * The fleet page's numbers over time, pure: the window of hours it draws, how a compaction's lag is
  * binned so that every shard can aggregate in SQL and the fleet still gets a median, and how the
- * shards' rows become one series. The statements that produce the rows are `storage/fleet-store`;
+ * shards' rows become one series. The statements that produce the rows are `storage/shard/fleet`;
  * the page only draws what these functions return.
  */
 

@@ -5,7 +5,7 @@ import { contentWords, recallTerms, searchTerms } from "./search-text";
  * Recall's ranking, pure: the words a query searches with, an extracted page cut into the entries
  * that answer the query, and one order over the two stores.
  *
- * The stores are searched apart (`storage/recall-store`), and their bm25 scores are not comparable:
+ * The stores are searched apart (`storage/recall-reads`), and their bm25 scores are not comparable:
  * a page gathers every statement about one subject, so it matches a question's subject words many
  * times and outscores the one turn that answers it. So what is served from a page is its entries
  * that match (each fact's current statement with the ones it superseded), ranked among themselves,

@@ -7,7 +7,7 @@ import { pageKey, restates, wordsOf } from "./recall-rank";
 /**
  * Recall for the agent: what a search over its memory pages and the conversation's exact turns
  * found, as search results and as the memory envelope served beside the boundary. Pure: the hits
- * come from storage (`storage/recall-store`), ranked there by bm25, and are ordered by `recall-rank`.
+ * come from storage (`storage/recall-reads`), ranked there by bm25, and are ordered by `recall-rank`.
  *
  * What recall serves is derived from history (pages are extracted from it or written about it), so
  * it goes in the same untrusted user-role frame as the boundary, escaped, never as system content.

@@ -131,7 +131,7 @@ export function armExtraction(job: ExtractJob, now: number, graceMs: number): Ex
 }
 
 /**
- * What the shard holds about an owed extraction (`storage/extraction-store`): the boundary that owes
+ * What the shard holds about an owed extraction (`storage/shard/extractions`): the boundary that owes
  * it, a completed extraction run, and a delivery of its job that failed (a failed attempt's incident).
  */
 export interface ExtractionEvidence {

@@ -2,7 +2,7 @@ import { amendmentEnvelope, deriveAmendments } from "../core/amendments";
 import type { Group } from "../core/compaction-plan";
 import type { Amendment } from "../core/packet";
 import type { ActiveSize } from "../core/preflight-decider";
-import { readRelatedEvents } from "../storage/context-store";
+import { readRelatedEvents } from "../storage/shard/context-reads";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
 import { boundaryEnvelopeChars, foldPolicy, tail } from "./hot-chain";

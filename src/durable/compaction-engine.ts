@@ -6,7 +6,7 @@ import type { EventInput, StoredEvent } from "../core/events";
 import type { CompactionContent } from "../core/packet";
 import type { Wake } from "../core/wakeups";
 import { wakeKey, watchdogStep } from "../core/wakeups";
-import type { StoredDeclaration } from "../storage/compaction-store-declarations";
+import type { StoredDeclaration } from "../storage/control/declarations";
 import { ActiveReader } from "./active-history";
 import { ChainBook } from "./chain-book";
 import type { Append, EngineDeps } from "./engine-deps";

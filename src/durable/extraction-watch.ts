@@ -3,8 +3,8 @@ import { extractionRunId } from "../core/extraction-plan";
 import type { ExtractJob } from "../core/jobs";
 import type { ExtractionWake } from "../core/wakeups";
 import { armExtraction, extractionStep, wakeKey } from "../core/wakeups";
-import type { StoredDeclaration } from "../storage/compaction-store-declarations";
-import { readExtractionEvidence } from "../storage/extraction-store";
+import type { StoredDeclaration } from "../storage/control/declarations";
+import { readExtractionEvidence } from "../storage/shard/extractions";
 import type { EngineDeps } from "./engine-deps";
 
 /**

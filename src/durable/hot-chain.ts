@@ -7,10 +7,10 @@ import type { ReconstructionPolicy } from "../core/reconstruction";
 import { reconstruct } from "../core/reconstruction";
 import { renderEnvelope } from "../core/render";
 import { TailLedger, tailEvents } from "../core/tail-ledger";
-import type { Activation } from "../storage/compaction-store-activations";
-import type { StoredDeclaration } from "../storage/compaction-store-declarations";
-import type { PlanRecord } from "../storage/compaction-store-plans";
-import type { StoredBoundary } from "../storage/compaction-store-boundaries";
+import type { Activation } from "../storage/shard/activations";
+import type { StoredDeclaration } from "../storage/control/declarations";
+import type { PlanRecord } from "../storage/shard/plans";
+import type { StoredBoundary } from "../storage/shard/boundaries";
 
 /**
  * The hot state of one chain (agent × epoch) as its conversation's object holds it: the head

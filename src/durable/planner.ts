@@ -10,10 +10,10 @@ import { buildPacket, freezeSlice, sliceRecallText } from "../core/packet-builde
 import type { PreflightDecision } from "../core/preflight-decider";
 import { compactionDue, decidePreflight, mayPlan, skippedRun } from "../core/preflight-decider";
 import { wakeKey } from "../core/wakeups";
-import type { PlanRecord } from "../storage/compaction-store-plans";
-import { insertPlanStatement, readPlan } from "../storage/compaction-store-plans";
-import { putDocument, readTrustedDocuments } from "../storage/document-store";
-import { packetDocumentKey } from "../storage/document-keys";
+import type { PlanRecord } from "../storage/shard/plans";
+import { insertPlanStatement, readPlan } from "../storage/shard/plans";
+import { putDocument, readTrustedDocuments } from "../storage/r2/documents";
+import { packetDocumentKey } from "../storage/r2/keys";
 import type { CompactionJob } from "../core/jobs";
 import { packetPages } from "../api/served-memory";
 import { compactionReader } from "../core/memory-privacy";

@@ -1,6 +1,6 @@
 import type { StoredEvent } from "../core/events";
 import type { ReplyJob } from "../core/jobs";
-import type { StoredDeclaration } from "../storage/compaction-store-declarations";
+import type { StoredDeclaration } from "../storage/control/declarations";
 
 /**
  * The agent hand-off: one reply job per admitted new source message, per agent whose replies

@@ -5,8 +5,8 @@ import { WAKE_RETRY_BASE_MS, wakeAgent, wakeFailureMessage, wakeFailureStep, wak
 import { raiseIncident } from "../incidents";
 import { logger } from "../logger";
 import { describeThrown } from "../core/thrown";
-import { closeIncidents } from "../storage/compaction-store-incidents";
-import { conversationDb } from "../storage/shards";
+import { closeIncidents } from "../storage/shard/incidents";
+import { shardDatabaseOf } from "../storage/shards";
 
 /**
  * A deadline's failures in a row (`core/wake-retries`), kept beside it in the object's storage under
@@ -133,5 +133,5 @@ export async function wakeFailed(env: Env, book: WakeupBook, conversationId: str
 export async function wakeSucceeded(env: Env, book: WakeupBook, conversationId: string, key: string, wake: Wake): Promise<void> {
   const streak = await book.succeeded(key);
   if (streak?.raised !== true) return;
-  await closeIncidents(await conversationDb(env, conversationId), conversationId, wakeAgent(wake), "wake_failure", wake.kind);
+  await closeIncidents(await shardDatabaseOf(env, conversationId), conversationId, wakeAgent(wake), "wake_failure", wake.kind);
 }

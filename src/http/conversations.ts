@@ -14,7 +14,7 @@ import { BODY_CODES, problems, QUERY_CODES, SCOPED_CODES } from "./openapi/probl
 import { jsonBody, jsonResponse } from "./openapi/schemas";
 import type { AppEnv } from "./types";
 import { readJson } from "./validation";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 
 /**
  * The conversation routes, thin wrappers over `api/conversations` and `api/turns` (shared with the
@@ -207,7 +207,7 @@ export const conversations = new OpenAPIHono<AppEnv>()
   .openapi(listEvents, async (c) => {
     const scoped = scopedConversation(c);
     if (!scoped.ok) return problem(c, scoped.error);
-    const page = await listConversationEvents(await conversationDb(c.env, scoped.value), scoped.value, c.req.query());
+    const page = await listConversationEvents(await shardDatabaseOf(c.env, scoped.value), scoped.value, c.req.query());
     return page.ok ? c.json(page.value) : problem(c, page.error);
   })
   .openapi(getContext, async (c) => {
@@ -229,7 +229,7 @@ export const conversations = new OpenAPIHono<AppEnv>()
   .openapi(listTurnsRoute, async (c) => {
     const scoped = scopedConversation(c);
     if (!scoped.ok) return problem(c, scoped.error);
-    const page = await listTurns(await conversationDb(c.env, scoped.value), scoped.value, c.req.query());
+    const page = await listTurns(await shardDatabaseOf(c.env, scoped.value), scoped.value, c.req.query());
     return page.ok ? c.json(page.value) : problem(c, page.error);
   })
   .openapi(searchMemoryRoute, async (c) => {

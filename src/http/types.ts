@@ -1,5 +1,5 @@
 import type { D1Reads } from "../storage/d1-meter";
-import type { ApiPrincipal } from "../storage/token-store";
+import type { ApiPrincipal } from "../storage/control/tokens";
 
 export interface AppEnv {
   Bindings: Env;

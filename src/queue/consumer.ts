@@ -5,10 +5,10 @@ import { describeThrown } from "../core/thrown";
 import { logger } from "../logger";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
-import { readDocument } from "../storage/document-store";
+import { readDocument } from "../storage/r2/documents";
 import { livePages } from "../api/served-memory";
-import { conversationDb } from "../storage/shards";
-import { latestRepair, putRepair } from "../storage/repair-store";
+import { shardDatabaseOf } from "../storage/shards";
+import { latestRepair, putRepair } from "../storage/r2/repairs";
 import type { CompactionJob, ExtractJob, Job } from "../core/jobs";
 import { jobSchema } from "../core/jobs";
 import { BATCH_BUDGET_MS, DEADLINE_PASSED, jobDeadlineMs, withinDeadline } from "./deadline";
@@ -222,7 +222,7 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
   const { text, finishReason } = receipt.value;
   // A pointer to a page recall did not find is kept when the page exists.
   const compaction = { agentId: packet.data.agentId, conversationId: job.conversationId };
-  const named = await livePages({ control: env.DB, shard: await conversationDb(env, job.conversationId) }, compaction, unrecalledMemoryRefs(packet.data, text));
+  const named = await livePages({ control: env.DB, shard: await shardDatabaseOf(env, job.conversationId) }, compaction, unrecalledMemoryRefs(packet.data, text));
   const content = validateCompactorOutput(packet.data, { text, finishReason }, named);
   if (!content.ok) {
     await putRepair(env.DOCUMENTS, job.packetKey, { runId: job.runId, packetHash: job.packetHash, attempt: attempts, code: content.error.code, problem: content.error.message, reply: text });

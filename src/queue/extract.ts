@@ -10,11 +10,11 @@ import { appendToConversation } from "../durable/stub";
 import { recordIncident } from "../incidents";
 import { logger } from "../logger";
 import { runExtractor } from "../model/extractor-model";
-import { readBoundaryByRun } from "../storage/compaction-store-boundaries";
-import { readDocument } from "../storage/document-store";
-import { extractionRecorded, readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/extraction-store";
+import { readBoundaryByRun } from "../storage/shard/boundaries";
+import { readDocument } from "../storage/r2/documents";
+import { extractionRecorded, readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/shard/extractions";
 import { backoffSeconds } from "./retry";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 
 /**
  * The extraction consumer: after a boundary settles, the durable facts of its frozen slice are
@@ -46,7 +46,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
     return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter) };
   };
 
-  const shard = await conversationDb(env, job.conversationId);
+  const shard = await shardDatabaseOf(env, job.conversationId);
   if (await extractionRecorded(shard, runId)) {
     logger.info("extraction", { ...logged, outcome: "already_recorded" });
     return { kind: "done" };
@@ -85,7 +85,7 @@ async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, pat
 
 /** The packet the settled boundary was compacted from, verified by the hash the boundary binds. */
 async function settledSlice(env: Env, job: ExtractJob): Promise<Result<Packet, { code: string; message: string }>> {
-  const boundary = await readBoundaryByRun(await conversationDb(env, job.conversationId), job.runId);
+  const boundary = await readBoundaryByRun(await shardDatabaseOf(env, job.conversationId), job.runId);
   if (boundary === undefined || boundary.body.id !== job.boundaryId) return { ok: false, error: { code: "boundary_missing", message: `no settled boundary ${job.boundaryId} for run ${job.runId}` } };
   const read = await readDocument(env.DOCUMENTS, boundary.body.packet.key, boundary.body.packet.hash);
   if (!read.ok) return { ok: false, error: { code: `packet_${read.reason}`, message: `the packet of ${job.boundaryId} could not be verified` } };

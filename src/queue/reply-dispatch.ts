@@ -3,12 +3,12 @@ import { telegramRoute } from "../core/conversation-id";
 import type { ReplyJob } from "../core/jobs";
 import { recordIncident } from "../incidents";
 import { logger } from "../logger";
-import type { StoredDeclaration } from "../storage/compaction-store";
-import { readDeliveries, readEventsByKeys } from "../storage/event-store";
+import type { StoredDeclaration } from "../storage/control/declarations";
+import { readDeliveries, readEventsByKeys } from "../storage/shard/events";
 import { deliverText } from "../telegram/dispatch";
 import type { ReplyOutcome } from "./reply-record";
 import { appendEvents } from "./reply-record";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 import { backoffSeconds } from "./retry";
 
 /**
@@ -27,7 +27,7 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
   const route = telegramRoute(job.conversationId);
   if (route === undefined || !directReplyAgents(env).has(declaration.agentId)) return { kind: "done" };
   const delivered = `dispatch:${proposalId}:delivered`;
-  if ((await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [delivered])).has(delivered)) return { kind: "done" };
+  if ((await readEventsByKeys(await shardDatabaseOf(env, job.conversationId), job.conversationId, [delivered])).has(delivered)) return { kind: "done" };
 
   const replyTo = /^\d+$/.test(job.sourceMessageId) ? Number(job.sourceMessageId) : undefined;
   const sending = Date.now();
@@ -81,7 +81,7 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
  */
 async function partsInChat(env: Env, conversationId: string, proposalId: string): Promise<number[]> {
   let longest: string[] = [];
-  for (const event of await readDeliveries(await conversationDb(env, conversationId), conversationId, proposalId)) {
+  for (const event of await readDeliveries(await shardDatabaseOf(env, conversationId), conversationId, proposalId)) {
     if (event.kind !== "delivery" || event.body.status !== "failed") continue;
     const ids = event.body.sentMessageIds ?? [];
     if (ids.length > longest.length) longest = ids;

@@ -1,9 +1,9 @@
 import type { ReplyJob } from "../core/jobs";
-import { currentDeclaration } from "../storage/compaction-store";
-import { readEventsByKeys } from "../storage/event-store";
+import { currentDeclaration } from "../storage/control/declarations";
+import { readEventsByKeys } from "../storage/shard/events";
 import { dispatchProposal, mayDispatch } from "./reply-dispatch";
 import { admits, appendEvents, replyKeys } from "./reply-record";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 
 /** What the chat is told when a reply could not be produced. */
 export const FAILURE_NOTICE = "Sorry, I could not answer that message just now.";
@@ -17,7 +17,7 @@ export async function abandonReply(env: Env, job: ReplyJob, attempts: number): P
   const declaration = await currentDeclaration(env.DB, job.agentId);
   if (declaration === undefined || !admits(declaration, job) || !mayDispatch(env, job.agentId, job.conversationId)) return;
   const k = replyKeys(job);
-  if ((await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [k.proposal])).has(k.proposal)) return;
+  if ((await readEventsByKeys(await shardDatabaseOf(env, job.conversationId), job.conversationId, [k.proposal])).has(k.proposal)) return;
   const noticeId = `${k.proposalId}_notice`;
   const written = await appendEvents(env, job.conversationId, [
     { kind: "proposal", idempotencyKey: k.notice, sensitive: false, body: { proposalId: noticeId, agentId: job.agentId, runId: k.run, replyToMessageId: job.sourceMessageId, text: FAILURE_NOTICE } },

@@ -11,7 +11,7 @@ import { askExternalBot } from "../external/bots";
 import { buildBotPayload } from "../external/payload";
 import type { ModelFailure, ModelReceipt } from "../model/compactor-model";
 import { chatCompletion } from "../model/compactor-model";
-import type { StoredDeclaration } from "../storage/compaction-store";
+import type { StoredDeclaration } from "../storage/control/declarations";
 import type { Answer, Produced } from "./reply-record";
 import { recordAnswer, recordReplyFailure } from "./reply-record";
 import { backoffSeconds } from "./retry";

@@ -7,9 +7,9 @@ import { appendToConversation } from "../durable/stub";
 import type { BotReply } from "../external/bots";
 import { recordIncident } from "../incidents";
 import type { ModelReceipt } from "../model/compactor-model";
-import type { StoredDeclaration } from "../storage/compaction-store";
-import { readEventsByKeys } from "../storage/event-store";
-import { conversationDb } from "../storage/shards";
+import type { StoredDeclaration } from "../storage/control/declarations";
+import { readEventsByKeys } from "../storage/shard/events";
+import { shardDatabaseOf } from "../storage/shards";
 import { backoffSeconds } from "./retry";
 
 /**
@@ -98,6 +98,6 @@ export async function recordAnswer(env: Env, job: ReplyJob, attempts: number, ag
     return event === undefined ? { kind: "stop", outcome: { kind: "done" } } : { kind: "proposal", event };
   }
   // A concurrent attempt recorded its own reply first: that one stands, this answer is dropped.
-  const winner = (await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [k.proposal])).get(k.proposal);
+  const winner = (await readEventsByKeys(await shardDatabaseOf(env, job.conversationId), job.conversationId, [k.proposal])).get(k.proposal);
   return winner === undefined ? { kind: "stop", outcome: { kind: "retry", delaySeconds: backoffSeconds(env, attempts) } } : { kind: "proposal", event: winner };
 }

@@ -1,11 +1,11 @@
 import type { ReplyJob } from "../core/jobs";
-import { currentDeclaration } from "../storage/compaction-store";
-import { readEventsByKeys } from "../storage/event-store";
+import { currentDeclaration } from "../storage/control/declarations";
+import { readEventsByKeys } from "../storage/shard/events";
 import { dispatchProposal } from "./reply-dispatch";
 import { produceReply } from "./reply-produce";
 import type { ReplyOutcome } from "./reply-record";
 import { admits, replyKeys } from "./reply-record";
-import { conversationDb } from "../storage/shards";
+import { shardDatabaseOf } from "../storage/shards";
 
 /**
  * The agent's side, off the request path: produce the reply once (`reply-produce`, written under
@@ -18,7 +18,7 @@ export async function reply(env: Env, job: ReplyJob, attempts: number): Promise<
   if (declaration === undefined || !declaration.registration.agent.enabled || declaration.registration.agent.reply.mode === "none") return { kind: "done" };
   if (!admits(declaration, job)) return { kind: "done" };
   const k = replyKeys(job);
-  const existing = await readEventsByKeys(await conversationDb(env, job.conversationId), job.conversationId, [k.proposal]);
+  const existing = await readEventsByKeys(await shardDatabaseOf(env, job.conversationId), job.conversationId, [k.proposal]);
   let proposal = existing.get(k.proposal);
   if (proposal === undefined) {
     const produced = await produceReply(env, declaration, job, attempts);

@@ -20,7 +20,7 @@ import { unavailableError } from "../core/transient";
 import { attachMetrics, logger } from "../logger";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
 import type { ContextSelection } from "../core/context-manifest";
-import type { ApiPrincipal } from "../storage/token-store";
+import type { ApiPrincipal } from "../storage/control/tokens";
 
 /**
  * Foldline over Workers RPC, for bots that run as Workers themselves. Bind it with a service

@@ -3,7 +3,7 @@ import { ShardConfigurationError } from "./shards";
 
 /**
  * The D1 read of the operator inspector that no other module needs: the conversations a token may
- * see. (Its boundary reads are the chain audit's, in compaction-store.)
+ * see. (Its boundary reads are the chain audit's, in shard/boundary-audit.)
  */
 
 // ---------------------------------------------------------------------------------------------

@@ -174,7 +174,12 @@ export async function readPlacement(env: Env, conversationId: string): Promise<R
   return { shard: chooseShard(conversationId, open.length > 0 ? open : shardsOf(env)), placed: false };
 }
 
-/** The database to read a conversation from (`readPlacement`). */
-export async function conversationDb(env: Env, conversationId: string): Promise<D1Database> {
+/**
+ * The shard database holding a conversation's rows: where its placement says, or for a
+ * conversation not placed yet, where it would be placed (`readPlacement`; nothing is placed here,
+ * only the conversation's object places). For every read from outside the object, and for the
+ * writes made outside it too: incidents, extracted memory pages, the queue's run bookkeeping.
+ */
+export async function shardDatabaseOf(env: Env, conversationId: string): Promise<D1Database> {
   return (await readPlacement(env, conversationId)).shard.db;
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { FailureCell, LagCell } from "../../src/core/fleet-series";
 import { LAG_BIN_EDGES_MS, MAX_WINDOW_HOURS, busiest, failureSeries, hourKey, hourWindow, lagSeries } from "../../src/core/fleet-series";
 
-/** The bin a lag is counted in, as `storage/fleet-store` counts it in SQL: the edges at or below it. */
+/** The bin a lag is counted in, as `storage/shard/fleet` counts it in SQL: the edges at or below it. */
 const binOf = (lagMs: number): number => LAG_BIN_EDGES_MS.filter((edge) => edge <= lagMs).length;
 
 /** What a set of shards would return for `lags` (hour, lag, shard): one cell per shard, hour and bin. */

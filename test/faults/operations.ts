@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { sha256Hex } from "../../src/core/hash";
 import { wakeKey } from "../../src/core/wakeups";
 import { conversationStub } from "../../src/durable/stub";
-import { createApiToken } from "../../src/storage/token-store";
+import { createApiToken } from "../../src/storage/control/tokens";
 import { shardsOf } from "../../src/storage/shards";
 import { pair } from "../support/declarations";
 import { shardOf } from "../support/shards";

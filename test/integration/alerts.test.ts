@@ -4,7 +4,7 @@ import { ALERTS_PER_WINDOW } from "../../src/core/alerts";
 import { sha256Hex } from "../../src/core/hash";
 import type { Incident } from "../../src/incidents";
 import { raiseIncident, recordIncident } from "../../src/incidents";
-import { closeIncidents } from "../../src/storage/compaction-store";
+import { closeIncidents } from "../../src/storage/shard/incidents";
 import type { ReceivedAlert } from "../fake-alerts/server";
 import { insertPlan, settledChain, waitFor } from "../support/chain";
 import { register } from "../support/declarations";

@@ -4,7 +4,7 @@ import type { BoundaryBody } from "../../src/core/boundary";
 import { boundaryHash } from "../../src/core/boundary";
 import type { ChainAuditReport } from "../../src/core/chain-audit";
 import { canonicalJson } from "../../src/core/hash";
-import type { StoredBoundary } from "../../src/storage/compaction-store";
+import type { StoredBoundary } from "../../src/storage/shard/boundaries";
 import { readChainBoundaries, readIncidents } from "../support/reads";
 import { shardOf } from "../support/shards";
 import { anchoredChain, behindTheServicesBack, chainOf, expectContextRefused, pages, restart, setup, verify } from "../support/anchored-chain";

@@ -6,7 +6,7 @@ import { reconstruct } from "../../src/core/reconstruction";
 import { renderTurn } from "../../src/core/render";
 import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries } from "../support/reads";
-import { readAllEvents } from "../../src/storage/event-store";
+import { readAllEvents } from "../../src/storage/shard/events";
 import { pair } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, tokenFor } from "./helpers";

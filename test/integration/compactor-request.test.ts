@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { packetSchema } from "../../src/core/packet";
-import { readPlan } from "../../src/storage/compaction-store";
+import { readPlan } from "../../src/storage/shard/plans";
 import { settledChain } from "../support/chain";
 import { register } from "../support/declarations";
 import { OPENAI_CHAT_REQUEST } from "../fixtures/openai/chat-completion-request";

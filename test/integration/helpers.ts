@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { createApiToken } from "../../src/storage/token-store";
+import { createApiToken } from "../../src/storage/control/tokens";
 import { shardsOf } from "../../src/storage/shards";
 import { shardOf } from "../support/shards";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeIncidents, insertIncidentStatement, raiseIncident } from "../../src/storage/compaction-store";
+import { closeIncidents, insertIncidentStatement, raiseIncident } from "../../src/storage/shard/incidents";
 import { register } from "../support/declarations";
 import { placedShardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";

@@ -3,7 +3,7 @@ import { jsx } from "hono/jsx";
 import { describe, expect, it } from "vitest";
 import { FleetPage } from "../../src/http/inspector/views/fleet-page";
 import { hourWindow } from "../../src/core/fleet-series";
-import { insertIncidentStatement, raiseIncident } from "../../src/storage/compaction-store-incidents";
+import { insertIncidentStatement, raiseIncident } from "../../src/storage/shard/incidents";
 import { placeConversation, shardsOf } from "../../src/storage/shards";
 import { settledChain } from "../support/chain";
 import { register } from "../support/declarations";

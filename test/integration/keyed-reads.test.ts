@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
-import { readEventHashes } from "../../src/storage/extraction-store";
-import { livePagePaths, putPage, recallPages } from "../../src/storage/memory-store";
+import { readEventHashes } from "../../src/storage/shard/extractions";
+import { livePagePaths, putPage, recallPages } from "../../src/storage/control/memory-pages";
 import { shardOf } from "../support/shards";
 import { declareForStorage } from "../support/declarations";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";

@@ -4,7 +4,7 @@ import { livePages, packetPages } from "../../src/api/served-memory";
 import { compactionReader } from "../../src/core/memory-privacy";
 import { extractFacts } from "../../src/core/fact-extraction";
 import { sha256Hex } from "../../src/core/hash";
-import { writeMergedVersion } from "../../src/storage/extraction-store";
+import { writeMergedVersion } from "../../src/storage/shard/extractions";
 import { pair, register } from "../support/declarations";
 import { extractedThrough, fill, say } from "../support/extraction";
 import { placedShardOf, shardOf } from "../support/shards";

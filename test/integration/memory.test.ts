@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
 import { memoryPathSchema } from "../../src/core/memory-path";
 import { MAX_RECALL_TERMS } from "../../src/core/search-text";
-import { deletePage, getPage, putPage, recallMatchExpression, recallPages } from "../../src/storage/memory-store";
+import { deletePage, getPage, putPage, recallMatchExpression, recallPages } from "../../src/storage/control/memory-pages";
 import { declareForStorage, pair } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, json, tokenFor } from "./helpers";

@@ -12,7 +12,7 @@ import { SCHEMA_REF_PREFIX } from "../../src/http/openapi/types";
 import type { chainAuditSchema, chainListingSchema, composeResponseSchema, contextResponseSchema, linkPageSchema, Wire } from "../../src/api/responses";
 import type { ContextSelection } from "../../src/core/context-manifest";
 import type { Composed } from "../../src/api/conversations";
-import { insertIncidentStatement } from "../../src/storage/compaction-store";
+import { insertIncidentStatement } from "../../src/storage/shard/incidents";
 import { settledChain, waitFor } from "../support/chain";
 import { pair } from "../support/declarations";
 import { shardOf } from "../support/shards";

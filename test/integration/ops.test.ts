@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { fleetHealth } from "../../src/api/ops";
 import { EXPECTED_MIGRATIONS } from "../../src/core/ops";
-import { raiseIncident, insertIncidentStatement } from "../../src/storage/compaction-store-incidents";
+import { raiseIncident, insertIncidentStatement } from "../../src/storage/shard/incidents";
 import { shardsOf } from "../../src/storage/shards";
 import type { ErrorBody } from "./helpers";
 import { call, freshConversation, json, tokenFor } from "./helpers";

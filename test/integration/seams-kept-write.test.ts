@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterAll, describe, expect, it } from "vitest";
-import { declarationRevision, raiseRevisionStatement } from "../../src/storage/compaction-store-declarations";
+import { declarationRevision, raiseRevisionStatement } from "../../src/storage/control/declarations";
 import { mapDatabases, shardsOf } from "../../src/storage/shards";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";

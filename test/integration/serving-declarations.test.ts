@@ -5,7 +5,7 @@ import { canonicalRegistration, epochOf, registrationSchema } from "../../src/co
 import { sha256Hex } from "../../src/core/hash";
 import { compactorPrompt } from "../../src/core/prompts";
 import { SERVING_CONFIRM_MS } from "../../src/durable/chain-book";
-import { insertDeclaration, servingDeclarations } from "../../src/storage/compaction-store";
+import { insertDeclaration, servingDeclarations } from "../../src/storage/control/declarations";
 import { pair, register } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";

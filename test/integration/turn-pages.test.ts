@@ -4,7 +4,7 @@ import { readTurnsPage } from "../../src/api/turns";
 import type { EventInput } from "../../src/core/events";
 import type { ReconstructionPolicy, Turn } from "../../src/core/reconstruction";
 import { reconstruct } from "../../src/core/reconstruction";
-import { readAllEvents } from "../../src/storage/event-store";
+import { readAllEvents } from "../../src/storage/shard/events";
 import { inputArbOver, policyArb } from "../core/log-arbitraries";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, json, tokenFor } from "./helpers";

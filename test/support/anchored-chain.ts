@@ -2,7 +2,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { ChainAudit, VerifiedLinkPage } from "../../src/api/chain";
-import type { StoredBoundary } from "../../src/storage/compaction-store";
+import type { StoredBoundary } from "../../src/storage/shard/boundaries";
 import type { ErrorBody } from "../integration/helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "../integration/helpers";
 import { settledChain } from "./chain";

@@ -66,7 +66,7 @@ export async function register(token: string, options: PairOptions): Promise<Res
 /**
  * A declaration row for `agentId` older than anything a storage test writes, for tests that call
  * the memory store directly: a person's page is read and served only once its agent was declared
- * (`VOUCHED`, src/storage/memory-store.ts). The row holds no real registration: nothing but that
+ * (`VOUCHED`, src/storage/control/memory-pages.ts). The row holds no real registration: nothing but that
  * rule reads it.
  */
 export async function declareForStorage(db: D1Database, agentId: string): Promise<void> {

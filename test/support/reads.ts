@@ -1,5 +1,5 @@
-import type { BoundaryRow, StoredBoundary } from "../../src/storage/compaction-store";
-import { BOUNDARY_COLUMNS, toBoundary } from "../../src/storage/compaction-store";
+import type { BoundaryRow, StoredBoundary } from "../../src/storage/shard/boundaries";
+import { BOUNDARY_COLUMNS, toBoundary } from "../../src/storage/shard/boundaries";
 
 /**
  * What the tests read back from D1 that the service itself never reads this way: a chain's every

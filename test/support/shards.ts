@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { conversationDb, placeConversation } from "../../src/storage/shards";
+import { shardDatabaseOf, placeConversation } from "../../src/storage/shards";
 
 /**
  * Where a test reads and writes a conversation's own rows (events, activations, plans, boundaries,
@@ -9,7 +9,7 @@ import { conversationDb, placeConversation } from "../../src/storage/shards";
 
 /** The shard database of `conversationId` (where it would be placed, for one nothing placed yet). */
 export function shardOf(conversationId: string): Promise<D1Database> {
-  return conversationDb(env, conversationId);
+  return shardDatabaseOf(env, conversationId);
 }
 
 /** Places `conversationId` (if nothing has) and returns its shard: for rows a test writes by hand before any append. */

@@ -6,17 +6,17 @@ import { scopesAllow } from "../../core/conversation-id";
 import type { Result } from "../../core/errors";
 import type { StoredEvent } from "../../core/events";
 import type { ContextSelection } from "../../core/context-manifest";
-import { servingDeclarations } from "../../storage/compaction-store";
-import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/event-store";
-import type { ConversationFactRow, FactCursor } from "../../storage/conversation-memory-store";
-import { readConversationFacts } from "../../storage/conversation-memory-store";
+import { servingDeclarations } from "../../storage/control/declarations";
+import { countRunsByStatus, listEventsBefore, listRunEventsBefore } from "../../storage/shard/events";
+import type { ConversationFactRow, FactCursor } from "../../storage/shard/conversation-memory";
+import { readConversationFacts } from "../../storage/shard/conversation-memory";
 import { agentReader, factRefusal } from "../../core/memory-privacy";
 import { parsePage } from "../../core/fact-merge";
-import { conversationDb } from "../../storage/shards";
+import { shardDatabaseOf } from "../../storage/shards";
 import type { SizeSample } from "../../core/chart-geometry";
-import { readPreflightSizes } from "../../storage/context-size-store";
-import type { PlanSpan } from "../../storage/run-span-store";
-import { readPlanSpans } from "../../storage/run-span-store";
+import { readPreflightSizes } from "../../storage/shard/context-sizes";
+import type { PlanSpan } from "../../storage/shard/run-spans";
+import { readPlanSpans } from "../../storage/shard/run-spans";
 
 /**
  * Everything the conversation page shows, gathered through the same operations the API serves
@@ -111,7 +111,7 @@ function pagedFacts(views: readonly ExtractedFactView[], size: number): Conversa
 
 /** The conversation page for a session whose token holds `scopes` (the extracted facts shown are those core/memory-privacy lets it read). */
 export async function loadConversation(env: Env, conversationId: ScopedConversationId, query: ConversationQuery, scopes: readonly string[]): Promise<ConversationModel> {
-  const [declarations, shard] = await Promise.all([servingDeclarations(env.DB, conversationId), conversationDb(env, conversationId)]);
+  const [declarations, shard] = await Promise.all([servingDeclarations(env.DB, conversationId), shardDatabaseOf(env, conversationId)]);
   const servingAgents = declarations
     .filter((d) => scopesAllow(d.registration.agent.sources, conversationId))
     .map((d) => d.agentId)

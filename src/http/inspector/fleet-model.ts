@@ -1,16 +1,16 @@
 import type { BusyConversation, FailureHour, HourWindow, LagPoint } from "../../core/fleet-series";
 import { LAG_BIN_EDGES_MS, busiest, failureSeries, hourWindow, lagSeries } from "../../core/fleet-series";
 import { mergeFleetPage } from "../../core/ops";
-import type { IncidentKind } from "../../storage/compaction-store-incidents";
-import { INCIDENT_KINDS } from "../../storage/compaction-store-incidents";
-import { readBusiestConversations, readFailureCells, readLagCells } from "../../storage/fleet-store";
-import type { FleetIncidentRecord } from "../../storage/ops-store";
-import { readFleetIncidents } from "../../storage/ops-store";
+import type { IncidentKind } from "../../storage/shard/incidents";
+import { INCIDENT_KINDS } from "../../storage/shard/incidents";
+import { readBusiestConversations, readFailureCells, readLagCells } from "../../storage/shard/fleet";
+import type { FleetIncidentRecord } from "../../storage/shard/ops";
+import { readFleetIncidents } from "../../storage/shard/ops";
 import { shardsOf } from "../../storage/shards";
 
 /**
  * Everything the fleet page shows, read from every shard at once: one statement per shard for each
- * chart and list (`storage/fleet-store`), merged by the pure functions of `core/fleet-series` and
+ * chart and list (`storage/shard/fleet`), merged by the pure functions of `core/fleet-series` and
  * the fleet's incident order (`core/ops`). Ids, counts, kinds, codes and times only: the page holds
  * no message text, and an incident's message (free text) is left out here, before any view sees it.
  */

@@ -1,4 +1,4 @@
-import type { FactCursor } from "../../storage/conversation-memory-store";
+import type { FactCursor } from "../../storage/shard/conversation-memory";
 
 /**
  * The inspector's own URLs, built in one place so every link escapes its ids the same way.

@@ -1,12 +1,13 @@
 import { Hono } from "hono";
 import { conversationInScope } from "../../api/access";
 import { packetLocation } from "../../core/chain-audit";
-import { readBoundaryInConversation, readPlansByRunIds } from "../../storage/compaction-store";
-import { readDocument } from "../../storage/document-store";
+import { readBoundaryInConversation } from "../../storage/shard/boundary-audit";
+import { readPlansByRunIds } from "../../storage/shard/plans";
+import { readDocument } from "../../storage/r2/documents";
 import { problem } from "../errors";
 import { inlineJson } from "./respond";
 import type { InspectorEnv } from "./types";
-import { conversationDb } from "../../storage/shards";
+import { shardDatabaseOf } from "../../storage/shards";
 
 const JSON_SUFFIX = ".json";
 
@@ -20,7 +21,7 @@ export const rawJsonRoutes = new Hono<InspectorEnv>()
     const conversation = conversationInScope(c.get("principal"), c.req.param("conversation"));
     if (!conversation.ok) return problem(c, conversation.error);
     const boundaryId = c.req.param("boundaryFile").slice(0, -JSON_SUFFIX.length);
-    const boundary = await readBoundaryInConversation(await conversationDb(c.env, conversation.value), conversation.value, boundaryId);
+    const boundary = await readBoundaryInConversation(await shardDatabaseOf(c.env, conversation.value), conversation.value, boundaryId);
     if (boundary === undefined) return problem(c, { code: "not_found", message: "no such boundary in this conversation" });
     // The row as stored (its body as the exact text that was hashed) and the body parsed, for reading.
     const { body, bodyText, ...row } = boundary;
@@ -29,7 +30,7 @@ export const rawJsonRoutes = new Hono<InspectorEnv>()
   .get("/conversations/:conversation/boundaries/:boundaryId/packet.json", async (c) => {
     const conversation = conversationInScope(c.get("principal"), c.req.param("conversation"));
     if (!conversation.ok) return problem(c, conversation.error);
-    const shard = await conversationDb(c.env, conversation.value);
+    const shard = await shardDatabaseOf(c.env, conversation.value);
     const boundary = await readBoundaryInConversation(shard, conversation.value, c.req.param("boundaryId"));
     if (boundary === undefined) return problem(c, { code: "not_found", message: "no such boundary in this conversation" });
     // The packet the boundary's run compacted, located as the chain audit locates it: the plan's

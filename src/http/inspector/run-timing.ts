@@ -1,4 +1,4 @@
-import type { PlanSpan } from "../../storage/run-span-store";
+import type { PlanSpan } from "../../storage/shard/run-spans";
 import type { RunEvent } from "./conversation-model";
 
 /**

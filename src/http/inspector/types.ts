@@ -1,4 +1,4 @@
-import type { ApiPrincipal } from "../../storage/token-store";
+import type { ApiPrincipal } from "../../storage/control/tokens";
 
 export interface InspectorEnv {
   Bindings: Env;

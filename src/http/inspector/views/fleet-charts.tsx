@@ -1,8 +1,8 @@
 import type { FC } from "hono/jsx";
 import { CHART_FRAME, bar, countCeiling, countLabel, durationCeiling, durationLabel, hourLabels, slots, ticks, yOf } from "../../../core/chart-geometry";
 import type { FailureHour, HourWindow, LagPoint } from "../../../core/fleet-series";
-import type { IncidentKind } from "../../../storage/compaction-store-incidents";
-import { INCIDENT_KINDS } from "../../../storage/compaction-store-incidents";
+import type { IncidentKind } from "../../../storage/shard/incidents";
+import { INCIDENT_KINDS } from "../../../storage/shard/incidents";
 import { ChartAxes } from "./chart-axes";
 
 /** At most this many hour labels under a chart: a week of hours would overlap otherwise. */

@@ -1,6 +1,6 @@
-import type { ShardContinuation } from "../core/ops";
-import type { IncidentKind, IncidentRecord, IncidentRow } from "./compaction-store-incidents";
-import { incidentOf } from "./compaction-store-incidents";
+import type { ShardContinuation } from "../../core/ops";
+import type { IncidentKind, IncidentRecord, IncidentRow } from "./incidents";
+import { incidentOf } from "./incidents";
 
 /**
  * The operator's statements: what one database says of its own state (its newest migration, its

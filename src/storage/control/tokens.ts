@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { scopePatternSchema } from "../core/conversation-id";
-import { sha256Hex } from "../core/hash";
+import { scopePatternSchema } from "../../core/conversation-id";
+import { sha256Hex } from "../../core/hash";
 
 /**
  * API tokens. Only a token's SHA-256 is stored, so a leaked table grants nothing; the token is

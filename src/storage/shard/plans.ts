@@ -1,4 +1,4 @@
-import type { AuditPlan } from "../core/chain-audit";
+import type { AuditPlan } from "../../core/chain-audit";
 
 /**
  * Compaction plans: one row per planned run, naming its packet. A plan is open until a boundary

@@ -1,5 +1,5 @@
-import type { ApiPrincipal } from "./token-store";
-import { principalOf } from "./token-store";
+import type { ApiPrincipal } from "./tokens";
+import { principalOf } from "./tokens";
 
 /**
  * Inspector sessions (migration 0009): rows keyed by the SHA-256 of an opaque session id, bound to

@@ -1,5 +1,5 @@
-import { sha256Hex } from "../core/hash";
-import { trustedDocumentKey } from "./document-keys";
+import { sha256Hex } from "../../core/hash";
+import { trustedDocumentKey } from "./keys";
 
 /**
  * Immutable documents in R2: activation frontiers, compaction packets, identity/memory documents.

@@ -1,4 +1,4 @@
-/** The index of trusted identity/memory documents an agent uploaded (their bytes are in R2, `document-store`). */
+/** The index of trusted identity/memory documents an agent uploaded (their bytes are in R2, `storage/r2/documents`). */
 
 export async function documentExists(db: D1Database, agentId: string, name: string, hash: string): Promise<boolean> {
   const row = await db

@@ -1,4 +1,4 @@
-import type { AuditBoundary } from "../core/chain-audit";
+import type { AuditBoundary } from "../../core/chain-audit";
 
 /**
  * The chain audit's reads of boundary rows: every column as stored, bodies parsed but not

@@ -1,12 +1,12 @@
-import { sha256Hex } from "../core/hash";
-import type { ExtractionEvidence } from "../core/wakeups";
+import { sha256Hex } from "../../core/hash";
+import type { ExtractionEvidence } from "../../core/wakeups";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
  * (migrations/shard/0016_conversation_memory.sql, 0012_memory_provenance.sql): the merged versions
  * of the conversation's extracted pages with their provenance, the completed extraction runs, what
  * the shard shows of an extraction still owed, and the event hashes a slice's facts cite. The reads
- * of those pages are conversation-memory-store's.
+ * of those pages are storage/shard/conversation-memory's.
  *
  * A merged version is written only over the head it was merged from (optimistic concurrency: two
  * extractions of one page cannot both build on the same version and lose one's facts), and its

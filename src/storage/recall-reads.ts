@@ -1,6 +1,6 @@
 import type { RecalledPageHit, RecalledTurnHit } from "../core/recall-rank";
 import { matchExpression } from "../core/search-text";
-import { VOUCHED } from "./memory-store";
+import { VOUCHED } from "./control/memory-pages";
 
 /**
  * Recall's D1 statements: bm25 searches over an agent's live memory pages (`memory_fts`,

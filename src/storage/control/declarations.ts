@@ -1,6 +1,6 @@
-import type { Epoch, Registration } from "../core/declarations";
-import { registrationSchema } from "../core/declarations";
-import { canonicalJson } from "../core/hash";
+import type { Epoch, Registration } from "../../core/declarations";
+import { registrationSchema } from "../../core/declarations";
+import { canonicalJson } from "../../core/hash";
 
 /**
  * Agent declarations (migration 0002, sources 0007): one row per revision, inserted and never

@@ -1,9 +1,9 @@
-import type { RecalledPageHit } from "../core/recall-rank";
-import { matchExpression } from "../core/search-text";
+import type { RecalledPageHit } from "../../core/recall-rank";
+import { matchExpression } from "../../core/search-text";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql). Extraction's writes are in extraction-store.
+ * (migrations/shard/0016_conversation_memory.sql). Extraction's writes are in storage/shard/extractions.
  *
  * Storage format: `conversation_memory_versions` holds one immutable row per write of an extracted
  * page, numbered 1, 2, 3… per (conversation, agent, path); `conversation_memory_pages` points at

@@ -1,13 +1,13 @@
-import type { AuditRun } from "../core/chain-audit-link";
-import { auditRunOf } from "../core/chain-audit-link";
-import type { ChainAnchor, StoredEvent } from "../core/events";
-import { chainAnchorSchema, runBodySchema } from "../core/events";
-import type { BoundaryRow, StoredBoundary } from "./compaction-store-boundaries";
-import { BOUNDARY_COLUMNS, toBoundary } from "./compaction-store-boundaries";
-import type { PlanRecord, PlanRow } from "./compaction-store-plans";
-import { toPlan } from "./compaction-store-plans";
-import { idsNamedBy } from "../core/turn-pages";
-import { readEventRange, toStoredEvent } from "./event-store";
+import type { AuditRun } from "../../core/chain-audit-link";
+import { auditRunOf } from "../../core/chain-audit-link";
+import type { ChainAnchor, StoredEvent } from "../../core/events";
+import { chainAnchorSchema, runBodySchema } from "../../core/events";
+import type { BoundaryRow, StoredBoundary } from "./boundaries";
+import { BOUNDARY_COLUMNS, toBoundary } from "./boundaries";
+import type { PlanRecord, PlanRow } from "./plans";
+import { toPlan } from "./plans";
+import { idsNamedBy } from "../../core/turn-pages";
+import { readEventRange, toStoredEvent } from "./events";
 
 /**
  * The reads of context selection: the evidence about a chain's head, and the few older events an

@@ -1,6 +1,6 @@
-import type { BusyConversation, FailureCell, LagCell } from "../core/fleet-series";
-import { HOUR_KEY_LENGTH } from "../core/fleet-series";
-import type { IncidentKind } from "./compaction-store-incidents";
+import type { BusyConversation, FailureCell, LagCell } from "../../core/fleet-series";
+import { HOUR_KEY_LENGTH } from "../../core/fleet-series";
+import type { IncidentKind } from "./incidents";
 
 /**
  * The statements behind the inspector's fleet page. Each reads one shard and aggregates there

@@ -1,4 +1,4 @@
-import type { SizeSample } from "../core/chart-geometry";
+import type { SizeSample } from "../../core/chart-geometry";
 
 /**
  * A chain's active context size over time, as its compactor's preflight recorded it: every

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import type { RepairTurn } from "../core/compactor-input";
-import { repairDocumentKey, repairDocumentPrefix } from "./document-keys";
+import type { RepairTurn } from "../../core/compactor-input";
+import { repairDocumentKey, repairDocumentPrefix } from "./keys";
 
 /**
  * Repair turns in R2, beside the packet they belong to. When a compactor reply cannot be used,
  * the consumer records the reply and the reason under the run, one immutable object per failed
- * attempt (`document-keys`); the run's next attempt reads the newest and tells the
+ * attempt (`storage/r2/keys`); the run's next attempt reads the newest and tells the
  * model what went wrong. The packet itself never changes, so every attempt still reads the same
  * packet bytes; the repair is the only thing a retry adds.
  */

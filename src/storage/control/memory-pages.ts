@@ -1,5 +1,5 @@
-import { sha256Hex } from "../core/hash";
-import { MAX_RECALL_TERMS, matchExpression } from "../core/search-text";
+import { sha256Hex } from "../../core/hash";
+import { MAX_RECALL_TERMS, matchExpression } from "../../core/search-text";
 
 /**
  * Every D1 statement on memory pages (migrations/0004_memory_pages.sql).

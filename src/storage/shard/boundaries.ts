@@ -1,11 +1,11 @@
-import type { Boundary } from "../core/boundary";
-import { boundaryBodySchema } from "../core/boundary";
-import { canonicalJson } from "../core/hash";
+import type { Boundary } from "../../core/boundary";
+import { boundaryBodySchema } from "../../core/boundary";
+import { canonicalJson } from "../../core/hash";
 
 /**
  * Boundary rows as the engine reads them (validated bodies). The UNIQUE constraints on a chain's
  * position and predecessor make a fork unstorable; audit reads that must report a malformed row
- * rather than throw are in `compaction-store-audit`.
+ * rather than throw are in `storage/shard/boundary-audit`.
  */
 
 export interface StoredBoundary extends Boundary {

@@ -1,8 +1,8 @@
-import type { PlannedInsert } from "../core/append";
-import type { StoredEvent } from "../core/events";
-import { eventInputSchema } from "../core/events";
-import { canonicalJson } from "../core/hash";
-import { declarationRevisionStatement, revisionOf } from "./compaction-store-declarations";
+import type { PlannedInsert } from "../../core/append";
+import type { StoredEvent } from "../../core/events";
+import { eventInputSchema } from "../../core/events";
+import { canonicalJson } from "../../core/hash";
+import { declarationRevisionStatement, revisionOf } from "../control/declarations";
 
 /**
  * Every D1 statement on the event log. Rows are only ever inserted (the schema's triggers refuse
