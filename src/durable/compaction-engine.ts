@@ -11,7 +11,7 @@ import { ActiveReader } from "./active-history";
 import { ChainBook } from "./chain-book";
 import type { Append, EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
-import { observe } from "./hot-chain";
+import { observe, observeProvisionally } from "./hot-chain";
 import { Planner } from "./planner";
 import { ContextServer } from "./context-server";
 import { ExtractionWatch } from "./extraction-watch";
@@ -45,6 +45,15 @@ export interface ChainState {
   readonly replanAt: number | null;
   readonly frontierStartSeq: number;
   readonly backoffUntil: number;
+}
+
+/** A source's preflight decided before its write (`preflightAhead`): kept once the source is stored, or dropped. */
+export interface Lookahead {
+  readonly revision: number;
+  readonly serving: StoredDeclaration[];
+  readonly skips: EventInput[] | undefined;
+  /** Undoes the chains' provisional observation of the source: it was not written. */
+  readonly drop: () => void;
 }
 
 export class CompactionEngine {
@@ -105,12 +114,13 @@ export class CompactionEngine {
    * declarations this object holds and each one's hot chain, exactly as `afterAppend` would decide
    * it once the source is durable. Undefined when the object does not hold what that needs (the
    * declarations, and an activated chain for each one the source is eligible for); nothing has
-   * changed then. Otherwise every held chain has observed `source`, so the caller must either see
-   * it written at its sequence number or drop this engine; `skips` are its skipped runs, in the
-   * order `afterAppend` writes them, or undefined when a chain is due to plan (the caller writes
+   * changed then. Otherwise a `Lookahead`: every held chain has observed `source` provisionally,
+   * and the caller keeps that once the source is written at its sequence number, or calls `drop`,
+   * which undoes it exactly (a throw here has already undone it). `skips` are its skipped runs, in
+   * the order `afterAppend` writes them, or undefined when a chain is due to plan (the caller writes
    * the source, then `afterAppend` plans). `revision` is the declarations' revision they are as of.
    */
-  async preflightAhead(source: StoredEvent, now: Date): Promise<{ revision: number; serving: StoredDeclaration[]; skips: EventInput[] | undefined } | undefined> {
+  async preflightAhead(source: StoredEvent, now: Date): Promise<Lookahead | undefined> {
     const held = this.#book.heldServing();
     if (held === undefined) return undefined;
     const chains: { chain: HotChain; eligible: boolean }[] = [];
@@ -120,16 +130,25 @@ export class CompactionEngine {
       if (eligible && (chain === undefined || chain.provisional)) return undefined;
       if (chain !== undefined) chains.push({ chain, eligible });
     }
+    const undo: (() => void)[] = [];
+    const drop = (): void => {
+      for (const step of undo.splice(0).reverse()) step();
+    };
     const skips: EventInput[] = [];
     let planDue = false;
-    for (const { chain, eligible } of chains) {
-      observe(chain, [source]);
-      if (!eligible || source.seq < chain.activation.activatingSeq) continue;
-      const decision = await this.#planner.decide(chain, source.seq, now);
-      if (decision.action === "skip") skips.push(decision.event);
-      else planDue = true;
+    try {
+      for (const { chain, eligible } of chains) {
+        undo.push(observeProvisionally(chain, [source]));
+        if (!eligible || source.seq < chain.activation.activatingSeq) continue;
+        const decision = await this.#planner.decide(chain, source.seq, now);
+        if (decision.action === "skip") skips.push(decision.event);
+        else planDue = true;
+      }
+    } catch (error) {
+      drop();
+      throw error;
     }
-    return { revision: held.revision, serving: held.declarations, skips: planDue ? undefined : skips };
+    return { revision: held.revision, serving: held.declarations, skips: planDue ? undefined : skips, drop };
   }
 
   /**

@@ -3,7 +3,7 @@ import type { HashedInput, PlannedInsert } from "../core/append";
 import { decideAppend } from "../core/append";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
-import type { EventInput, StoredEvent } from "../core/events";
+import type { StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
 import type { AppendPath } from "../core/log-line";
 import { describeThrown } from "../core/thrown";
@@ -17,39 +17,23 @@ import { simulatedD1Env } from "../storage/d1-simulation";
 import type { ReadPlacement, Shard } from "../storage/shards";
 import { heldPlacement, mapDatabases, placeConversation, readPlacement } from "../storage/shards";
 import type { SourceWrite } from "../storage/shard/events";
-import { insertEvents, insertSourceWithRuns, readEventsByKeys, readHead, storedForm } from "../storage/shard/events";
+import { insertSourceWithRuns, storedForm } from "../storage/shard/events";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { raiseRevisionStatement } from "../storage/control/declarations";
 import type { ContextSelection } from "../core/context-manifest";
 import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";
+import type { AppendRequest, AppendResponse } from "./event-log";
+import { EventLog } from "./event-log";
 import { replyJobs } from "./reply-jobs";
 import { dueWakes, wakeKey } from "../core/wakeups";
 import { WakeupBook, wakeFailed, wakeSucceeded } from "./wakeups";
 
 /** After a failed preflight, bookkeeping catches up this soon. */
 const CATCH_UP_MS = 1_000;
-/** Idempotency keys the object remembers writing, so a retry of one is not preflighted ahead. */
-const RECENT_KEYS = 256;
 
 /** Why a call binds the object: a `write` places an unplaced conversation, a `read` never does. */
 type BindIntent = "read" | "write";
-
-export interface AppendRequest {
-  readonly conversationId: string;
-  readonly events: readonly EventInput[];
-  readonly expectedSeq?: number | undefined;
-}
-
-export interface AppendedEvent {
-  readonly event: StoredEvent;
-  readonly duplicate: boolean;
-}
-
-export interface AppendResponse {
-  readonly results: readonly AppendedEvent[];
-  readonly lastSeq: number;
-}
 
 /**
  * One instance per conversation. It serializes that conversation's writes, so sequence numbers
@@ -62,14 +46,13 @@ export interface AppendResponse {
  */
 export class ConversationObject extends DurableObject<Env> {
   #conversationId: string | undefined;
-  #lastSeq: number | undefined;
+  readonly #log = new EventLog(() => ({ conversationId: this.#conversationId ?? "", db: this.#db() }));
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
   #shard: Shard | undefined;
   /** Whether `#shard` is the conversation's placement, or only where a read found it unplaced (`#bind`). */
   #placed = false;
   readonly #d1Meter = new D1Meter();
-  readonly #recentKeys = new Set<string>();
   readonly #wakes: WakeupBook;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -118,11 +101,12 @@ export class ConversationObject extends DurableObject<Env> {
   /**
    * A single source in one D1 round trip when this object holds the declarations serving the
    * conversation and their chains: its preflight is decided from the chains' running totals before
-   * the write (`CompactionEngine.preflightAhead`), and its skipped runs go in the same batch,
-   * written only if the source was and the declarations' revision is still the one the object
-   * holds. A replay or a conflict is answered from what the batch read back; a moved revision or a
-   * due plan falls back to the preflight after the write. Undefined (nothing done) when this path
-   * does not apply.
+   * the write (`CompactionEngine.preflightAhead`, a `Lookahead`), and its skipped runs go in the
+   * same batch, written only if the source was and the declarations' revision is still the one the
+   * object holds. The lookahead is kept once the source is stored and dropped when it was not (a
+   * replay or a conflict, answered from what the batch read back); a write whose outcome is lost
+   * drops the whole engine, since it may have committed. Undefined (nothing done) when this path
+   * does not apply; a moved revision or a due plan falls back to the preflight after the write.
    */
   async #appendSource(request: AppendRequest, now: Date): Promise<Result<AppendResponse> | undefined> {
     const { conversationId, events, expectedSeq } = request;
@@ -130,39 +114,35 @@ export class ConversationObject extends DurableObject<Env> {
     const engine = this.#engine;
     // A key this object wrote lately is most likely a retry: the general path answers it without
     // letting the chains see a source that will not be written.
-    if (events.length !== 1 || input?.kind !== "source" || engine === undefined || this.#recentKeys.has(input.idempotencyKey)) return undefined;
-    const lastSeq = await this.#head();
+    if (events.length !== 1 || input?.kind !== "source" || engine === undefined || this.#log.wroteLately(input.idempotencyKey)) return undefined;
+    const lastSeq = await this.#log.head();
     const item: HashedInput = { input, hash: eventHash(conversationId, input) };
     const decided = decideAppend([item], new Map(), lastSeq, expectedSeq);
     const [planned] = decided.ok ? decided.value.inserts : [];
     if (planned === undefined) return undefined;
     const recordedAt = now.toISOString();
-    let ahead: Awaited<ReturnType<CompactionEngine["preflightAhead"]>>;
-    let runs: PlannedInsert[] = [];
+    const ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
+    if (ahead === undefined) return undefined;
+    const runs: PlannedInsert[] = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
     let written: SourceWrite;
     try {
-      ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
-      if (ahead === undefined) return undefined;
-      runs = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
       written = await insertSourceWithRuns(this.#db(), conversationId, planned, runs, recordedAt, ahead.revision);
     } catch (error) {
-      // The chains may have seen the source, and the write may have committed with its answer
-      // lost: both are read again, and bookkeeping catches up in case it did.
-      this.#lastSeq = undefined;
+      // The write may have committed with its answer lost: the head and the chains are read
+      // again, and bookkeeping catches up in case it did.
+      this.#log.forget();
       this.#engine = undefined;
       await this.#catchUpLater();
       throw error;
     }
     const stored = written.rows.get(input.idempotencyKey);
     if (written.applied[0] !== true || stored === undefined) {
-      // The chains saw a source that was not written: they are rebuilt from D1 on the next call.
-      this.#engine = undefined;
-      return this.#replayed([item], written.rows, lastSeq, expectedSeq);
+      ahead.drop();
+      return this.#log.replayed([item], written.rows, lastSeq, expectedSeq);
     }
-    // The source is durable: from here on the append is acknowledged, whatever else fails.
+    // The source is durable and the lookahead kept: from here on the append is acknowledged, whatever else fails.
     const runsWritten = written.applied.slice(1).filter(Boolean).length;
-    this.#lastSeq = planned.seq + runsWritten;
-    this.#remember([input.idempotencyKey]);
+    this.#log.wrote(planned.seq + runsWritten, [input.idempotencyKey]);
     // The shard's copy of the revision behind the one the object confirmed with the control
     // database: a registration that did not get to raise it. This append's runs were not written,
     // and its preflight runs below.
@@ -197,17 +177,6 @@ export class ConversationObject extends DurableObject<Env> {
     } catch (error) {
       logger.error("step.failed", { step: "schedule_catch_up", conversationId: this.#conversationId, code: describeThrown(error).code });
     }
-  }
-
-  /** A single append whose key the log already held: a replay of the same payload, or a conflict. */
-  #replayed(items: HashedInput[], rows: ReadonlyMap<string, StoredEvent>, lastSeq: number, expectedSeq: number | undefined): Result<AppendResponse> {
-    const replay = decideAppend(items, rows, lastSeq, expectedSeq);
-    if (!replay.ok) return replay;
-    const [outcome] = replay.value.outcomes;
-    const event = rows.get(items[0]?.input.idempotencyKey ?? "");
-    if (replay.value.inserts.length > 0 || outcome === undefined || event === undefined || event.seq !== outcome.seq) return fail("internal", "the log changed under a serialized append");
-    this.#lastSeq = replay.value.lastSeq;
-    return ok({ results: [{ event, duplicate: true }], lastSeq: replay.value.lastSeq });
   }
 
   /**
@@ -342,73 +311,14 @@ export class ConversationObject extends DurableObject<Env> {
 
   async #appendOrReset(request: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {
     try {
-      return await this.#append(request, together);
+      return await this.#log.append(request, together);
     } catch (error) {
       // The write may have committed with its answer lost: the head is read again, and bookkeeping
       // catches up in case the retry finds a replay.
-      this.#lastSeq = undefined;
+      this.#log.forget();
       await this.#catchUpLater();
       throw error;
     }
-  }
-
-  async #append({ conversationId, events, expectedSeq }: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {
-    const items: HashedInput[] = events.map((input) => ({ input, hash: eventHash(conversationId, input) }));
-    const keys = items.map((item) => item.input.idempotencyKey);
-    const lastSeq = await this.#head();
-
-    // A single append is written optimistically (one D1 round trip); a batch, or an append whose
-    // expectation failed, first reads which keys exist so that it is all-or-nothing.
-    let existing = new Map<string, StoredEvent>();
-    let decision = decideAppend(items, existing, lastSeq, expectedSeq);
-    if (items.length > 1 || !decision.ok) {
-      existing = await readEventsByKeys(this.#db(), conversationId, keys);
-      decision = decideAppend(items, existing, lastSeq, expectedSeq);
-    }
-    if (!decision.ok) return decision;
-
-    let rows: ReadonlyMap<string, StoredEvent> = existing;
-    if (decision.value.inserts.length > 0) {
-      const written = await insertEvents(this.#db(), conversationId, decision.value.inserts, new Date().toISOString(), together);
-      rows = new Map([...existing, ...written.rows]);
-      if (written.applied.some((applied) => !applied)) {
-        // Only a single optimistic append can meet an existing key here: nothing was written, and
-        // the row D1 returned decides between a replay and a conflict.
-        const replay = decideAppend(items, rows, lastSeq, expectedSeq);
-        if (!replay.ok) return replay;
-        if (replay.value.inserts.length > 0) return fail("internal", "the log changed under a serialized append");
-        decision = replay;
-      }
-    }
-    this.#lastSeq = decision.value.lastSeq;
-    this.#remember(decision.value.inserts.map((insert) => insert.input.idempotencyKey));
-
-    const results: AppendedEvent[] = [];
-    for (const [index, outcome] of decision.value.outcomes.entries()) {
-      const event = rows.get(keys[index] ?? "");
-      if (event === undefined || event.seq !== outcome.seq) return fail("internal", "appended event not found in the log");
-      results.push({ event, duplicate: outcome.duplicate });
-    }
-    return ok({ results, lastSeq: decision.value.lastSeq });
-  }
-
-  /** Keeps the newest `RECENT_KEYS` idempotency keys this object wrote. */
-  #remember(keys: readonly string[]): void {
-    for (const key of keys) {
-      this.#recentKeys.delete(key);
-      this.#recentKeys.add(key);
-    }
-    for (const key of this.#recentKeys) {
-      if (this.#recentKeys.size <= RECENT_KEYS) break;
-      this.#recentKeys.delete(key);
-    }
-  }
-
-  async #head(): Promise<number> {
-    if (this.#lastSeq === undefined && this.#conversationId !== undefined) {
-      this.#lastSeq = await readHead(this.#db(), this.#conversationId);
-    }
-    return this.#lastSeq ?? 0;
   }
 
   /**
@@ -428,7 +338,7 @@ export class ConversationObject extends DurableObject<Env> {
     if (this.#shard !== undefined && this.#shard.name !== located.shard.name) {
       // Read where it would have been placed, then placed elsewhere: nothing held is about this shard.
       this.#engine = undefined;
-      this.#lastSeq = undefined;
+      this.#log.forget();
     }
     this.#conversationId = conversationId;
     this.#shard = located.shard;

@@ -100,6 +100,25 @@ export function observe(chain: HotChain, appended: readonly StoredEvent[]): void
   }
 }
 
+/**
+ * `observe` for events not yet known to be stored (the one-round-trip source append decides its
+ * preflight before its write): returns what undoes it exactly, for when the write does not commit.
+ * Undoing restores the window and the high-water mark and rebuilds the totals over the window as it
+ * was; the turn-hash cache is cleared, since an unwritten turn's id is reused by the next event.
+ */
+export function observeProvisionally(chain: HotChain, events: readonly StoredEvent[]): () => void {
+  const { lastSeenSeq } = chain;
+  const length = chain.window.length;
+  observe(chain, events);
+  return () => {
+    if (chain.lastSeenSeq === lastSeenSeq && chain.window.length === length) return;
+    chain.window.length = length;
+    chain.lastSeenSeq = lastSeenSeq;
+    chain.turnHashes.clear();
+    rebuildLedger(chain);
+  };
+}
+
 /** Drops what a new head covers from the window; the totals are rebuilt over what is left. */
 export function trimWindow(chain: HotChain, coveredThroughSeq: number): void {
   chain.windowStart = Math.max(chain.windowStart, coveredThroughSeq);

@@ -1,6 +1,6 @@
 import type { Result } from "../core/errors";
 import type { ContextSelection } from "../core/context-manifest";
-import type { AppendRequest, AppendResponse } from "./conversation-object";
+import type { AppendRequest, AppendResponse } from "./event-log";
 
 /**
  * The conversation's Durable Object as the rest of the Worker sees it: these calls and the types

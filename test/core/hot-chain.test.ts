@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { StoredEvent } from "../../src/core/events";
 import { groupsAfter } from "../../src/core/tail-ledger";
 import type { HotChain } from "../../src/durable/hot-chain";
-import { TURN_KINDS, foldPolicy, hotChain, latestSource, observe, tail, trimWindow } from "../../src/durable/hot-chain";
+import { TURN_KINDS, foldPolicy, hotChain, latestSource, observe, observeProvisionally, tail, trimWindow } from "../../src/durable/hot-chain";
 import { storedDeclaration } from "./declaration-fixture";
 import { source, storeAll } from "./event-builders";
 import { AGENTS, logArb } from "./log-arbitraries";
@@ -25,6 +25,40 @@ function loaded(log: readonly StoredEvent[], windowStart: number): HotChain {
 const totals = (chain: HotChain) => ({ chars: chain.ledger.tailChars, messages: chain.ledger.tailMessages, lastSeen: chain.lastSeenSeq });
 
 describe("hot chain", () => {
+  it("undoes a provisional observation exactly: the chain is the one that never saw the event, and then sees the next one right", () => {
+    fc.assert(
+      fc.property(logArb, fc.nat(30), (log, cut) => {
+        const seen = Math.min(cut, log.length);
+        const chain = loaded(log.slice(0, seen), 0);
+        const before = { window: [...chain.window], tail: tail(chain), totals: totals(chain) };
+        // An event that was never written: the next one the log gets takes its sequence number.
+        const unwritten = source(`ghost-${seen}`, "a message the write did not keep");
+        const [ghost] = storeAll([unwritten], seen + 1);
+        if (ghost === undefined) throw new Error("fixture");
+        const drop = observeProvisionally(chain, [ghost]);
+        expect(chain.lastSeenSeq).toBe(seen + 1);
+        drop();
+        expect({ window: chain.window, tail: tail(chain), totals: totals(chain) }).toEqual(before);
+        // What the log then holds at that sequence number is folded as if the ghost never was.
+        const rest = log.slice(seen);
+        for (const event of rest) observe(chain, [event]);
+        const fresh = loaded(log, 0);
+        expect(tail(chain)).toEqual(tail(fresh));
+        expect(totals(chain)).toEqual(totals(fresh));
+      }),
+    );
+  });
+
+  it("a provisional observation of an event already seen undoes to nothing", () => {
+    const log = storeAll([source("m1", "one"), source("m2", "two")]);
+    const chain = loaded(log, 0);
+    const ledger = chain.ledger;
+    const drop = observeProvisionally(chain, [log[0] as StoredEvent]);
+    drop();
+    // Nothing changed, so nothing was rebuilt.
+    expect(chain.ledger).toBe(ledger);
+  });
+
   it("observed event by event, then trimmed, is the chain loaded fresh after the trim", () => {
     fc.assert(
       fc.property(logArb, fc.nat(30), (log, cut) => {
