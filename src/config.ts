@@ -101,8 +101,15 @@ function seconds(value: string, fallback: number): number {
   return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : fallback;
 }
 
-/** First delay before a failed compaction attempt is retried, `COMPACTION_RETRY_BASE_SECONDS`. */
-export const compactionRetryBaseSeconds = (env: Env): number => seconds(env.COMPACTION_RETRY_BASE_SECONDS, 5);
+/**
+ * First delay before a failed attempt of any queue job is retried, `QUEUE_RETRY_BASE_SECONDS`; a
+ * deployment that still sets the setting's former name, `COMPACTION_RETRY_BASE_SECONDS`, keeps it.
+ */
+export function queueRetryBaseSeconds(env: Env): number {
+  const former = (env as unknown as Record<string, unknown>)["COMPACTION_RETRY_BASE_SECONDS"];
+  const value = typeof env.QUEUE_RETRY_BASE_SECONDS === "string" ? env.QUEUE_RETRY_BASE_SECONDS : typeof former === "string" ? former : "";
+  return seconds(value, 5);
+}
 
 /** First backoff of a chain after a dead-lettered compaction, `COMPACTION_BACKOFF_BASE_SECONDS`. */
 export const compactionBackoffBaseSeconds = (env: Env): number => seconds(env.COMPACTION_BACKOFF_BASE_SECONDS, 30);

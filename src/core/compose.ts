@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { agentIdSchema, MAX_TEXT_CHARS } from "./events";
 import { recallQueryTextSchema } from "./recall";
+import type { TrustedDocument } from "./packet";
 import type { NativeMessage } from "./render";
 
 /**
@@ -27,11 +28,7 @@ export const composeRequestSchema = z.strictObject({
 });
 export type ComposeRequest = z.infer<typeof composeRequestSchema>;
 
-export interface TrustedDocument {
-  readonly name: string;
-  readonly hash: string;
-  readonly content: string;
-}
+export type { TrustedDocument } from "./packet";
 
 type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } };
 

@@ -6,7 +6,7 @@ import type { BoundaryBody } from "./boundary";
 import type { Result } from "./errors";
 import type { StoredEvent } from "./events";
 import { hashCanonical } from "./hash";
-import type { Amendment, Packet, TrustedDocumentText } from "./packet";
+import type { Amendment, Packet, TrustedDocument } from "./packet";
 import { PACKET_FORMAT, sliceConversationType } from "./packet";
 import type { Turn } from "./reconstruction";
 import { renderSliceLine } from "./render";
@@ -62,7 +62,7 @@ export interface PacketInput {
   /** The chain's uncovered log events: the frozen sources' own conversation type is read from them. */
   readonly window: readonly StoredEvent[];
   readonly memoryPages: readonly { readonly path: string; readonly version: number; readonly contentHash: string; readonly content: string }[];
-  readonly documents: readonly TrustedDocumentText[];
+  readonly documents: readonly TrustedDocument[];
   /** The agent's active characters at the trigger, and the part of them its envelopes take. */
   readonly activeChars: number;
   readonly envelopeChars: number;

@@ -150,7 +150,8 @@ export function sliceConversationType(declared: readonly (ConversationType | und
   return declared.length > 0 && declared.every((type) => (type ?? DEFAULT_CONVERSATION_TYPE) === "direct") ? "direct" : "group";
 }
 
-export interface TrustedDocumentText {
+/** A subscribed document as every reader gets it: whole, under the name and hash it was registered with. */
+export interface TrustedDocument {
   readonly name: string;
   readonly hash: string;
   readonly content: string;
@@ -166,7 +167,7 @@ export interface DocumentBudgetExceeded {
  * documents are charged exactly as they will be sent (their content), or a failure when the
  * documents alone do not fit: a compactor never reads a cut document.
  */
-export function pageBudget(documents: readonly TrustedDocumentText[], budgetChars: number): Result<number, DocumentBudgetExceeded> {
+export function pageBudget(documents: readonly TrustedDocument[], budgetChars: number): Result<number, DocumentBudgetExceeded> {
   const chars = documents.reduce((total, d) => total + d.content.length, 0);
   if (chars > budgetChars) return { ok: false, error: { code: "document_budget_exceeded", message: `the subscribed documents need ${chars} characters; the budget is ${budgetChars}` } };
   return { ok: true, value: budgetChars - chars };

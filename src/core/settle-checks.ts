@@ -14,7 +14,7 @@ export type SettleRefusal =
   | { readonly reason: "retired_epoch"; readonly runId: string }
   | { readonly reason: "not_current"; readonly runId: string }
   | { readonly reason: "unanchored_head"; readonly previousBoundaryId: string; readonly anchoredBoundaryId: string }
-  | { readonly reason: "packet_unreadable"; readonly detail: "missing" | "hash_mismatch" };
+  | { readonly reason: "packet_unreadable"; readonly detail: "missing" | "hash_mismatch" | "invalid" };
 
 interface ChainPosition {
   readonly openPlan: { readonly runId: string } | undefined;

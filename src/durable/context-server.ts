@@ -9,7 +9,6 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { StoredEvent } from "../core/events";
 import type { Packet } from "../core/packet";
-import { packetSchema } from "../core/packet";
 import { renderEnvelope } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
 import { verifyAnchor, verifyHeadAgainstLog, verifySettledHead } from "../core/resolver";
@@ -20,7 +19,7 @@ import { currentDeclaration } from "../storage/control/declarations";
 import { closeIncidents } from "../storage/shard/incidents";
 import { frozenSliceRange } from "../core/chain-audit";
 import { readHeadRows, readSliceLog } from "../storage/shard/context-reads";
-import { readDocument } from "../storage/r2/documents";
+import { readPacket } from "../storage/r2/documents";
 import { listEventsBefore } from "../storage/shard/events";
 import type { ActiveReader } from "./active-history";
 import type { ChainBook } from "./chain-book";
@@ -173,12 +172,10 @@ export class ContextServer {
     if (object === null) return undefined;
     const cached = chain.verifiedPacket;
     if (cached !== undefined && cached.key === key && cached.etag === object.etag) return cached.packet;
-    const read = await readDocument(this.deps.env.DOCUMENTS, key, expectedHash);
+    const read = await readPacket(this.deps.env.DOCUMENTS, key, expectedHash);
     if (!read.ok) return undefined;
-    const packet = packetSchema.safeParse(JSON.parse(read.text) as unknown);
-    if (!packet.success) return undefined;
-    chain.verifiedPacket = { key, etag: object.etag, packet: packet.data };
-    return packet.data;
+    chain.verifiedPacket = { key, etag: object.etag, packet: read.packet };
+    return read.packet;
   }
 
   /** A head that verified: the agent's refused-chain incidents, if any are open, are over. */

@@ -5,7 +5,6 @@ import { compactorRunEvent } from "../core/compactor-runs";
 import type { EventInput } from "../core/events";
 import { canonicalJson } from "../core/hash";
 import type { Packet } from "../core/packet";
-import { pageBudget } from "../core/packet";
 import { buildPacket, freezeSlice, sliceRecallText } from "../core/packet-builder";
 import type { PreflightDecision } from "../core/preflight-decider";
 import { compactionDue, decidePreflight, mayPlan, skippedRun } from "../core/preflight-decider";
@@ -110,13 +109,11 @@ export class Planner {
     if (!slice.ok) return slice.error.code === "nothing_to_freeze" ? "nothing_to_freeze" : this.#failed(chain, runId, triggerSeq, slice.error, now);
     // The subscribed documents go to the compactor whole, charged to the budget exactly as sent;
     // recalled pages share what is left.
-    const documents = await readTrustedDocuments(this.deps.env.DOCUMENTS, agent.id, agent.documents);
+    const documents = await readTrustedDocuments(this.deps.env.DOCUMENTS, agent);
     if (!documents.ok) return this.#failed(chain, runId, triggerSeq, documents.error, now);
-    const budget = pageBudget(documents.value, agent.documentBudgetChars);
-    if (!budget.ok) return this.#failed(chain, runId, triggerSeq, budget.error, now);
     // The conversation's own extracted pages and the pages people wrote for the agent (core/memory-privacy).
     const reader = { ...compactionReader(this.deps.conversationId, agent.sources), agentId: agent.id };
-    const memoryPages = await packetPages({ control: this.deps.env.DB, shard: this.deps.shard }, reader, sliceRecallText(slice.value), budget.value, MAX_RECALLED_PAGES);
+    const memoryPages = await packetPages({ control: this.deps.env.DB, shard: this.deps.shard }, reader, sliceRecallText(slice.value), documents.value.pageChars, MAX_RECALLED_PAGES);
     const { activation, head } = chain;
     const packet = buildPacket({
       conversationId: this.deps.conversationId,
@@ -129,7 +126,7 @@ export class Planner {
       slice: slice.value,
       window: chain.window,
       memoryPages,
-      documents: documents.value,
+      documents: documents.value.documents,
       activeChars,
       envelopeChars,
       now,

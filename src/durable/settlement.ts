@@ -9,7 +9,6 @@ import { ok } from "../core/errors";
 import { hashCanonical } from "../core/hash";
 import { describeThrown } from "../core/thrown";
 import type { CompactionContent, Packet } from "../core/packet";
-import { packetSchema } from "../core/packet";
 import type { SettleError, SettleRefusal } from "../core/settle-checks";
 import { checkAnchor, checkPlanCurrent, checkPlanEpoch, checkPlanExists, settleError } from "../core/settle-checks";
 import { replanWake, wakeKey } from "../core/wakeups";
@@ -18,7 +17,7 @@ import type { StoredDeclaration } from "../storage/control/declarations";
 import type { PlanRecord } from "../storage/shard/plans";
 import { countAbandonedPlans, planAbandoned, readPlan } from "../storage/shard/plans";
 import { readChainAnchor } from "../storage/shard/context-reads";
-import { readDocument } from "../storage/r2/documents";
+import { readPacket } from "../storage/r2/documents";
 import type { ChainBook } from "./chain-book";
 import type { EngineDeps } from "./engine-deps";
 import type { ExtractionWatch } from "./extraction-watch";
@@ -68,9 +67,9 @@ export class Settlement {
     const current = await this.#currentPlan(runId, now);
     if (!current.ok) return current;
     const { plan, declaration, chain } = current.value;
-    const read = await readDocument(env.DOCUMENTS, plan.packetKey, plan.packetHash);
+    const read = await readPacket(env.DOCUMENTS, plan.packetKey, plan.packetHash);
     if (!read.ok) return refuse({ reason: "packet_unreadable", detail: read.reason });
-    const packet = packetSchema.parse(JSON.parse(read.text) as unknown);
+    const { packet } = read;
     const boundary = buildBoundary({
       id: `bnd_${runId.replace(/^cmp_/, "")}`,
       position: (chain.head?.position ?? 0) + 1,

@@ -1,11 +1,10 @@
 import { lacksTokenUsage } from "../core/boundary";
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
-import { packetSchema } from "../core/packet";
 import { describeThrown } from "../core/thrown";
 import { logger } from "../logger";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
-import { readDocument } from "../storage/r2/documents";
+import { readPacket } from "../storage/r2/documents";
 import { livePages } from "../api/served-memory";
 import { shardDatabaseOf } from "../storage/shards";
 import { latestRepair, putRepair } from "../storage/r2/repairs";
@@ -186,14 +185,6 @@ async function handle(env: Env, job: Job, delivery: Delivery, deadLetter: boolea
   }
 }
 
-function parsePacket(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
 async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promise<Outcome> {
   const { attempts } = delivery;
   const stub = conversationStub(env, job.conversationId);
@@ -205,25 +196,25 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
     return { kind: "retry", delaySeconds: backoffSeconds(env, attempts, retryAfter), spent };
   };
 
-  const read = await readDocument(env.DOCUMENTS, job.packetKey, job.packetHash);
-  if (!read.ok) return failed(`packet_${read.reason}`, `the packet ${job.packetKey} could not be verified`);
-  const packet = packetSchema.safeParse(parsePacket(read.text));
-  if (!packet.success || packet.data.runId !== job.runId || packet.data.conversationId !== job.conversationId) {
+  const read = await readPacket(env.DOCUMENTS, job.packetKey, job.packetHash);
+  if (!read.ok && read.reason !== "invalid") return failed(`packet_${read.reason}`, `the packet ${job.packetKey} could not be verified`);
+  if (!read.ok || read.packet.runId !== job.runId || read.packet.conversationId !== job.conversationId) {
     return failed("packet_invalid", "the packet does not match its job");
   }
+  const { packet } = read;
 
   // After an unusable reply, the retry tells the model what was wrong with it (a repair turn
   // recorded under the run) instead of sending the request that already failed.
   const repair = await latestRepair(env.DOCUMENTS, job.packetKey, job.runId, job.packetHash, attempts);
-  const receipt = await runCompactorModel(env, packet.data, job.model, job.profile, repair);
+  const receipt = await runCompactorModel(env, packet, job.model, job.profile, repair);
   if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
   spent = { modelMs: receipt.value.latencyMs, inputTokens: receipt.value.usage?.inputTokens, outputTokens: receipt.value.usage?.outputTokens };
   if (lacksTokenUsage(receipt.value)) return failed("model_evidence_missing", "the provider's reply reported no token usage, which a boundary's receipt must carry");
   const { text, finishReason } = receipt.value;
   // A pointer to a page recall did not find is kept when the page exists.
-  const compaction = { agentId: packet.data.agentId, conversationId: job.conversationId };
-  const named = await livePages({ control: env.DB, shard: await shardDatabaseOf(env, job.conversationId) }, compaction, unrecalledMemoryRefs(packet.data, text));
-  const content = validateCompactorOutput(packet.data, { text, finishReason }, named);
+  const compaction = { agentId: packet.agentId, conversationId: job.conversationId };
+  const named = await livePages({ control: env.DB, shard: await shardDatabaseOf(env, job.conversationId) }, compaction, unrecalledMemoryRefs(packet, text));
+  const content = validateCompactorOutput(packet, { text, finishReason }, named);
   if (!content.ok) {
     await putRepair(env.DOCUMENTS, job.packetKey, { runId: job.runId, packetHash: job.packetHash, attempt: attempts, code: content.error.code, problem: content.error.message, reply: text });
     return failed(`output_${content.error.code}`, content.error.message);
@@ -238,7 +229,7 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
     return { kind: "done", spent };
   }
   logger.info("settlement", { ...settlement, outcome: "settled", seq: settled.value.body.coveredThrough.seq });
-  const extraction: ExtractJob = { type: "extract", conversationId: job.conversationId, agentId: job.agentId, compactorId: packet.data.compactorId, runId: job.runId, boundaryId: settled.value.body.id, model: job.model, profile: job.profile };
+  const extraction: ExtractJob = { type: "extract", conversationId: job.conversationId, agentId: job.agentId, compactorId: packet.compactorId, runId: job.runId, boundaryId: settled.value.body.id, model: job.model, profile: job.profile };
   await handOff(env, extraction);
   return { kind: "done", spent };
 }

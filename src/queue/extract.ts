@@ -5,13 +5,12 @@ import { factsByPage, mergeFacts } from "../core/fact-merge";
 import { extractionRunId, failedExtractionEvent, provenanceRows, sliceTurns, turnSeq } from "../core/extraction-plan";
 import type { ExtractJob } from "../core/jobs";
 import type { Packet } from "../core/packet";
-import { packetSchema } from "../core/packet";
 import { appendToConversation } from "../durable/stub";
 import { recordIncident } from "../incidents";
 import { logger } from "../logger";
 import { runExtractor } from "../model/extractor-model";
 import { readBoundaryByRun } from "../storage/shard/boundaries";
-import { readDocument } from "../storage/r2/documents";
+import { readPacket } from "../storage/r2/documents";
 import { extractionRecorded, readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/shard/extractions";
 import { backoffSeconds } from "./retry";
 import { shardDatabaseOf } from "../storage/shards";
@@ -87,19 +86,12 @@ async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, pat
 async function settledSlice(env: Env, job: ExtractJob): Promise<Result<Packet, { code: string; message: string }>> {
   const boundary = await readBoundaryByRun(await shardDatabaseOf(env, job.conversationId), job.runId);
   if (boundary === undefined || boundary.body.id !== job.boundaryId) return { ok: false, error: { code: "boundary_missing", message: `no settled boundary ${job.boundaryId} for run ${job.runId}` } };
-  const read = await readDocument(env.DOCUMENTS, boundary.body.packet.key, boundary.body.packet.hash);
-  if (!read.ok) return { ok: false, error: { code: `packet_${read.reason}`, message: `the packet of ${job.boundaryId} could not be verified` } };
-  let json: unknown;
-  try {
-    json = JSON.parse(read.text) as unknown;
-  } catch {
-    json = undefined;
-  }
-  const packet = packetSchema.safeParse(json);
-  if (!packet.success || packet.data.conversationId !== job.conversationId || packet.data.agentId !== job.agentId) {
+  const read = await readPacket(env.DOCUMENTS, boundary.body.packet.key, boundary.body.packet.hash);
+  if (!read.ok && read.reason !== "invalid") return { ok: false, error: { code: `packet_${read.reason}`, message: `the packet of ${job.boundaryId} could not be verified` } };
+  if (!read.ok || read.packet.conversationId !== job.conversationId || read.packet.agentId !== job.agentId) {
     return { ok: false, error: { code: "packet_invalid", message: `the packet of ${job.boundaryId} does not match its job` } };
   }
-  return ok(packet.data);
+  return ok(read.packet);
 }
 
 /** A failed attempt: a failed run event in the conversation's log and an incident, both private. */

@@ -4,7 +4,7 @@ import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
 import type { ReplyJob } from "../core/jobs";
 import type { NativeMessage } from "../core/render";
-import { readTrustedDocuments } from "../api/compose";
+import { readTrustedDocuments } from "../storage/r2/documents";
 import { contextFor } from "../durable/stub";
 import type { BotReply } from "../external/bots";
 import { askExternalBot } from "../external/bots";
@@ -59,9 +59,9 @@ export async function produceReply(env: Env, declaration: StoredDeclaration, job
     if (selection.error.details?.["reason"] === "source_absent") return { kind: "stop", outcome: { kind: "done" } };
     return failed(`context_${selection.error.code}`, selection.error.message, selection.error.code !== "not_found");
   }
-  const documents = await readTrustedDocuments(env, agent);
+  const documents = await readTrustedDocuments(env.DOCUMENTS, agent);
   if (!documents.ok) return failed(`documents_${documents.error.code}`, documents.error.message, false);
-  const request = buildChatRequest(agent.provider.model, documents.value, selection.value.messages);
+  const request = buildChatRequest(agent.provider.model, documents.value.documents, selection.value.messages);
 
   const external = agent.reply.mode === "service" || agent.reply.mode === "http" ? agent.reply : undefined;
   if (external !== undefined) {
@@ -72,7 +72,7 @@ export async function produceReply(env: Env, declaration: StoredDeclaration, job
       sourceMessageId: job.sourceMessageId,
       request,
       manifest: selection.value.manifest,
-      documents: documents.value,
+      documents: documents.value.documents,
     });
     const answered = await askExternalBot(env, external, payload);
     // Like a model: a bot that is down or slow gets another attempt; one that refused, or answered

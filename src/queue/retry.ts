@@ -1,4 +1,4 @@
-import { compactionRetryBaseSeconds } from "../config";
+import { queueRetryBaseSeconds } from "../config";
 
 const RETRY_MAX_SECONDS = 600;
 
@@ -10,9 +10,9 @@ export function retryDelaySeconds(baseSeconds: number, attempts: number, retryAf
 
 /**
  * The delay before a job's next attempt, from its own message's `attempts`: every kind of job
- * (compactions, extractions, replies, notices) backs off from `COMPACTION_RETRY_BASE_SECONDS`, each
+ * (compactions, extractions, replies, notices, alerts) backs off from `QUEUE_RETRY_BASE_SECONDS`, each
  * message by its own count, so one message's retries never set another's pace.
  */
 export function backoffSeconds(env: Env, attempts: number, retryAfterSeconds: number | null = null): number {
-  return retryDelaySeconds(compactionRetryBaseSeconds(env), attempts, retryAfterSeconds);
+  return retryDelaySeconds(queueRetryBaseSeconds(env), attempts, retryAfterSeconds);
 }

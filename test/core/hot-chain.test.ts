@@ -44,7 +44,8 @@ describe("hot chain", () => {
         for (const event of rest) observe(chain, [event]);
         const fresh = loaded(log, 0);
         expect(tail(chain)).toEqual(tail(fresh));
-        expect(totals(chain)).toEqual(totals(fresh));
+        // (A chain loaded fresh has seen only the turn-shaping events; one that observed has seen every event.)
+        expect({ ...totals(chain), lastSeen: 0 }).toEqual({ ...totals(fresh), lastSeen: 0 });
       }),
     );
   });

@@ -95,7 +95,7 @@ describe("a batch's jobs do not wait for one another", () => {
     let answer: (value: { text: string }) => void = () => undefined;
     const bot = { reply: () => new Promise<{ text: string }>((resolve) => (answer = resolve)) };
     const silent = await asked({ mode: "service", binding: "QC_SILENT_BOT" });
-    const configured = { ...consumerEnv, QC_SILENT_BOT: bot, MODEL_TIMEOUT_MS: "100", MODEL_MAX_RETRIES: "0", COMPACTION_RETRY_BASE_SECONDS: "3" } as unknown as Env;
+    const configured = { ...consumerEnv, QC_SILENT_BOT: bot, MODEL_TIMEOUT_MS: "100", MODEL_MAX_RETRIES: "0", QUEUE_RETRY_BASE_SECONDS: "3" } as unknown as Env;
     // A batch of the test's own making, which keeps the delay each retry asks for.
     const decisions: { id: string; decision: string; delaySeconds?: number }[] = [];
     const message = {

@@ -1,4 +1,7 @@
+import type { Result } from "../../core/errors";
 import { sha256Hex } from "../../core/hash";
+import type { Packet, TrustedDocument } from "../../core/packet";
+import { packetSchema, pageBudget } from "../../core/packet";
 import { trustedDocumentKey } from "./keys";
 
 /**
@@ -26,17 +29,49 @@ export async function readDocument(bucket: R2Bucket, key: string, expectedHash: 
 }
 
 
-/** An agent's subscribed documents, each re-hashed on read; a missing or altered one is refused. */
+/** Why an agent's subscribed documents cannot be given to anyone: one is gone or altered, or together they exceed the budget. */
+export interface TrustedDocumentsRefused {
+  readonly code: "unknown_document" | "document_budget_exceeded";
+  readonly message: string;
+}
+
+/**
+ * An agent's subscribed documents, each re-hashed on read (a missing or altered one is refused),
+ * charged to its document budget exactly as they are sent (`core/packet` `pageBudget`: a reader
+ * never gets a cut document). `pageChars`: what the budget leaves for recalled memory pages. The
+ * one reader of trusted documents, for the compactor's packet, compose and built-in replies alike.
+ */
 export async function readTrustedDocuments(
   bucket: R2Bucket,
-  agentId: string,
-  refs: readonly { readonly name: string; readonly hash: string }[],
-): Promise<{ ok: true; value: { name: string; hash: string; content: string }[] } | { ok: false; error: { code: "unknown_document"; message: string } }> {
-  const documents: { name: string; hash: string; content: string }[] = [];
-  for (const ref of refs) {
-    const read = await readDocument(bucket, trustedDocumentKey(agentId, ref.name, ref.hash), ref.hash);
+  agent: { readonly id: string; readonly documents: readonly { readonly name: string; readonly hash: string }[]; readonly documentBudgetChars: number },
+): Promise<Result<{ documents: TrustedDocument[]; pageChars: number }, TrustedDocumentsRefused>> {
+  const documents: TrustedDocument[] = [];
+  for (const ref of agent.documents) {
+    const read = await readDocument(bucket, trustedDocumentKey(agent.id, ref.name, ref.hash), ref.hash);
     if (!read.ok) return { ok: false, error: { code: "unknown_document", message: `document ${ref.name}@${ref.hash} is ${read.reason === "missing" ? "missing" : "altered"}` } };
     documents.push({ name: ref.name, hash: ref.hash, content: read.text });
   }
-  return { ok: true, value: documents };
+  const budget = pageBudget(documents, agent.documentBudgetChars);
+  return budget.ok ? { ok: true, value: { documents, pageChars: budget.value } } : budget;
+}
+
+export type PacketReadResult = { readonly ok: true; readonly packet: Packet } | { readonly ok: false; readonly reason: "missing" | "hash_mismatch" | "invalid" };
+
+/**
+ * A compaction packet read back: re-hashed against the hash its plan recorded, then parsed as
+ * JSON and against the packet schema. The one reader of packets, for the queue consumer, the
+ * extractor, settlement and the resolver alike; each then checks the packet is the one its job or
+ * plan names.
+ */
+export async function readPacket(bucket: R2Bucket, key: string, expectedHash: string): Promise<PacketReadResult> {
+  const read = await readDocument(bucket, key, expectedHash);
+  if (!read.ok) return read;
+  let json: unknown;
+  try {
+    json = JSON.parse(read.text) as unknown;
+  } catch {
+    return { ok: false, reason: "invalid" };
+  }
+  const packet = packetSchema.safeParse(json);
+  return packet.success ? { ok: true, packet: packet.data } : { ok: false, reason: "invalid" };
 }
