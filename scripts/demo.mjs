@@ -8,16 +8,19 @@
 // unless it ends with a verified chain of at least three boundaries, an amendment, and that answer
 // in the memory envelope.
 //
-// Reads the URL, token and webhook secret `npm start` made (.wrangler/foldline/local.json);
-// FOLDLINE_URL, FOLDLINE_TOKEN and FOLDLINE_TELEGRAM_SECRET override them.
+// Talks to http://127.0.0.1:$FOLDLINE_PORT (default 8787, where `npm start` listens) with the token
+// and webhook secret `npm start` made (.wrangler/foldline/local.json); FOLDLINE_URL, FOLDLINE_TOKEN
+// and FOLDLINE_TELEGRAM_SECRET override them.
 import { parseArgs } from "node:util";
 import { DEMO_PROMPT, GROUP_TITLE, LATE_EDIT, MEMORY_QUESTIONS, PEOPLE, SESSIONS } from "./demo/conversation.mjs";
-import { DEMO_AGENT_ID, DEMO_COMPACTOR_ID, registerDemoAgent } from "./lib/demo-agent.mjs";
+import { DEMO_AGENT_ID, DEMO_COMPACTOR_ID, DEMO_POLICY, registerDemoAgent } from "./lib/demo-agent.mjs";
+import { UNCHECKED, wrap } from "./lib/demo-text.mjs";
+import { localPort, localUrl } from "./lib/local-port.mjs";
 import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, readLocalState } from "./lib/local-state.mjs";
 
 const { values: options } = parseArgs({
   options: {
-    url: { type: "string", default: process.env.FOLDLINE_URL ?? "http://127.0.0.1:8787" },
+    url: { type: "string", default: process.env.FOLDLINE_URL || localUrl(localPort()) },
     quiet: { type: "boolean", default: false },
   },
 });
@@ -34,6 +37,8 @@ if (TOKEN === undefined || SECRET === undefined) {
 const SETTLE_TIMEOUT_MS = Number(process.env.FOLDLINE_DEMO_SETTLE_MS ?? 90_000);
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (/** @type {string} */ line) => console.log(line);
+/** 1,600 rather than 1600, as the policy line writes it. @param {number} n */
+const fmt = (n) => n.toLocaleString("en-US");
 const progress = (/** @type {string} */ line) => {
   if (!options.quiet) console.log(line);
 };
@@ -93,15 +98,32 @@ const log = {
   proposalSeq: new Map(),
   /** @type {Map<string, { status: string, detail: unknown }>} compaction runs by id (skipped preflights excluded) */
   runs: new Map(),
+  /** @type {Map<string, { frozenTurns: number, frozenChars: number, retainedTailChars: number }>} what each planned run froze */
+  frozen: new Map(),
+  /** @type {{ seq: number, at: number, activeChars: number, status: string, reason?: string, runId: string } | undefined} the newest recorded check: a plan or a skip (`seq` the message checked, `at` the record's own) */
+  lastCheck: undefined,
+  /** Seq of the newest completed compaction run. */
+  lastSettledAt: 0,
+  /** @type {{ seq: number, kind: string }[]} every event's kind (a correction's action), in order */
+  kinds: [],
   async poll() {
     for (;;) {
       const page = expectStatus("reading the log", await call("GET", `${conversationPath}/events?after=${this.after}&limit=500`), [200]);
       for (const event of page.events) {
         this.after = event.seq;
+        this.kinds.push({ seq: event.seq, kind: event.kind === "correction" ? event.body.action : event.kind });
         if (event.kind === "source") this.sourceSeq.set(event.body.messageId, event.seq);
         if (event.kind === "proposal") this.proposalSeq.set(event.body.proposalId, event.seq);
-        if (event.kind !== "run" || event.body.agentId !== DEMO_COMPACTOR_ID || event.body.status === "skipped") continue;
+        if (event.kind !== "run" || event.body.agentId !== DEMO_COMPACTOR_ID) continue;
         const { runId, status, detail, error } = event.body;
+        // Every check against the trigger that a person's message makes leaves a skip (with its reason)
+        // or a plan; one made when a compaction settles leaves a record only when it plans.
+        if (status === "skipped" || status === "planned") {
+          this.lastCheck = { seq: detail.sourceSeq ?? detail.triggerSeq, at: event.seq, activeChars: detail.activeChars, status, reason: detail.reason, runId };
+        }
+        if (status === "completed") this.lastSettledAt = event.seq;
+        if (status === "skipped") continue;
+        if (status === "planned") this.frozen.set(runId, detail);
         this.runs.set(runId, { status, detail });
         if (status === "planned") progress(`      ⋯ compaction planned (run ${runId.slice(0, 8)}): the oldest history past the trigger is frozen into a packet`);
         if (status === "completed") progress(`      ✓ compaction completed (run ${runId.slice(0, 8)}) by ${event.body.model ?? "?"}`);
@@ -147,7 +169,7 @@ async function main() {
   await registerDemoAgent(BASE, TOKEN);
 
   say(`Demo conversation ${conversation}: "${GROUP_TITLE}", a Telegram group with a concierge bot`);
-  say(`  policy of ${DEMO_COMPACTOR_ID}: compact past 1,600 characters of context, keep ≥ 600 exact (demo-sized)\n`);
+  say(`  policy of ${DEMO_COMPACTOR_ID}: compact when the context reaches ${fmt(DEMO_POLICY.triggerInputChars)} characters, keep up to ${fmt(DEMO_POLICY.retainInputChars)} of the newest exact (demo-sized)\n`);
 
   /** @type {Map<string, number>} conversation keys → Telegram message ids */
   const keyed = new Map();
@@ -226,20 +248,41 @@ function clip(text, max) {
 async function report() {
   const chain = await chainNow();
   const current = chain.boundaries.filter((b) => b.current);
-  say(`── The chain of ${DEMO_AGENT_ID} (epoch ${chain.currentEpochId.slice(0, 12)}…): ${current.length} boundaries`);
-  for (const boundary of current) {
-    say(`   #${boundary.position}  ${boundary.id.slice(0, 12)}…  covers seq ≤ ${boundary.coveredThroughSeq}  by ${boundary.model?.provider}/${boundary.model?.model}  links to ${boundary.previous === null ? "nothing (first of its epoch)" : `${boundary.previous.id.slice(0, 12)}…`}`);
-    if (boundary.preview !== null) say(`       preview: ${clip(boundary.preview, 110)}`);
+  await log.poll();
+  say(`── The chain of ${DEMO_AGENT_ID}: ${current.length} boundaries, epoch ${chain.currentEpochId}`);
+  const models = new Set(current.map((b) => `${b.model?.provider}/${b.model?.model}`));
+  if (models.size === 1) say(`   all written by ${[...models][0]}; each one summarizes everything up to its seq and links to the one before`);
+  /** @type {Map<string, number[]>} preview → positions with it */
+  const byPreview = new Map();
+  for (const [index, boundary] of current.entries()) {
+    const before = current[index - 1];
+    const range = before === undefined ? `seq ≤ ${boundary.coveredThroughSeq}` : `seq ${before.coveredThroughSeq + 1}–${boundary.coveredThroughSeq}`;
+    const frozen = log.frozen.get(boundary.runId);
+    const added = frozen === undefined ? "" : ` (${frozen.frozenTurns} turns, ${fmt(frozen.frozenChars)} characters)`;
+    const model = models.size === 1 ? "" : `  by ${boundary.model?.provider}/${boundary.model?.model}`;
+    say(`   #${boundary.position}  ${before === undefined ? "covers" : "adds"} ${range}${added}  ${boundary.id.slice(0, 12)}…${model}`);
+    if (boundary.preview === null) continue;
+    const same = byPreview.get(boundary.preview);
+    say(`       preview: ${same === undefined ? clip(boundary.preview, 110) : `the same first line as #${same[0]}`}`);
+    byPreview.set(boundary.preview, [...(same ?? []), boundary.position]);
+  }
+  const repeated = [...byPreview.values()].filter((positions) => positions.length > 1);
+  if (repeated.length > 0) {
+    // The listing serves only the preview (the summary's first line, never the summary itself).
+    const extractive = [...models].every((m) => m.startsWith("foldline-extractive/"));
+    const why = extractive ? "the offline extractive compactor opens each summary with the previous one's first line (\"Earlier: …\"), so the chain reads on" : "these summaries open alike";
+    for (const line of wrap(`(a preview is the first line of its summary, and ${why}: what tells them apart is the range each adds)`, 104)) say(`   ${line}`);
   }
 
   const context = expectStatus("reading the context", await call("GET", `${conversationPath}/context?agent=${DEMO_AGENT_ID}`), [200]);
   const { manifest } = context;
   say("\n── What the agent is served now (GET …/context)");
-  say(`   boundary #${manifest.boundary?.position ?? "—"}: ${manifest.boundary?.envelopeChars ?? 0} characters`);
+  say(`   boundary #${manifest.boundary?.position ?? "—"}: ${fmt(manifest.boundary?.envelopeChars ?? 0)} characters`);
   const items = manifest.amendment?.items ?? [];
-  say(`   amendment: ${items.length === 0 ? "none" : `${manifest.amendment.envelopeChars} characters, ${items.map((i) => `${i.kind} ${i.turnId}`).join(", ")}`}`);
-  say(`   exact tail: ${manifest.tail.turns} turns, ${manifest.tail.chars} characters`);
-  say(`   total: ${manifest.totals.chars} characters in ${manifest.totals.messages} messages (the whole conversation is ${await conversationChars()} characters)`);
+  say(`   amendment: ${items.length === 0 ? "none" : `${fmt(manifest.amendment.envelopeChars)} characters, ${items.map((i) => `${i.kind} ${i.turnId}`).join(", ")}`}`);
+  say(`   exact tail: ${manifest.tail.turns} turns, ${fmt(manifest.tail.chars)} characters`);
+  say(`   total: ${fmt(manifest.totals.chars)} characters in ${manifest.totals.messages} messages (the whole conversation is ${fmt(await conversationChars())} characters)`);
+  for (const line of triggerNote(manifest, current)) say(`   ${line}`);
   // The envelopes exactly as the model reads them: the summary is data inside a fixed frame.
   for (const message of context.messages.slice(0, (manifest.boundary === null ? 0 : 1) + (manifest.amendment === null ? 0 : 1))) {
     say("");
@@ -275,13 +318,57 @@ async function report() {
 }
 
 /**
+ * Why the served total may stand above the trigger (src/core/preflight-decider.ts,
+ * src/durable/active-history.ts, src/durable/settlement.ts): the trigger is checked when a person's
+ * message (a source) arrives — each check recorded as a plan or a skipped run — and again, unrecorded
+ * unless it plans, when a compaction settles; always against the same parts the agent is served, the
+ * boundary and amendment envelopes plus the exact uncovered turns. Replies, edits and receipts are
+ * not checked, and a compaction freezes only the turns beyond the retained tail, so the total can
+ * sit above the trigger until the next message.
+ * @param {{ totals: { chars: number }, tail: { chars: number }, amendment: { envelopeChars: number, items: { kind: string, turnId: string }[] } | null }} manifest
+ * @param {{ position: number, runId: string }[]} current the chain's current boundaries
+ */
+function triggerNote(manifest, current) {
+  const { triggerInputChars: trigger, retainInputChars: retain } = DEMO_POLICY;
+  const check = log.lastCheck;
+  if (check === undefined || manifest.totals.chars < trigger) return [];
+  const planned = log.frozen.get(check.runId);
+  const became = current.find((b) => b.runId === check.runId);
+  const settledSince = log.lastSettledAt > check.at ? ", and the check when it settled planned nothing more" : "";
+  const outcome =
+    check.status === "planned"
+      ? `planned the compaction that became ${became === undefined ? "a boundary" : `boundary #${became.position}`}${planned === undefined ? "" : ` (it froze ${fmt(planned.frozenChars)} characters and kept ${fmt(planned.retainedTailChars)} exact)`}`
+      : check.reason === "below_trigger"
+        ? "was below it"
+        : check.reason === "nothing_to_freeze"
+          ? `found nothing to freeze: every uncovered turn fit the ${fmt(retain)} kept exact`
+          : check.reason === "compaction_in_flight"
+            ? `waited for the compaction in flight${settledSince}`
+            : `waited (${check.reason})`;
+  const later = log.kinds.filter((e) => e.seq > check.seq && e.kind !== "run");
+  /** @type {Map<string, number>} */
+  const counts = new Map();
+  for (const { kind } of later) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  const arrived = [...counts].map(([kind, n]) => `${n} ${UNCHECKED[kind] ?? kind}${n === 1 ? "" : "s"}`);
+  const list = arrived.length <= 1 ? arrived.join("") : `${arrived.slice(0, -1).join(", ")} and ${arrived.at(-1)}`;
+  const amended = manifest.amendment === null ? "" : `; the ${fmt(manifest.amendment.envelopeChars)}-character amendment is what they changed in covered history (${manifest.amendment.items.map((i) => `${i.kind} ${i.turnId}`).join(", ")})`;
+  const since = counts.has("source") || arrived.length === 0 ? "" : ` Since then no one has written: ${list} arrived, which are not checked${amended}.`;
+  const note =
+    `why above the ${fmt(trigger)} trigger: the trigger is checked when a person's message arrives and when a compaction settles, ` +
+    `against these same parts (boundary + amendment + exact tail), and a compaction freezes only turns beyond the newest ${fmt(retain)}. ` +
+    `The last check in the log, for the message at seq ${check.seq}, counted ${fmt(check.activeChars)} characters and ${outcome}.${since} ` +
+    `The next message is checked again (the exact tail holds ${fmt(manifest.tail.chars)} now).`;
+  return wrap(note, 104).map((line, i) => (i === 0 ? line : `  ${line}`));
+}
+
+
+/**
  * Asks the memory questions whose answers the served context (boundary + tail) no longer holds,
  * and ends on the first one an extracted memory page still holds: the memory search finds it (as
  * the page's entry or the exact message it came from) with its messages, and compose serves the
- * answer in the memory envelope
- * (recalled as the page's entry or as the exact older turn it was taken from, whichever recall
- * ranked first; untrusted history either way, never instructions). False when no forgotten fact
- * is both on a page and served.
+ * answer in the memory envelope — as the page's entry or as the exact older turns it was taken
+ * from, whichever recall ranked first, and the output says which (untrusted history either way,
+ * never instructions). False when no forgotten fact is both on a page and served.
  * @param {{ messages: { content: unknown }[] }} context what `GET …/context` served
  */
 async function memoryQuestion(context) {
@@ -299,11 +386,21 @@ async function memoryQuestion(context) {
     const memory = (composed.request?.messages ?? []).find((m) => typeof m.content === "string" && m.content.includes('kind="memory"'));
     if (memory === undefined || !String(memory.content).includes(pick.answer)) continue;
     const listed = composed.manifest?.memory;
+    /** @type {{ path: string, keys?: string[] }[]} */
+    const servedPages = listed?.pages ?? [];
+    const servedTurns = listed?.turns ?? [];
+    const fromPage = servedPages.find((p) => p.path === page.path);
     say(`   question: "${pick.question}"`);
     say(`   "${pick.answer}" is in neither the boundary nor the exact tail any more; the page ${page.path} holds it:`);
     for (const line of String(page.content).split("\n").filter((l) => l.includes(pick.answer)).slice(0, 2)) say(`   │ ${clip(line, 116)}`);
     say(`   memory search finds it as ${found.type === "entry" ? `the page's entry ${found.key}` : found.type === "turn" ? "the exact older message it was taken from" : `the page ${found.path}`}, from message(s) ${(found.sources ?? []).map((s) => `${s.messageId} (seq ${s.seq})`).join(", ")}`);
-    say(`   compose served it in a memory envelope of ${listed?.envelopeChars ?? 0} characters (${listed?.pages?.length ?? 0} page(s), ${listed?.turns?.length ?? 0} older turn(s)):`);
+    // The manifest says what compose put in the envelope: the page's entries, or the older turns the page was taken from.
+    const how =
+      fromPage !== undefined
+        ? `from that page${fromPage.keys === undefined ? "" : ` (entr${fromPage.keys.length === 1 ? "y" : "ies"} ${fromPage.keys.join(", ")})`}`
+        : "from the exact older messages, not from the page";
+    const pagesServed = servedPages.length === 0 ? "no page entries" : `entries of ${servedPages.length} page${servedPages.length === 1 ? "" : "s"}`;
+    say(`   compose served it ${how}: a memory envelope of ${fmt(listed?.envelopeChars ?? 0)} characters with ${servedTurns.length} older turn${servedTurns.length === 1 ? "" : "s"} and ${pagesServed}:`);
     for (const line of String(memory.content).split("\n").filter((l) => l.includes(pick.answer)).slice(0, 2)) say(`   │ ${clip(line, 116)}`);
     return true;
   }

@@ -9,12 +9,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { d1BindingsOf } from "./lib/d1-bindings.mjs";
 import { registerDemoAgent } from "./lib/demo-agent.mjs";
+import { DEFAULT_PORT, localPort, localUrl } from "./lib/local-port.mjs";
 import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, ROOT, ensureLocalState, wrangler } from "./lib/local-state.mjs";
+import { holdStartLock } from "./lib/start-lock.mjs";
 
-const PORT = Number(process.env.FOLDLINE_PORT ?? 8787);
-const URL_BASE = `http://127.0.0.1:${PORT}`;
+const PORT = localPort();
+const URL_BASE = localUrl(PORT);
 const DEV_VARS = join(ROOT, ".dev.vars");
 const GENERATED_ENV = join(ROOT, ".wrangler", "foldline", "start.env");
+// From the first migration on this start holds the local state: `npm run reset` refuses meanwhile.
+holdStartLock(PORT);
 
 /** The assignments of a dotenv file (enough of the format to see which keys it sets). @param {string} path */
 function readDotenv(path) {
@@ -63,10 +67,19 @@ mkdirSync(dirname(GENERATED_ENV), { recursive: true });
 writeFileSync(GENERATED_ENV, Object.entries(generated).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n") + "\n", { mode: 0o600 });
 const envFiles = [...(existsSync(DEV_VARS) ? [DEV_VARS] : []), GENERATED_ENV].flatMap((file) => ["--env-file", file]);
 
+// wrangler prints the bindings table again whenever its dev registry (a directory shared by every
+// `wrangler dev` on the machine) reports a change, and a Worker with a queue watches it for queue
+// consumers, its own registration included: so every start printed the table twice (and again
+// whenever another `wrangler dev` with a queue, such as the bench's or the browser test's, came or
+// went). An empty WRANGLER_REGISTRY_PATH turns the registry off. Set WRANGLER_REGISTRY_PATH (wrangler's
+// default is ~/.config/.wrangler/registry) to let another Worker under `wrangler dev` reach this
+// one over a service binding.
+const registry = { WRANGLER_REGISTRY_PATH: process.env.WRANGLER_REGISTRY_PATH ?? "" };
 const entry = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const dev = spawn(process.execPath, [entry, "dev", "--ip", "127.0.0.1", "--port", String(PORT), ...envFiles, ...process.argv.slice(2)], {
   cwd: ROOT,
   stdio: "inherit",
+  env: { ...process.env, ...registry },
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => process.exit(code ?? 0));
@@ -101,7 +114,7 @@ if (!(await ready())) {
         ? `  inspector: ${URL_BASE}/inspector/login#token=${state.token}`
         : `  inspector: ${URL_BASE}/inspector (sign in with the token in ${LOCAL_STATE_DISPLAY})`,
       `  API reference: ${URL_BASE}/reference`,
-      "  next, in another terminal: npm run demo",
+      `  next, in another terminal: ${PORT === DEFAULT_PORT ? "" : `FOLDLINE_PORT=${PORT} `}npm run demo`,
       "",
     ];
     console.log(lines.join("\n"));
