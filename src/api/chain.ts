@@ -11,7 +11,8 @@ import { readBoundaryAuditPage, readBoundaryAuditRows } from "../storage/shard/b
 import { readChainTrouble } from "../storage/shard/incidents";
 import { readPlansByRunIds } from "../storage/shard/plans";
 import { conversationStub } from "../durable/stub";
-import type { chainHealthSchema, Wire } from "./responses";
+import type { Wire } from "./responses";
+import type { chainHealthSchema } from "./responses-chain";
 import { readChainAnchor, readSliceLog } from "../storage/shard/context-reads";
 import { readDocument } from "../storage/r2/documents";
 import { readAllEvents, readEventsByKeys, readLogShape } from "../storage/shard/events";

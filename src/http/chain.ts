@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { listChain, verifyChain, verifyLinks } from "../api/chain";
 import { agentQuery, linkPageQuery } from "../api/queries";
-import { chainAuditSchema, chainListingSchema, linkPageSchema } from "../api/responses";
+import { chainAuditSchema, chainListingSchema, linkPageSchema } from "../api/responses-chain";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
 import { BEARER, operation, pathParameter, queryParameters } from "./openapi/operation";

@@ -10,22 +10,8 @@ import {
   replySchema,
 } from "../../core/declarations";
 import { attachmentSchema, authorSchema, correctionBodySchema, deliveryBodySchema, eventInputSchema, proposalBodySchema, runBodySchema, sourceBodySchema } from "../../core/events";
-import {
-  auditCheckSchema,
-  chainHealthSchema,
-  chatRequestSchema,
-  composeManifestSchema,
-  contextManifestSchema,
-  contextMessageSchema,
-  epochAuditSchema,
-  epochSchema,
-  incidentSchema,
-  linkAuditSchema,
-  listedBoundarySchema,
-  memoryPageSummarySchema,
-  storedEventSchema,
-  turnSchema,
-} from "../../api/responses";
+import { chatRequestSchema, composeManifestSchema, contextManifestSchema, contextMessageSchema, epochSchema, incidentSchema, memoryPageSummarySchema, storedEventSchema, turnSchema } from "../../api/responses";
+import { auditCheckSchema, chainHealthSchema, epochAuditSchema, linkAuditSchema, listedBoundarySchema } from "../../api/responses-chain";
 import { problemSchema } from "./problem";
 import type { JsonSchema, RequestBodyConfig, ResponseConfig } from "./types";
 import { SCHEMA_REF_PREFIX } from "./types";
