@@ -49,7 +49,7 @@ export function workers(migrations: Migrations, inject: Inject) {
         OPENAI_API_KEY_FAKE: "test-key",
         OPENAI_BASE_URL_FAKE: inject("fakeOpenAiBaseUrl"),
         // Retries and backoff without waiting: the tests observe their order, not their timing.
-        COMPACTION_RETRY_BASE_SECONDS: "0",
+        QUEUE_RETRY_BASE_SECONDS: "0",
         COMPACTION_BACKOFF_BASE_SECONDS: "0",
         // The loopback fake Bot API (test/fake-telegram) and the test bot's token for it.
         TELEGRAM_API_BASE_URL: inject("fakeTelegramOrigin"),

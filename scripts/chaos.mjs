@@ -68,7 +68,7 @@ const fake = await startFakeOpenAi({ summaryChars: 300, delayMs: option("model-d
 await writeEnvFile(envFile, {
   OPENAI_API_KEY: "chaos-not-a-real-key",
   OPENAI_BASE_URL: fake.baseUrl,
-  COMPACTION_RETRY_BASE_SECONDS: "1",
+  QUEUE_RETRY_BASE_SECONDS: "1",
   COMPACTION_BACKOFF_BASE_SECONDS: "2",
   // The plan watchdog in seconds, so a plan whose job died with the runtime is re-sent within the run.
   PLAN_WATCHDOG_SECONDS: String(WATCHDOG_S),

@@ -102,13 +102,13 @@ function seconds(value: string, fallback: number): number {
 }
 
 /**
- * First delay before a failed attempt of any queue job is retried, `QUEUE_RETRY_BASE_SECONDS`; a
- * deployment that still sets the setting's former name, `COMPACTION_RETRY_BASE_SECONDS`, keeps it.
+ * First delay before a failed attempt of any queue job is retried, `QUEUE_RETRY_BASE_SECONDS`. A
+ * deployment that still sets the setting's former name, `COMPACTION_RETRY_BASE_SECONDS`, keeps its
+ * value: wrangler.toml no longer defines that name, so it is set only by someone who chose it.
  */
 export function queueRetryBaseSeconds(env: Env): number {
   const former = (env as unknown as Record<string, unknown>)["COMPACTION_RETRY_BASE_SECONDS"];
-  const value = typeof env.QUEUE_RETRY_BASE_SECONDS === "string" ? env.QUEUE_RETRY_BASE_SECONDS : typeof former === "string" ? former : "";
-  return seconds(value, 5);
+  return seconds(typeof former === "string" ? former : env.QUEUE_RETRY_BASE_SECONDS, 5);
 }
 
 /** First backoff of a chain after a dead-lettered compaction, `COMPACTION_BACKOFF_BASE_SECONDS`. */
