@@ -5,6 +5,7 @@ import type { ExtractedFact, SliceTurn } from "../core/fact-extraction";
 import { extractFacts } from "../core/fact-extraction";
 import type { ExtractorOutputCode } from "../core/extractor-io";
 import { EXTRACTOR_JSON_SCHEMA, extractorMessages, validateExtractorOutput } from "../core/extractor-io";
+import type { Packet } from "../core/packet";
 import type { JsonSchemaResponseFormat, ModelFailureKind } from "./compactor-model";
 import { chatCompletion } from "./compactor-model";
 
@@ -39,12 +40,13 @@ const FACTS_RESPONSE_FORMAT: JsonSchemaResponseFormat = {
 /** Room for a slice's facts: a few hundred one-line statements at most. */
 const MAX_EXTRACTION_TOKENS = 8_192;
 
-export async function runExtractor(env: Env, turns: readonly SliceTurn[], model: string, profile: string = DEFAULT_PROFILE): Promise<Result<ExtractionReceipt, ExtractionFailure>> {
+/** `turns` are the packet's frozen turns bound to their log events (`sliceTurns`): what a fact may cite. */
+export async function runExtractor(env: Env, packet: Packet, turns: readonly SliceTurn[], model: string, profile: string = DEFAULT_PROFILE): Promise<Result<ExtractionReceipt, ExtractionFailure>> {
   const offline = (openAiApiKey(env, profile) === undefined && profile === DEFAULT_PROFILE) || !extractionUsesModel(env, profile);
   if (offline) return ok({ ...OFFLINE_EXTRACTOR, usage: null, facts: extractFacts(turns) });
   const receipt = await chatCompletion(env, profile, {
     model,
-    messages: extractorMessages(turns),
+    messages: extractorMessages(packet),
     maxCompletionTokens: MAX_EXTRACTION_TOKENS,
     ...(structuredOutput(env, profile) ? { responseFormat: FACTS_RESPONSE_FORMAT } : {}),
   });

@@ -24,7 +24,9 @@ import { shardDatabaseOf } from "../storage/shards";
  * - A run already recorded complete is done: a redelivered job, or a copy the conversation's
  *   object sent again while the extraction looked unseen (`durable/extraction-watch`), pays no
  *   second model call.
- * - The slice is the settled boundary's packet, re-read and re-verified from R2 by its hash.
+ * - The slice is the settled boundary's packet, re-read and re-verified from R2 by its hash. The
+ *   model is sent the compactor's request for that packet, then the extractor's instructions
+ *   (`extractorMessages`), so a provider's prompt cache serves the shared part.
  * - Merging is idempotent by source event, so a job redelivered mid-run writes no second version.
  * - A model error or an unusable reply is a failed attempt: a failed run event and an incident,
  *   then the consumer's retry with backoff. Nothing here writes to the chain or waits on it.
@@ -56,7 +58,7 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   const turns = sliceTurns(packet.value.frozen.turns, await readEventHashes(shard, job.conversationId, seqs));
   if (!turns.ok) return failed(`slice_${turns.error.reason}`, `the frozen slice of ${job.boundaryId} does not match the log`);
 
-  const extracted = await runExtractor(env, turns.value, job.model, job.profile);
+  const extracted = await runExtractor(env, packet.value, turns.value, job.model, job.profile);
   if (!extracted.ok) return failed(extracted.error.code, extracted.error.message, extracted.error.retryAfterSeconds);
 
   const now = new Date();

@@ -29,7 +29,13 @@ import type { AddressInfo } from "node:net";
  * default reply; `delayMs` holds every answer (a slow model, so that a crash can land during a
  * call); and a compaction request for the model `FLAKY_MODEL` fails with 500 on the first attempt
  * at every slice, so the queue redelivers the same packet. Each call says which process sent it
- * (`process`), so the memory extraction that follows a compaction is counted apart.
+ * (`process`), so the memory extraction that follows a compaction is counted apart, and keeps its
+ * messages, so the bench can compare the extractor's request with the compactor's.
+ *
+ * A request's instructions are its last system message: the memory extractor's request repeats
+ * the compactor's leading messages (its system prompt included) and adds its own system message
+ * after them (src/core/extractor-io.ts), so `whenSystemIncludes`, `process` and the default reply
+ * read the last one. For every other request it is the first and only one.
  */
 
 export interface ScriptStep {
@@ -55,8 +61,8 @@ export interface ScriptStep {
   /** A raw body to send as is, instead of a chat completion (malformed-response tests). */
   readonly rawBody?: string;
   /**
-   * Only requests whose system message contains this text take the step (e.g. the compactor's
-   * prompt, to inject compactor failures while the agent's replies go through); others skip it.
+   * Only requests whose (last) system message contains this text take the step (e.g. the
+   * compactor's prompt, to inject compactor failures while the agent's replies go through); others skip it.
    */
   readonly whenSystemIncludes?: string;
 }
@@ -78,11 +84,18 @@ interface Session {
 interface ModelCall {
   readonly at: number;
   readonly model: string;
-  /** Which of Foldline's processes asked, by its system prompt: a compaction, or the memory extraction after it. */
+  /** Which of Foldline's processes asked, by its last system message: a compaction, or the memory extraction after it. */
   readonly process: "compactor" | "extractor";
+  /** The first system message's characters (the compactor's prompt and trusted documents). */
   readonly systemChars: number;
+  /** The first user message's characters (the compactor's tagged input). */
   readonly userChars: number;
+  /** Every message's characters: the whole request. */
   readonly totalChars: number;
+  /** The messages as sent (role and text). */
+  readonly messages: readonly { readonly role: string; readonly content: string }[];
+  /** The structured-output schema's name (`response_format.json_schema.name`), or null without one. */
+  readonly schema: string | null;
   readonly previousBoundaryChars: number;
   readonly amendmentsChars: number;
   readonly pagesChars: number;
@@ -142,10 +155,26 @@ function parseJson(text: string): unknown {
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** The text messages of a chat-completions body, in order. */
+function messagesOf(body: unknown): { role: string; content: string }[] {
+  if (!isRecord(body) || !Array.isArray(body["messages"])) return [];
+  return body["messages"].flatMap((m: unknown) => (isRecord(m) && typeof m["role"] === "string" && typeof m["content"] === "string" ? [{ role: m["role"], content: m["content"] }] : []));
+}
+
 function messageContent(body: Record<string, unknown>, role: string): string {
-  const messages = Array.isArray(body["messages"]) ? body["messages"] : [];
-  const found: unknown = messages.find((m: unknown) => isRecord(m) && m["role"] === role);
-  return isRecord(found) && typeof found["content"] === "string" ? found["content"] : "";
+  return messagesOf(body).find((m) => m.role === role)?.content ?? "";
+}
+
+/** The instructions the request runs under: its last system message ("" when it has none). */
+function systemText(body: unknown): string {
+  return messagesOf(body).findLast((m) => m.role === "system")?.content ?? "";
+}
+
+const isExtractorRequest = (body: unknown): boolean => systemText(body).startsWith(EXTRACTOR_PROMPT_START);
+
+function schemaName(format: unknown): string | null {
+  const schema = isRecord(format) ? format["json_schema"] : undefined;
+  return isRecord(schema) && typeof schema["name"] === "string" ? schema["name"] : null;
 }
 
 /** A tagged section's body of the compactor's input ("" when it says "(none)" or is absent). */
@@ -172,7 +201,7 @@ function defaultContent(body: Record<string, unknown>, summaryChars: number): st
     summary += ` ${word}`;
   }
   // The memory extractor's request gets a valid reply that finds nothing; tests script real facts.
-  if (messageContent(body, "system").startsWith("You are the memory extractor")) return JSON.stringify({ facts: [] });
+  if (isExtractorRequest(body)) return JSON.stringify({ facts: [] });
   return messageContent(body, "system").includes("salientFacts") ? JSON.stringify({ summary, salientFacts: {} }) : summary;
 }
 
@@ -180,13 +209,16 @@ function callOf(body: Record<string, unknown>): ModelCall {
   const system = messageContent(body, "system");
   const user = messageContent(body, "user");
   const slice = section(user, "slice");
+  const messages = messagesOf(body);
   return {
     at: Date.now(),
     model: typeof body["model"] === "string" ? body["model"] : "",
-    process: system.startsWith(EXTRACTOR_PROMPT_START) ? "extractor" : "compactor",
+    process: isExtractorRequest(body) ? "extractor" : "compactor",
     systemChars: system.length,
     userChars: user.length,
-    totalChars: system.length + user.length,
+    totalChars: messages.reduce((n, m) => n + m.content.length, 0),
+    messages,
+    schema: schemaName(body["response_format"]),
     previousBoundaryChars: section(user, "previous-boundary").length,
     amendmentsChars: section(user, "amendments").length,
     pagesChars: section(user, "existing-memory-pages").length,
@@ -341,11 +373,4 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
         server.close((error) => (error === undefined ? resolve() : reject(error)));
       }),
   };
-}
-
-/** The system message's text of a chat-completions body, or "" when it has none. */
-function systemText(body: unknown): string {
-  if (!isRecord(body) || !Array.isArray(body["messages"])) return "";
-  const first: unknown = body["messages"][0];
-  return isRecord(first) && first["role"] === "system" && typeof first["content"] === "string" ? first["content"] : "";
 }

@@ -212,11 +212,15 @@ describe("memory extraction through the compactor's model", () => {
     const view = await json<PageView>(await page(token, conversation, agentId, "extracted/decisions/offsite-venue"));
     expect(view.content).toContain("Ada booked the Quinta in Sintra as the offsite venue.");
     expect(view.facts?.[0]?.sources.map((s) => [s.messageId, s.seq])).toEqual([["m-venue", seq]]);
-    // The request framed the slice as data under the extractor's own prompt, held to its schema.
+    // The request repeated the compactor's request for the slice, the slice fenced as data in it,
+    // then gave the extractor's own instructions last, held to its schema.
     const requests = (await (await fetch(`${origin}/__requests`)).json()) as { body: { messages: { role: string; content: string }[]; response_format?: { json_schema?: { name?: string } } } }[];
-    const extraction = requests.find((r) => r.body.messages[0]?.content.startsWith(EXTRACTOR));
+    const extraction = requests.find((r) => r.body.messages.at(-1)?.content.startsWith(EXTRACTOR));
     expect(extraction?.body.response_format?.json_schema?.name).toBe("extracted_facts");
-    expect(extraction?.body.messages[1]?.content).toContain("<slice>\n[m-venue] @u1 (user): Ada: we booked the Quinta in Sintra as the venue.");
+    expect(extraction?.body.messages.map((m) => m.role)).toEqual(["system", "user", "system"]);
+    const compaction = requests.find((r) => r.body.messages.length === 2 && r.body.messages[1]?.content === extraction?.body.messages[1]?.content);
+    expect(compaction?.body.messages).toEqual(extraction?.body.messages.slice(0, 2));
+    expect(extraction?.body.messages[1]?.content).toMatch(/<slice>\n\[m-venue\] @\S+ \(user\): Ada: we booked the Quinta in Sintra as the venue\./);
   });
 
   it("pays no second model call for a run already recorded, however often its job is delivered again", async () => {
@@ -229,7 +233,7 @@ describe("memory extraction through the compactor's model", () => {
     // The model calls that extracted this boundary's slice (a later boundary's slice holds other messages).
     const extractorCalls = async () =>
       ((await (await fetch(`${origin}/__requests`)).json()) as { body: { messages: { content: string }[] } }[]).filter(
-        (r) => r.body.messages[0]?.content.startsWith(EXTRACTOR) === true && r.body.messages[1]?.content.includes("[m-venue]") === true,
+        (r) => r.body.messages.at(-1)?.content.startsWith(EXTRACTOR) === true && r.body.messages[1]?.content.includes("[m-venue]") === true,
       ).length;
     const before = await extractorCalls();
     expect(before).toBe(1);
