@@ -72,8 +72,37 @@ module.exports = {
         "client/ is the shipped `foldline/client` (package.json exports): it must load in plain Node 20+ and in any Worker and install with no dependency, " +
         "so everything it reaches is its own files and the two service modules it ships (the error codes and the signature module, which import nothing): " +
         "no binding, no `cloudflare:` or `node:` module, no npm package, nothing else of the Worker. Type imports count too: its .d.ts must not need the Worker's types.",
-      from: { path: "^client/[^/]+\\.ts$" },
+      // The grammY plugin, a file of client/ too, has the rule below instead.
+      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/grammy\\.ts$" },
       to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$"] },
+    },
+    {
+      name: "grammy-plugin-stands-alone",
+      severity: "error",
+      comment:
+        "client/grammy.ts is the shipped `foldline/grammy`: the client's rule, plus the Telegram mapping the webhook uses (core/telegram-message.ts and the " +
+        "unsafe-character check it needs, both import-free, so a bot installs no zod) and grammY itself, the bot's own peer dependency.",
+      from: { path: "^client/grammy\\.ts$" },
+      to: {
+        reachable: true,
+        pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$", "^src/core/(telegram-message|unsafe-chars)\\.ts$", "^node_modules/grammy/"],
+      },
+    },
+    {
+      name: "grammy-types-only",
+      severity: "error",
+      comment: "The plugin runs inside the bot's grammY: it imports grammY's types only, so it neither loads a second copy nor makes a bundler pull one in.",
+      from: { path: "^client/grammy\\.ts$" },
+      to: { path: "^node_modules/grammy/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "product-not-instruments",
+      severity: "error",
+      comment:
+        "The benchmark's instruments (the usage ledger, the D1 meter, the D1 simulation) live in bench/worker, which wraps the product's Worker and object; " +
+        "src/ constructs none of them, so production runs without them.",
+      from: { path: "^src/" },
+      to: { path: "^bench/" },
     },
     {
       name: "service-not-client",

@@ -35,6 +35,9 @@ const TEST_DATABASES = { DB: "foldline-control", DB_SHARD_0: "foldline-shard-0",
 export function workers(migrations: Migrations, inject: Inject) {
   return {
     wrangler: { configPath: "./wrangler.toml" },
+    // The product (src/index.ts) behind the benchmark's instruments (bench/worker): the D1 meter a
+    // test asks for by header, the usage ledger and the D1 simulation, each off unless its var is on.
+    main: "./bench/worker/index.ts",
     miniflare: {
       d1Databases: TEST_DATABASES,
       bindings: {
@@ -84,7 +87,7 @@ export function workers(migrations: Migrations, inject: Inject) {
         // The external bot tests (test/fake-bot): the fake's key, and a key it does not share.
         BOT_HMAC_SECRET: inject("fakeBotSecret"),
         BOT_HMAC_WRONG: "not-the-fake-bots-key",
-        // The D1 meter (storage/d1-meter) is available to a request that asks for it, so the tests
+        // The D1 meter (bench/worker/d1-meter) is available to a request that asks for it, so the tests
         // can count an append's round trips in the Worker and in the conversation's object.
         D1_METER: "on",
       },

@@ -10,6 +10,7 @@ import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
 import { memoryConversation, memoryEvents } from "./memory-conversation.mjs";
 import { round } from "./stats.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
+import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
 
 const CONVERSATION = "api:bench:cost";
 const AGENT = "b-cost";
@@ -89,8 +90,8 @@ export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) 
   const envFile = join(workDir, "cost.env");
   applyMigrations(root, appDir, persistDir);
   const token = createToken(root, appDir, persistDir, ["api:*", "agent:*"], "bench-cost");
-  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, COMPACTION_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on", USAGE_METER: "on" });
-  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8795), logPath: join(workDir, "wrangler-cost.log"), log });
+  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, QUEUE_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on", USAGE_METER: "on" });
+  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8795), logPath: join(workDir, "wrangler-cost.log"), log, main: INSTRUMENTED_MAIN });
   try {
     return await measureCost(new Api(worker.url, token), log, quick);
   } finally {

@@ -11,80 +11,34 @@
 //   BM25 + tail plain BM25 over the turns older than the served tail, within the budget, + that tail
 // and, on the same Worker afterwards, how recall's latency moves when the measured conversation's
 // shard also holds 200 other conversations.
-import { createHash, randomBytes } from "node:crypto";
-import { readFileSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+//
+// This module runs the section: its Worker, the replay through the webhook, the questions and the
+// result. The data set is read by lib/locomo-data.mjs, a question is scored by
+// lib/locomo-questions.mjs, the latency under load is lib/locomo-latency.mjs's, and
+// lib/locomo-report.mjs writes it up.
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
-import { prng } from "./conversation.mjs";
-import { bm25Index, packRanked, terms } from "./memory-baselines.mjs";
-import { MEMORY_POLICY, served } from "./memory-phase.mjs";
-import { max, mean, percentile, round } from "./stats.mjs";
+import { CATEGORIES, loadLocomo, sessionStart, turnText } from "./locomo-data.mjs";
+import { openShardNames, pickShard, placementsOf, recallLatency } from "./locomo-latency.mjs";
+import { DEFAULT_MEMORY_BUDGET, SEARCH_LIMIT, askAll, summarize } from "./locomo-questions.mjs";
+import { MEMORY_POLICY } from "./memory-phase.mjs";
+import { round } from "./stats.mjs";
 import { HELD_OUT } from "../data/locomo/prepare.mjs";
-import { d1BindingsOf } from "../../scripts/lib/d1-bindings.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
+import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
 
-const DATA_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "data", "locomo");
 /** No real bot's id: any digits work locally. */
 const BOT = "4200000777";
 const AGENT = "b-locomo";
 const MODEL = "bench-locomo";
-/** The context policy's memory budget when the served manifest does not say (the contract's default). */
-const DEFAULT_MEMORY_BUDGET = 4_000;
-const SEARCH_LIMIT = 50;
 /** Seconds between consecutive turns of a session (the dataset gives one date-time per session). */
 const SECONDS_PER_TURN = 5;
-const MEMORY_ENVELOPE = '<untrusted-history-summary kind="memory">';
-/** The message an extracted-page entry cites, at the end of its line (src/core/fact-merge.ts, recall-rank.ts entriesOf). */
-const ENTRY_SOURCE = /\(msg ([^,()\s]+)(?:, seq \d+)?(?:, ref [0-9a-f]{12})?\)$/gm;
-export const CATEGORIES = { 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial" };
-/** The recall-latency measure: questions timed, rounds over them, other conversations added, messages each. */
-const LATENCY = { questions: 50, rounds: 1, warmup: 5, others: 200, messagesEach: 100 };
-const LOAD_PREFIX = "api:bench:locomo-load:";
 /** Conversations whose questions are asked at once (each asks its own one at a time). */
 const ASK_CONCURRENCY = 2;
-const MAX_BATCH_EVENTS = 100;
 
-/** @typedef {{ speaker: string, dia_id: string, text: string, blip_caption?: string }} RawTurn */
-/** @typedef {{ id: string, speaker_a: string, speaker_b: string, sessions: { session: number, date_time: string, turns: RawTurn[] }[], qa: { question: string, evidence: string[], category: number }[], dropped: { questions: unknown[], evidenceIds: string[], repairedIds: unknown[], splitStrings: string[] } }} Locomo */
-/** @typedef {{ diaId: string, session: number, speaker: string, text: string, rendered: string, messageId: string, seq: number, index: number }} Turn */
-
-/** The prepared conversations, in id order; a held-out id is refused, never read. @param {boolean} quick */
-export function loadLocomo(quick) {
-  const files = readdirSync(DATA_DIR)
-    .map((name) => /^conv-(\d+)\.json$/.exec(name))
-    .filter((m) => m !== null)
-    .map((m) => ({ id: `conv-${Number(m[1])}`, file: m[0], n: Number(m[1]) }))
-    .sort((a, b) => a.n - b.n);
-  const held = files.filter((f) => HELD_OUT.has(f.id));
-  if (held.length > 0) throw new Error(`bench/data/locomo holds ${held.map((f) => f.id).join(", ")}, held out for acceptance: remove it`);
-  if (files.length === 0) throw new Error(`no conv-<n>.json in ${DATA_DIR}: run bench/data/locomo/prepare.mjs`);
-  return files.slice(0, quick ? 2 : files.length).map((f) => ({ n: f.n, data: /** @type {Locomo} */ (JSON.parse(readFileSync(join(DATA_DIR, f.file), "utf8"))) }));
-}
-
-const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
-
-/** "11:01 am on 17 December, 2022" → Unix seconds (read as UTC). @param {string} text */
-export function sessionStart(text) {
-  const m = /^(\d{1,2}):(\d{2})\s*(am|pm) on (\d{1,2}) ([A-Za-z]+),? (\d{4})$/i.exec(text.trim());
-  const month = m === null ? -1 : MONTHS.indexOf(String(m[5]).toLowerCase());
-  if (m === null || month < 0) throw new Error(`unreadable LoCoMo session date-time ${JSON.stringify(text)}`);
-  const hour = (Number(m[1]) % 12) + (String(m[3]).toLowerCase() === "pm" ? 12 : 0);
-  return Date.UTC(Number(m[6]), month, Number(m[4]), hour, Number(m[2])) / 1000;
-}
-
-/** The text a turn is sent as: its text, and the shared photo's caption when there is one. @param {RawTurn} t */
-const turnText = (t) => (t.blip_caption === undefined ? t.text : `${t.text} [photo: ${t.blip_caption}]`);
-
-/**
- * Undoes `escapeEnvelopeText` (src/core/render.ts): `&lt;` `&gt;` `&amp;`, the ampersand last; and
- * the tab a Worker that indents an item's continuation lines puts after each line break.
- * @param {string} s
- */
-const unescapeEnvelope = (s) => s.replaceAll("\n\t", "\n").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
-
-/** The sequence number of a turn id (`s<seq>` for a message, `p<seq>` for a reply), or null. @param {string | null} id */
-const seqOf = (id) => (id === null ? null : Number(/^[sp](\d+)$/.exec(id)?.[1] ?? Number.NaN));
+/** @typedef {import("./locomo-data.mjs").Locomo} Locomo */
+/** @typedef {import("./locomo-data.mjs").Turn} Turn */
 
 /**
  * Starts the section's own Worker (fresh state; no OPENAI_API_KEY, so the offline compactor and the
@@ -100,12 +54,12 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
   const secret = randomBytes(24).toString("base64url");
   await writeEnvFile(envFile, {
     OPENAI_BASE_URL: fake.baseUrl, // counted if any code called a model without a key
-    COMPACTION_RETRY_BASE_SECONDS: "0",
+    QUEUE_RETRY_BASE_SECONDS: "0",
     COMPACTION_BACKOFF_BASE_SECONDS: "1",
     D1_METER: "on",
     [`TELEGRAM_WEBHOOK_SECRET_${BOT}`]: secret,
   });
-  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8793), logPath: join(workDir, "wrangler-locomo.log"), log });
+  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8793), logPath: join(workDir, "wrangler-locomo.log"), log, main: INSTRUMENTED_MAIN });
   /** @type {Record<string, any>} */
   let metrics;
   try {
@@ -120,20 +74,6 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
   delete metrics.latency.placementsRead;
   metrics.modelCalls = fake.calls.filter((c) => c.model === MODEL).length;
   return metrics;
-}
-
-/** The shards a new conversation may land on (src/storage/shards.ts openShards): every DB_SHARD_<n> of the snapshot's wrangler.toml, in number order, minus SHARDS_CLOSED. @param {string} appDir */
-function openShardNames(appDir) {
-  const toml = readFileSync(join(appDir, "wrangler.toml"), "utf8");
-  const closed = new Set((/^SHARDS_CLOSED\s*=\s*"([^"]*)"/m.exec(toml)?.[1] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""));
-  return d1BindingsOf(join(appDir, "wrangler.toml"))
-    .filter((name) => /^DB_SHARD_\d+$/.test(name) && !closed.has(name))
-    .sort((a, b) => Number(a.slice(9)) - Number(b.slice(9)));
-}
-
-/** Where a new conversation is placed (src/core/placement.ts pickShard): 48 bits of its id's SHA-256 modulo the open shards. @param {string} id @param {string[]} open */
-function pickShard(id, open) {
-  return open[Number.parseInt(createHash("sha256").update(id, "utf8").digest("hex").slice(0, 12), 16) % open.length];
 }
 
 /**
@@ -193,7 +133,7 @@ async function measure({ api, secret, log, quick, shardNames }) {
   const worker = async () => {
     for (let i = next++; i < replayed.length; i = next++) {
       const c = /** @type {(typeof replayed)[number]} */ (replayed[i]);
-      const result = await askAll(api, c);
+      const result = await askAll(api, AGENT, c);
       asked[i] = result;
       const r = result.summary;
       log(`  ${c.data.id}: ${r.questions} questions: served ${pctText(r.rows.served.share)}, search ${pctText(r.rows.search.share)}, BM25 ${pctText(r.rows.bm25.share)}, BM25+tail ${pctText(r.rows.bm25Tail.share)}${r.refusals.length > 0 ? `; ${r.refusals.length} refusals` : ""} (context p50 ${r.contextMsP50} ms, search p50 ${r.searchMsP50} ms; ${((Date.now() - askStarted) / 1000).toFixed(0)} s)`);
@@ -213,7 +153,7 @@ async function measure({ api, secret, log, quick, shardNames }) {
   const measured = [...replayed].sort((a, b) => onShard(a.shard) - onShard(b.shard))[0];
   if (measured === undefined) throw new Error("no conversation replayed");
   const control = replayed.find((c) => c.shard !== measured.shard);
-  const latency = await recallLatency({ api, log, measured, control, others: replayed.filter((c) => c !== measured), shardNames });
+  const latency = await recallLatency({ api, agent: AGENT, log, measured, control, others: replayed.filter((c) => c !== measured), shardNames });
 
   return {
     agent: AGENT,
@@ -280,276 +220,3 @@ async function settledPages(api, log, conversations) {
 }
 
 const pctText = (/** @type {number | null} */ v) => (v === null ? "–" : `${(v * 100).toFixed(1)}%`);
-
-/**
- * @typedef {{ conversation: string, question: string, category: number, refused: boolean, served: boolean, envelopeOnly: boolean, withEntries: boolean, search: boolean, bm25: boolean, bm25Tail: boolean, servedBy: string[], servedChars: number | null, memoryEnvelopeChars: number | null, bm25TailChars: number, entriesCited: number, contextMs: number, searchMs: number }} QuestionResult
- */
-
-/**
- * Every question of one replayed conversation, four ways.
- * @param {Api} api
- * @param {{ data: Locomo, conversation: string, turns: Turn[], byDia: Map<string, Turn>, follower: LogFollower, seconds: number, shard: string | undefined }} c
- */
-async function askAll(api, c) {
-  const path = Api.conversationPath(c.conversation);
-  const plain = (await api.context(c.conversation, AGENT)).json();
-  const policy = plain.manifest.policy ?? {};
-  const budget = typeof policy.memoryBudgetChars === "number" ? policy.memoryBudgetChars : DEFAULT_MEMORY_BUDGET;
-  const tailFirst = plain.manifest.tail.turns === 0 ? Number.POSITIVE_INFINITY : seqOf(plain.manifest.tail.firstTurnId) ?? Number.NaN;
-  const tailLast = seqOf(plain.manifest.tail.lastTurnId) ?? Number.NEGATIVE_INFINITY;
-  if (Number.isNaN(tailFirst) || Number.isNaN(tailLast)) throw new Error(`${c.data.id}: the manifest's tail turn ids ${plain.manifest.tail.firstTurnId} … ${plain.manifest.tail.lastTurnId} are not s<seq>/p<seq>`);
-  const tailStart = c.turns.findIndex((t) => t.seq >= tailFirst);
-  const olderCount = tailStart < 0 ? c.turns.length : tailStart;
-  const rendered = c.turns.map((t) => t.rendered);
-  const index = bm25Index(rendered);
-  const olderIndex = bm25Index(rendered.slice(0, olderCount));
-  /** @type {QuestionResult[]} */
-  const questions = [];
-  /** @type {{ status: number, body: string }[]} */
-  const refusals = [];
-  let tailDiffers = 0;
-  for (const qa of c.data.qa) {
-    const evidence = qa.evidence.map((id) => c.byDia.get(id)).filter((t) => t !== undefined);
-    const evidenceIds = new Set(evidence.map((t) => t.messageId));
-    const evidenceIndexes = new Set(evidence.map((t) => t.index));
-    /** @type {QuestionResult} */
-    const r = { conversation: c.data.id, question: qa.question, category: qa.category, refused: false, served: false, envelopeOnly: false, withEntries: false, search: false, bm25: false, bm25Tail: false, servedBy: [], servedChars: null, memoryEnvelopeChars: null, bm25TailChars: 0, entriesCited: 0, contextMs: 0, searchMs: 0 };
-
-    // 1. What is served with the question as the query.
-    const response = await api.request("GET", `${path}/context?agent=${encodeURIComponent(AGENT)}&query=${encodeURIComponent(qa.question)}`);
-    r.contextMs = response.ms;
-    if (response.status !== 200) {
-      r.refused = true;
-      refusals.push({ status: response.status, body: response.text.slice(0, 300) });
-    } else {
-      const { messages, manifest } = response.json();
-      const first = manifest.tail.turns === 0 ? Number.POSITIVE_INFINITY : seqOf(manifest.tail.firstTurnId) ?? Number.NaN;
-      const last = seqOf(manifest.tail.lastTurnId) ?? Number.NEGATIVE_INFINITY;
-      if (first !== tailFirst || last !== tailLast) tailDiffers += 1;
-      const memoryTurns = new Set((manifest.memory?.turns ?? []).map((/** @type {{ messageId: string }} */ t) => t.messageId));
-      const memoryMessage = messages.find((/** @type {{ content: string }} */ m) => m.content.startsWith(MEMORY_ENVELOPE));
-      const memoryText = unescapeEnvelope(memoryMessage?.content ?? "");
-      const servedText = unescapeEnvelope(served(messages).text);
-      // Extracted-page entries name the message they were taken from: `(msg <id>)`, or as a page
-      // holds them `(msg <id>[, seq <n>], ref <12 hex>)`.
-      const entryIds = new Set([...memoryText.matchAll(ENTRY_SOURCE)].map((m) => m[1]));
-      const inTail = evidence.some((t) => t.seq >= first && t.seq <= last);
-      const inMemoryTurns = evidence.some((t) => memoryTurns.has(t.messageId));
-      const textInMemory = evidence.some((t) => memoryText.includes(t.text));
-      const textServed = evidence.some((t) => servedText.includes(t.text));
-      const byEntry = evidence.some((t) => entryIds.has(t.messageId));
-      r.servedBy = [inTail ? "tail" : null, inMemoryTurns ? "memory turn" : null, textServed && !inTail && !inMemoryTurns ? "text" : null].filter((x) => x !== null);
-      r.served = inTail || inMemoryTurns || textServed;
-      r.envelopeOnly = inMemoryTurns || textInMemory;
-      r.withEntries = r.served || byEntry;
-      r.servedChars = served(messages).chars;
-      r.memoryEnvelopeChars = memoryMessage?.content.length ?? 0;
-      r.entriesCited = entryIds.size;
-    }
-
-    // 2. Recall's own search, its results in order within the memory budget.
-    const search = await api.request("GET", `${path}/memory/search?agent=${encodeURIComponent(AGENT)}&q=${encodeURIComponent(qa.question)}&limit=${SEARCH_LIMIT}`);
-    r.searchMs = search.ms;
-    if (search.status !== 200) {
-      r.refused = true;
-      refusals.push({ status: search.status, body: search.text.slice(0, 300) });
-    } else {
-      const results = /** @type {{ type: string, content: string, sources?: { messageId: string }[] }[]} */ (search.json().results ?? []);
-      const packed = packRanked(results.map((_, i) => i), (i) => results[i]?.content.length ?? 0, budget);
-      r.search = packed.chosen.some((i) => {
-        const hit = results[i];
-        if (hit === undefined) return false;
-        return (hit.type === "turn" && (hit.sources ?? []).some((s) => evidenceIds.has(s.messageId))) || evidence.some((t) => t.text === hit.content);
-      });
-    }
-
-    // 3. Plain BM25 over every raw turn; 4. over the turns older than the tail, beside the tail.
-    r.bm25 = packRanked(index.rank(qa.question), (i) => rendered[i]?.length ?? 0, budget).chosen.some((i) => evidenceIndexes.has(i));
-    const older = packRanked(olderIndex.rank(qa.question), (i) => rendered[i]?.length ?? 0, budget);
-    r.bm25Tail = older.chosen.some((i) => evidenceIndexes.has(i)) || evidence.some((t) => t.seq >= tailFirst && t.seq <= tailLast);
-    r.bm25TailChars = older.chars + plain.manifest.tail.chars;
-    questions.push(r);
-  }
-  const runs = c.follower.plannedRuns();
-  return {
-    questions,
-    summary: {
-      conversation: c.data.id,
-      telegram: c.conversation,
-      speakers: [c.data.speaker_a, c.data.speaker_b],
-      sessions: c.data.sessions.length,
-      turns: c.turns.length,
-      chars: rendered.reduce((n, t) => n + t.length, 0),
-      replaySeconds: round(c.seconds, 1),
-      compactions: runs.length,
-      completed: runs.filter((r) => r.completed !== undefined).length,
-      shard: c.shard,
-      boundaryEnvelopeChars: plain.manifest.boundary?.envelopeChars ?? null,
-      compactor: plain.manifest.boundary?.model ?? null,
-      tailTurns: plain.manifest.tail.turns,
-      tailChars: plain.manifest.tail.chars,
-      turnsOlderThanTail: olderCount,
-      memoryBudgetChars: budget,
-      responsesWithAnotherTail: tailDiffers,
-      refusals,
-      ...summarize(questions),
-    },
-  };
-}
-
-/** Shares of each approach over a set of questions. @param {QuestionResult[]} qs */
-function summarize(qs) {
-  const share = (/** @type {(q: QuestionResult) => boolean} */ f) => {
-    const hit = qs.filter(f).length;
-    return { found: hit, share: qs.length === 0 ? null : round(hit / qs.length, 4) };
-  };
-  const answered = qs.filter((q) => q.servedChars !== null);
-  return {
-    questions: qs.length,
-    refused: qs.filter((q) => q.refused).length,
-    rows: {
-      served: share((q) => q.served),
-      envelopeOnly: share((q) => q.envelopeOnly),
-      withEntries: share((q) => q.withEntries),
-      search: share((q) => q.search),
-      bm25: share((q) => q.bm25),
-      bm25Tail: share((q) => q.bm25Tail),
-    },
-    servedBy: {
-      tail: qs.filter((q) => q.servedBy.includes("tail")).length,
-      memoryTurn: qs.filter((q) => q.servedBy.includes("memory turn")).length,
-      textOnly: qs.filter((q) => q.servedBy.length === 1 && q.servedBy[0] === "text").length,
-    },
-    meanServedChars: answered.length === 0 ? null : round(mean(answered.map((q) => q.servedChars ?? 0)), 0),
-    maxServedChars: answered.length === 0 ? null : max(answered.map((q) => q.servedChars ?? 0)),
-    meanMemoryEnvelopeChars: answered.length === 0 ? null : round(mean(answered.map((q) => q.memoryEnvelopeChars ?? 0)), 0),
-    maxMemoryEnvelopeChars: answered.length === 0 ? null : max(answered.map((q) => q.memoryEnvelopeChars ?? 0)),
-    responsesWithMemoryEnvelope: answered.filter((q) => (q.memoryEnvelopeChars ?? 0) > 0).length,
-    responsesWithEntries: answered.filter((q) => q.entriesCited > 0).length,
-    meanBm25TailChars: qs.length === 0 ? null : round(mean(qs.map((q) => q.bm25TailChars)), 0),
-    // Wall time of each call while the questions were asked (two conversations at once): for orientation, not the latency measure.
-    contextMsP50: qs.length === 0 ? null : round(percentile(qs.map((q) => q.contextMs), 50), 1),
-    searchMsP50: qs.length === 0 ? null : round(percentile(qs.map((q) => q.searchMs), 50), 1),
-  };
-}
-
-/**
- * `GET …/context?agent=&query=` timed for one conversation's questions, with its shard as the
- * replay left it, then again once `LATENCY.others` other conversations (each `messagesEach` short
- * messages made of the measured conversation's words and speakers) have been placed on that shard.
- * A control conversation on another shard, if there is one, is timed in the same rounds (one call
- * each in turn), so what the machine's other work does to both shows in its ratio.
- * @param {{ api: Api, log: (line: string) => void, measured: { data: Locomo, conversation: string, turns: Turn[] }, control: { data: Locomo, conversation: string, shard: string | undefined } | undefined, others: { data: Locomo, conversation: string, turns: Turn[], shard: string | undefined }[], shardNames: string[] }} o
- */
-async function recallLatency({ api, log, measured, control, others, shardNames }) {
-  const shard = pickShard(measured.conversation, shardNames);
-  const sharing = others.filter((o) => o.shard === shard);
-  const targets = [measured, ...(control === undefined ? [] : [control])].map((c) => ({
-    path: `${Api.conversationPath(c.conversation)}/context?agent=${encodeURIComponent(AGENT)}&query=`,
-    questions: c.data.qa.slice(0, LATENCY.questions).map((q) => encodeURIComponent(q.question)),
-  }));
-  /** Every target's samples, the targets' calls alternating. */
-  const time = async () => {
-    for (let i = 0; i < LATENCY.warmup; i++) for (const t of targets) await api.expect("recall warm-up", [200], "GET", `${t.path}${t.questions[i] ?? "hello"}`, undefined);
-    const ms = targets.map(() => /** @type {number[]} */ ([]));
-    for (let pass = 0; pass < LATENCY.rounds; pass++) {
-      for (let i = 0; i < LATENCY.questions; i++) {
-        for (const [k, t] of targets.entries()) {
-          const q = t.questions[i % t.questions.length];
-          if (q !== undefined) ms[k]?.push((await api.expect("timed recall", [200], "GET", `${t.path}${q}`, undefined)).ms);
-        }
-      }
-    }
-    return ms;
-  };
-  const summary = (/** @type {number[]} */ ms) => ({ n: ms.length, p50: round(percentile(ms, 50), 1), p95: round(percentile(ms, 95), 1), mean: round(mean(ms), 1), max: round(max(ms), 1) });
-  /** after ÷ before of a percentile. @param {number[]} after @param {number[]} before @param {number} p */
-  const ratio = (after, before, p) => round(percentile(after, p) / percentile(before, p), 3);
-  log(`[locomo latency] ${measured.data.id} on ${shard} (with ${sharing.length} other LoCoMo conversation(s) there)${control === undefined ? "" : `, control ${control.data.id} on ${control.shard}`}: ${LATENCY.rounds} × ${LATENCY.questions} recall calls each`);
-  const [before = [], controlBefore = []] = await time();
-
-  // Other conversations until LATENCY.others have landed on the measured one's shard.
-  const random = prng(41);
-  const words = measured.turns.map((t) => terms(t.text));
-  const speakers = [measured.data.speaker_a, measured.data.speaker_b];
-  /** @type {string[]} */
-  const added = [];
-  let skipped = 0;
-  let chars = 0;
-  const loadStarted = Date.now();
-  for (let k = 0; added.length < LATENCY.others; k++) {
-    const id = `${LOAD_PREFIX}${k}`;
-    if (pickShard(id, shardNames) !== shard) {
-      skipped += 1;
-      continue;
-    }
-    const events = [];
-    for (let i = 0; i < LATENCY.messagesEach; i++) {
-      // A short message of the measured conversation's words: a few words of a random turn.
-      const source = words[Math.floor(random() * words.length)] ?? [];
-      const length = 4 + Math.floor(random() * 8);
-      const picked = Array.from({ length }, () => source[Math.floor(random() * source.length)] ?? "hello");
-      const text = `${picked.join(" ")}.`;
-      chars += text.length;
-      const speaker = speakers[i % 2] ?? "Someone";
-      events.push({ kind: "source", idempotencyKey: `load-${k}-${i}`, body: { messageId: `load-${k}-${i}`, author: { id: `load-${k}-${i % 2}`, name: speaker }, text } });
-    }
-    for (let i = 0; i < events.length; i += MAX_BATCH_EVENTS) await api.appendBatch(id, events.slice(i, i + MAX_BATCH_EVENTS));
-    added.push(id);
-    if (added.length % 50 === 0) log(`  ${added.length}/${LATENCY.others} other conversations on ${shard} (${skipped} ids skipped for the other shard(s))`);
-  }
-  const loadSeconds = (Date.now() - loadStarted) / 1000;
-  const [after = [], controlAfter = []] = await time();
-  const b = summary(before);
-  const a = summary(after);
-  const result = {
-    conversation: measured.conversation,
-    locomo: measured.data.id,
-    shard,
-    openShards: shardNames,
-    otherLocomoOnShard: sharing.map((o) => o.data.id),
-    questions: LATENCY.questions,
-    warmup: LATENCY.warmup,
-    rounds: LATENCY.rounds,
-    before: b,
-    after: a,
-    p50Ratio: ratio(after, before, 50),
-    p95Ratio: ratio(after, before, 95),
-    control:
-      control === undefined
-        ? null
-        : (() => {
-            const cb = summary(controlBefore);
-            const ca = summary(controlAfter);
-            return { locomo: control.data.id, conversation: control.conversation, shard: control.shard, before: cb, after: ca, p50Ratio: ratio(controlAfter, controlBefore, 50), p95Ratio: ratio(controlAfter, controlBefore, 95) };
-          })(),
-    load: { conversations: added.length, messagesEach: LATENCY.messagesEach, messages: added.length * LATENCY.messagesEach, chars, idsSkipped: skipped, seconds: round(loadSeconds, 1) },
-    otherConversations: added,
-  };
-  log(`  before: p50 ${b.p50} ms, p95 ${b.p95} ms; after ${added.length} more conversations (${result.load.messages.toLocaleString("en-US")} messages) on ${shard}: p50 ${a.p50} ms, p95 ${a.p95} ms (×${result.p50Ratio} / ×${result.p95Ratio})`);
-  if (result.control !== null) log(`  control ${result.control.locomo} on ${result.control.shard}: p50 ${result.control.before.p50} → ${result.control.after.p50} ms (×${result.control.p50Ratio}), p95 ×${result.control.p95Ratio}`);
-  return result;
-}
-
-/**
- * The shard each conversation was placed on, read from the stopped Worker's control database
- * (`conversation_placements`), or null when it cannot be read.
- * @param {string} persistDir @param {string[]} ids
- * @returns {Promise<Record<string, string> | null>}
- */
-async function placementsOf(persistDir, ids) {
-  // Loaded here, not at the top: node:sqlite warns that it is experimental when it is imported.
-  const { DatabaseSync } = await import("node:sqlite");
-  const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite"))) {
-    const db = new DatabaseSync(join(dir, file), { readOnly: true });
-    try {
-      if (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'conversation_placements'").get() === undefined) continue;
-      const rows = /** @type {{ conversation_id: string, shard: string }[]} */ (db.prepare("SELECT conversation_id, shard FROM conversation_placements WHERE conversation_id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids)));
-      return Object.fromEntries(rows.map((r) => [r.conversation_id, r.shard]));
-    } finally {
-      db.close();
-    }
-  }
-  return null;
-}

@@ -10,6 +10,7 @@ import { bm25Index, newestWithin, packRanked } from "./memory-baselines.mjs";
 import { memoryConversation, memoryEvents, renderedTurn } from "./memory-conversation.mjs";
 import { max, mean, round } from "./stats.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
+import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
 
 export const MEMORY_POLICY = { triggerInputChars: 20_000, retainInputChars: 10_000 };
 /** The context policy's memory budget when the served manifest does not say (the contract's default). */
@@ -34,8 +35,8 @@ export async function runMemoryPhase({ root, appDir, workDir, fake, log, quick }
   applyMigrations(root, appDir, persistDir);
   const token = createToken(root, appDir, persistDir, ["api:*", "agent:*"], "bench-memory");
   // The fake stays the base URL so that a model call, if any code made one without a key, would be counted.
-  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, COMPACTION_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on" });
-  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8792), logPath: join(workDir, "wrangler-memory.log"), log });
+  await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, QUEUE_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on" });
+  const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8792), logPath: join(workDir, "wrangler-memory.log"), log, main: INSTRUMENTED_MAIN });
   /** @type {Record<string, any>} */
   let metrics;
   try {

@@ -1,4 +1,5 @@
 // The markdown report: every metric with what exactly it measured, targets first.
+import { compactorInputSection, compactorInputTargets } from "./compactor-input-report.mjs";
 import { costSection } from "./cost-report.mjs";
 import { locomoSection, locomoTargets } from "./locomo-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
@@ -143,7 +144,7 @@ export function renderMarkdown(r) {
           c ? `p50 ${repeated(c.repetitions.p50)}; p99 ${repeated(c.repetitions.p99)}; whole run p50 ${ms(c.points.big.p50)} vs ${ms(c.points.small.p50)} ms, p99 ${ms(c.points.big.p99)} vs ${ms(c.points.small.p99)} ms` : "–",
           c ? `p50 ${judged(c.repetitions.p50, 0.8, 1.2)}; p99 ${judged(c.repetitions.p99, 0.8, 1.2)}` : yes(undefined),
         ],
-        ["compactor input ÷ conversation chars ≤ 1.15 (re-summarization baseline in the same table, §4)", ci ? `${n(ci.ratio, 3)} (re-summarize: ${n(ci.baselines.resummarizeRatio, 2)})` : "–", yes(ci ? ci.ratio <= 1.15 : undefined)],
+        ...compactorInputTargets(ci, p),
         ["prefix stability ≥ 90%", p ? `${pct(p.shareExtendingPrevious)} of responses extend the previous one; ${pct(p.cacheableCharShare)} of chars cacheable` : "–", yes(p ? p.shareExtendingPrevious >= 0.9 : undefined)],
         [
           "duplicated deliveries exactly once (§5): every event stored once, every plan settled into one boundary, no failure but the injected ones, chain valid",
@@ -273,39 +274,7 @@ export function renderMarkdown(r) {
   });
 
   // 4 -------------------------------------------------------------------------------------------------
-  section(`4. Compactor input vs. the alternatives (${m.compactorInput ? n(m.compactorInput.conversationChars) : "long"}-character replay)`, "compactorInput", () => {
-    const b = ci.baselines;
-    const k = ci.breakdown;
-    return [
-      `Replay: ${n(ci.conversationChars)} conversation characters (${n(ci.replies)} question/reply groups plus the latency probes), rendered as the agent is sent them. ` +
-        `Foldline planned ${ci.compactions} compactions; the fake model received ${ci.modelRequests} compaction requests, and **every character of every request (system + user message) was counted at the model's edge**. ` +
-        (ci.extractionRequests === undefined ? "" : `The memory extraction after each settled compaction sent ${n(ci.extractionRequests)} more requests (${n(ci.extractionInputChars)} characters, ${n(ci.extractionInputChars / ci.conversationChars, 3)} per conversation character), told apart by their system prompt and not counted as compactor input. `) +
-        "Baselines are computed on the same replay and the same coverage points.",
-      "",
-      table(
-        ["approach", "model input chars", "÷ conversation chars"],
-        [
-          ["**Foldline compactor** (previous boundary + new slice per run; measured)", n(ci.compactorInputChars), `**${n(ci.ratio, 3)}**`],
-          [`Foldline, if every previous boundary were maxSummaryChars (${n(ci.maxSummaryChars)}) instead of the fake's ≤ ${n(ci.fakeSummaryChars)} (computed from the measured requests)`, n(ci.ifSummariesAtMaxChars), n(ci.ratioIfSummariesAtMax, 3)],
-          ["Re-summarize the whole history at every trigger (same coverage points; native chars + system prompt, no markup)", n(b.resummarizeWholeHistoryChars), n(b.resummarizeRatio, 2)],
-          ["No compaction: the whole history before every reply (the agent's model input)", n(b.noCompactionModelInputChars), n(b.noCompactionRatio, 1)],
-        ],
-      ),
-      "",
-      `Agent model input per reply: Foldline's active context was a mean of **${n(b.foldlineMeanPerReply)}** chars (max ${n(b.foldlineMaxPerReply)}; each source's preflight \`activeChars\`, ${n(b.foldlineRepliesMeasured)} replies) vs a mean of ${n(b.noCompactionMeanPerReply)} (last reply ${n(b.noCompactionLastReply)}) without compaction. ` +
-        `The bulk replay inflates Foldline's figure (messages pile up while a run is in flight, §6); at one group at a time (§7) the served context averaged ${n(p?.servedCharsMean)} chars (max ${n(p?.servedCharsMax)}).`,
-      "",
-      `Where the compactor's characters go: system prompt ${n(k.systemPromptChars)}, previous boundaries ${n(k.previousBoundaryChars)}, slices ${n(k.sliceChars)} for ${n(k.frozenNativeChars)} native frozen chars (**slice markup +${pct(k.sliceMarkupOverhead)}**: the per-turn \`[id] @handle (role):\` line prefixes and any wrappers), other framing ${n(k.otherFramingChars)}. ` +
-        `Per covered character the ratio is ${n(ci.ratioPerCoveredChar, 3)} (the uncompacted tail is in the denominator of the headline ratio, so shorter replays look better). ` +
-        "The fixed cost of a run (system prompt, previous boundary, framing) is spread over its slice, so the ratio depends on how much each run freezes: the bulk replay's catch-up runs froze a mean of " +
-        `${n(k.frozenNativeChars / ci.compactions)} chars` +
-        (p?.compactorInput?.ratioPerCoveredChar != null
-          ? `; at a conversational pace (§7's conversation, ${p.compactorInput.compactions} runs freezing a mean of ${n(p.compactorInput.meanFrozenChars)} chars, about trigger − retain) it was **${n(p.compactorInput.ratioPerCoveredChar, 3)} per covered character**, the value a long-lived chat converges to.`
-          : "."),
-      "",
-      `Ingest: ${n(ci.conversationChars)} chars in ${n(ci.ingestSeconds, 1)} s (${n(ci.ingestCharsPerSecond)} chars/s through \`POST …/events/batch\`, 33 groups per request, with a context call after each batch).`,
-    ];
-  });
+  section(`4. Compactor input vs. the alternatives (${m.compactorInput ? n(m.compactorInput.conversationChars) : "long"}-character replay)`, "compactorInput", () => compactorInputSection(ci, p));
 
   // 5 -------------------------------------------------------------------------------------------------
   section("5. Compactions and duplicate boundaries under duplicated deliveries", "duplicates", () => [

@@ -23,6 +23,7 @@ import { probeEvent } from "./conversation.mjs";
 import { latencySummary, mean, round, roundSummary } from "./stats.mjs";
 import { d1Bindings } from "../../scripts/lib/d1-bindings.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
+import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
 
 export const SHARD_COUNTS = [1, 2, 4];
 /**
@@ -197,7 +198,7 @@ async function startRow({ root, workDir, log, template, name, vars, fake }) {
   const envFile = join(workDir, `${name}.env`);
   // No OPENAI_API_KEY: were a compaction to run, it would be the offline compactor's (none does).
   await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, D1_METER: "on", ...vars });
-  const worker = await startWorker({ root, appDir: template.app, persistDir, envFile, port: await freePort(8796), logPath: join(workDir, `wrangler-${name}.log`), log });
+  const worker = await startWorker({ root, appDir: template.app, persistDir, envFile, port: await freePort(8796), logPath: join(workDir, `wrangler-${name}.log`), log, main: INSTRUMENTED_MAIN });
   const api = new Api(worker.url, template.token);
   await api.registerAgent({ agentId: AGENT, sources: [`${PREFIX}*`], model: MODEL, policy: SHARD_POLICY });
   return { worker, api, persistDir };

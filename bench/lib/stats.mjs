@@ -35,3 +35,38 @@ export function round(value, digits = 2) {
 export function roundSummary(s) {
   return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === "n" ? v : round(v, 2)]));
 }
+
+/**
+ * p99 of the first and second half of a point's samples (in time order): how far p99 moves within
+ * one point with nothing changed but time, i.e. the noise floor the ratios should be read against.
+ * @param {number[]} samples
+ */
+export function halves(samples) {
+  const mid = Math.floor(samples.length / 2);
+  return { firstHalfP99: round(percentile(samples.slice(0, mid), 99), 1), secondHalfP99: round(percentile(samples.slice(mid), 99), 1) };
+}
+
+/** Consecutive thirds of the round-robin samples: three repetitions of the measurement, in time order. */
+const REPETITIONS = 3;
+
+/**
+ * A target's ratio (`numerator` point ÷ `denominator` point) in each repetition: the samples of
+ * both points split into the same consecutive slices (taken round-robin, so a slice of one point
+ * is measured at the same time as the same slice of the other), with each slice's p50 and p99
+ * ratio, and their median, min and max. The verdict is the median's; the spread says whether
+ * it can be trusted (`report.mjs`).
+ * @param {number[]} numerator @param {number[]} denominator
+ */
+export function repetitions(numerator, denominator) {
+  const slice = (/** @type {number[]} */ samples, /** @type {number} */ i) => samples.slice(Math.floor((samples.length * i) / REPETITIONS), Math.floor((samples.length * (i + 1)) / REPETITIONS));
+  const reps = Array.from({ length: REPETITIONS }, (_, i) => {
+    const top = slice(numerator, i);
+    const bottom = slice(denominator, i);
+    return { n: top.length, p50Ratio: round(percentile(top, 50) / percentile(bottom, 50), 3), p99Ratio: round(percentile(top, 99) / percentile(bottom, 99), 3) };
+  });
+  const spread = (/** @type {number[]} */ values) => {
+    const sorted = [...values].sort((x, y) => x - y);
+    return { median: sorted[Math.floor(sorted.length / 2)] ?? NaN, min: sorted[0] ?? NaN, max: sorted.at(-1) ?? NaN };
+  };
+  return { reps, p50: spread(reps.map((r) => r.p50Ratio)), p99: spread(reps.map((r) => r.p99Ratio)) };
+}

@@ -41,7 +41,7 @@ function childEnv(root) {
 }
 
 /** What `wrangler dev` needs to build and run the Worker (wrangler.toml names `src/` and `migrations/`). */
-const APP_FILES = ["wrangler.toml", "package.json", "tsconfig.json", "worker-configuration.d.ts", "src", "migrations"];
+const APP_FILES = ["wrangler.toml", "package.json", "tsconfig.json", "worker-configuration.d.ts", "src", "migrations", "bench/worker"];
 
 /**
  * Copies the Worker's sources into `appDir` and links node_modules, so that wrangler builds and
@@ -206,13 +206,18 @@ function threadsOf(pid, comm) {
 /**
  * Starts `wrangler dev` on loopback and waits until /healthz answers. wrangler runs in its own
  * process group so that stop() ends wrangler and the workerd it started, and nothing else.
- * @param {{ root: string, appDir: string, persistDir: string, envFile: string, port: number, logPath: string, log: (line: string) => void }} options
+ * `appDir` is where the Worker's wrangler.toml is; `ready` says what answer means a Worker other
+ * than Foldline is up (the example bot: its own 404 at `/`).
+ * `main`: the entry to run instead of wrangler.toml's (`bench/worker/index.ts` for the meters).
+ * @param {{ root: string, appDir: string, persistDir: string, envFile: string, port: number, logPath: string, log: (line: string) => void, ready?: { path: string, status: number }, main?: string }} options
  * @returns {Promise<RunningWorker>}
  */
-export async function startWorker({ root, appDir, persistDir, envFile, port, logPath, log }) {
+export async function startWorker({ root, appDir, persistDir, envFile, port, logPath, log, ready = { path: "/healthz", status: 200 }, main }) {
   const inspectorPort = await freePort(0);
   const args = [
     "dev",
+    // Another entry than wrangler.toml's `main`: the benchmark's instrumented Worker (bench/worker).
+    ...(main === undefined ? [] : [main]),
     "--ip", "127.0.0.1",
     "--port", String(port),
     "--inspector-port", String(inspectorPort),
@@ -280,14 +285,14 @@ export async function startWorker({ root, appDir, persistDir, envFile, port, log
       throw new WorkerError(`wrangler dev exited (code ${exitCode}) before answering on ${url}; its log (${logPath}):\n${tail(logPath)}`);
     }
     try {
-      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) break;
+      const response = await fetch(`${url}${ready.path}`, { signal: AbortSignal.timeout(2_000) });
+      if (response.status === ready.status) break;
     } catch {
       // not listening yet
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new WorkerError(`wrangler dev did not answer /healthz on ${url} within 90 s; its log (${logPath}):\n${tail(logPath)}`);
+      throw new WorkerError(`wrangler dev did not answer ${ready.path} with ${ready.status} on ${url} within 90 s; its log (${logPath}):\n${tail(logPath)}`);
     }
     await sleep(250);
   }

@@ -10,12 +10,8 @@ import { describeThrown } from "../core/thrown";
 import { logger, attachMetrics } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
-import type { D1Reads } from "../storage/d1-meter";
-import { D1Meter, d1MeterEnabled, meteredD1 } from "../storage/d1-meter";
-import { countAlarm, meteredEnv } from "../storage/usage-meter";
-import { simulatedD1Env } from "../storage/d1-simulation";
 import type { ReadPlacement, Shard } from "../storage/shards";
-import { heldPlacement, mapDatabases, placeConversation, readPlacement } from "../storage/shards";
+import { heldPlacement, placeConversation, readPlacement } from "../storage/shards";
 import type { SourceWrite } from "../storage/shard/events";
 import { insertSourceWithRuns, storedForm } from "../storage/shard/events";
 import type { StoredDeclaration } from "../storage/control/declarations";
@@ -52,28 +48,12 @@ export class ConversationObject extends DurableObject<Env> {
   #shard: Shard | undefined;
   /** Whether `#shard` is the conversation's placement, or only where a read found it unplaced (`#bind`). */
   #placed = false;
-  readonly #d1Meter = new D1Meter();
   readonly #wakes: WakeupBook;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     attachMetrics(env);
     this.#wakes = new WakeupBook(ctx.storage);
-    // The benchmark's meters, off unless the deployment says so: the usage ledger of every binding
-    // (storage/usage-meter, USAGE_METER) and the reads-per-request meter (storage/d1-meter, D1_METER),
-    // over the shard section's D1 simulation (storage/d1-simulation, D1_SIMULATED_STATEMENT_MS).
-    const metered = meteredEnv(simulatedD1Env(env));
-    this.env = d1MeterEnabled(env) ? mapDatabases(metered, (db, name) => meteredD1(db, this.#d1Meter, name)) : metered;
-  }
-
-  /** Starts counting this object's D1 reads for one metered request (`D1_METER`). */
-  armD1Meter(): void {
-    this.#d1Meter.arm();
-  }
-
-  /** What this object read from D1 since `armD1Meter`. */
-  takeD1Reads(): D1Reads {
-    return this.#d1Meter.take();
   }
 
   /**
@@ -261,7 +241,6 @@ export class ConversationObject extends DurableObject<Env> {
    * then the alarm is re-armed to the earliest that remains.
    */
   override async alarm(): Promise<void> {
-    countAlarm(this.env);
     await this.#exclusive(async () => {
       const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
       if (conversationId === undefined) return;

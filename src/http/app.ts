@@ -20,7 +20,6 @@ import { openApiRoutes } from "./openapi/routes";
 import { jsonResponse } from "./openapi/schemas";
 import type { OpenApiDocument } from "./openapi/types";
 import { telegram } from "./telegram";
-import { meterD1Reads, meterObjectD1Reads } from "./d1-meter";
 import type { AppEnv } from "./types";
 
 export const app = new OpenAPIHono<AppEnv>();
@@ -66,9 +65,7 @@ app.openapi(serviceIndex, (c) =>
 app.openapi(health, (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
 app.route("/", openApiRoutes(openApiDocument));
 
-app.use("/v1/*", meterD1Reads);
 app.use("/v1/*", requireToken);
-app.use("/v1/conversations/:conversation/*", meterObjectD1Reads);
 app.route("/v1/conversations", conversations);
 app.route("/v1/conversations", chainRoutes);
 app.route("/v1/conversations", incidentRoutes);

@@ -55,13 +55,6 @@ export function shardMap(env: Env): Map<string, D1Database> {
   return new Map(shardsOf(env).map((shard) => [shard.name, shard.db]));
 }
 
-/** `env` with every D1 binding (control and shards) passed through `wrap`: the meters use it. */
-export function mapDatabases(env: Env, wrap: (db: D1Database, name: string) => D1Database): Env {
-  const wrapped: Record<string, unknown> = { ...env, DB: wrap(env.DB, "DB") };
-  for (const shard of shardsOf(env)) wrapped[shard.name] = wrap(shard.db, shard.name);
-  return wrapped as unknown as Env;
-}
-
 /** Placements read or written by this isolate: they never change, so they never go stale. */
 const PLACEMENTS_HELD = 20_000;
 const held = new Map<string, string>();

@@ -1,4 +1,4 @@
-import { mapDatabases } from "../../src/storage/shards";
+import { mapDatabases } from "../../bench/worker/databases";
 import { interceptD1 } from "../support/d1-intercept";
 
 /**

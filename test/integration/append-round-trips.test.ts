@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { D1_METER_HEADER, D1_READS_HEADER } from "../../src/storage/d1-meter";
+import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
 import { pair, register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { isolateTokens, TOKEN_CACHE_TTL_MS } from "../../src/api/token-cache";
 import { sha256Hex } from "../../src/core/hash";
-import { D1_METER_HEADER, D1_READS_HEADER } from "../../src/storage/d1-meter";
+import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
 import { placedShardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";

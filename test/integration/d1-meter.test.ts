@@ -1,14 +1,16 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { app } from "../../src/http/app";
-import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1, NO_READS } from "../../src/storage/d1-meter";
+import instrumented from "../../bench/worker/index";
+import product from "../../src/index";
+import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1, NO_READS } from "../../bench/worker/d1-meter";
 import { shardOf } from "../support/shards";
-import { eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
+import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
  * The benchmark's D1 meter: a metered database answers exactly what the real one answers and adds
- * up what each statement read while armed; the `/v1` middleware reports it only where the
- * deployment turned it on and the request asked.
+ * up what each statement read while armed; the instrumented Worker (bench/worker) reports it on
+ * `/v1` only where the deployment turned it on and the request asked. The product's own Worker
+ * (src/index.ts) never does.
  */
 
 const parseReads = (header: string | null): Record<string, number> =>
@@ -22,7 +24,7 @@ describe("meteredD1", () => {
     const conversation = freshConversation();
     const token = await tokenFor(conversation);
     for (let i = 0; i < 3; i++) {
-      const res = await app.request(eventsPath(conversation), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(sourceEvent(`k${i}`, `${i}`, `message ${i}`)) }, env);
+      const res = await call("POST", eventsPath(conversation), { token, body: sourceEvent(`k${i}`, `${i}`, `message ${i}`) });
       expect(res.status).toBe(201);
     }
     const shard = await shardOf(conversation);
@@ -74,6 +76,9 @@ describe("the /v1 D1 meter", () => {
     const request = (headers: Record<string, string>) => new Request(`http://foldline.test${eventsPath(conversation)}?limit=10`, { headers: { authorization: `Bearer ${token}`, ...headers } });
     const on = { ...env, D1_METER: "on" } as unknown as Env;
     const off = { ...env, D1_METER: "off" } as unknown as Env;
+    const context = { waitUntil: () => undefined, passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
+    type Incoming = Parameters<typeof instrumented.fetch>[0];
+    const app = { fetch: (req: Request, e: Env) => instrumented.fetch(req as Incoming, e, context) };
 
     const metered = await app.fetch(request({ [D1_METER_HEADER]: "on" }), on);
     expect(metered.status).toBe(200);
@@ -90,5 +95,9 @@ describe("the /v1 D1 meter", () => {
     // A request that is refused still answers as it would have, metered or not.
     const refused = await app.fetch(new Request(`http://foldline.test${eventsPath(conversation)}`, { headers: { [D1_METER_HEADER]: "on" } }), on);
     expect(refused.status).toBe(401);
+    // The product itself carries no meter: the same request, asked the same way, reads the same and reports nothing.
+    const unmetered = await product.fetch(request({ [D1_METER_HEADER]: "on" }) as Incoming, on, context);
+    expect(unmetered.status).toBe(200);
+    expect(unmetered.headers.get(D1_READS_HEADER)).toBeNull();
   });
 });

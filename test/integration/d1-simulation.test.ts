@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { simulatedD1, simulatedD1Env, simulatedStatementMs } from "../../src/storage/d1-simulation";
+import { simulatedD1, simulatedD1Env, simulatedStatementMs } from "../../bench/worker/d1-simulation";
 import { shardsOf } from "../../src/storage/shards";
 
 /**

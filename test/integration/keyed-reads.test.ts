@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
+import { D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
 import { readEventHashes } from "../../src/storage/shard/extractions";
 import { livePagePaths, putPage, recallPages } from "../../src/storage/control/memory-pages";
 import { shardOf } from "../support/shards";

@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
-import { D1Meter, meteredD1 } from "../../src/storage/d1-meter";
+import { D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
 import { insertEvents } from "../../src/storage/shard/events";
 import { readEventHashes, writeMergedVersion } from "../../src/storage/shard/extractions";
 import { settledChain } from "../support/chain";

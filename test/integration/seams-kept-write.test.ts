@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { afterAll, describe, expect, it } from "vitest";
 import { declarationRevision, raiseRevisionStatement } from "../../src/storage/control/declarations";
-import { mapDatabases, shardsOf } from "../../src/storage/shards";
+import { shardsOf } from "../../src/storage/shards";
+import { mapDatabases } from "../../bench/worker/databases";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 import { changeObjectEnv, failFirst, faultyD1, mentions } from "./seams-faults";

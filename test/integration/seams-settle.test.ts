@@ -4,7 +4,7 @@ import type { ModelEvidence } from "../../src/core/boundary";
 import type { CompactionContent } from "../../src/core/packet";
 import { OUTPUT_CONTRACT } from "../../src/core/packet";
 import { conversationStub } from "../../src/durable/stub";
-import { mapDatabases } from "../../src/storage/shards";
+import { mapDatabases } from "../../bench/worker/databases";
 import { register } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { mapDatabases, placeConversation, shardsOf } from "../../src/storage/shards";
+import { placeConversation, shardsOf } from "../../src/storage/shards";
+import { mapDatabases } from "../../bench/worker/databases";
 import type { ErrorBody } from "./helpers";
 import { BOT_ID, call, eventsPath, freshConversation, json, logRows, sourceEvent, textUpdate, tokenFor, webhook } from "./helpers";
 import type { D1Call } from "./seams-faults";

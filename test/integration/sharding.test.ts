@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
-import { D1_METER_HEADER, D1_READS_HEADER } from "../../src/storage/d1-meter";
+import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
 import { listConversations } from "../../src/storage/inspector-store";
 import type { Shard } from "../../src/storage/shards";
 import { chooseShard, findPlacement, forgetPlacements, openShards, placeConversation, readPlacement, shardMap, shardsOf } from "../../src/storage/shards";

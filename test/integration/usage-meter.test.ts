@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index";
-import type { Usage } from "../../src/storage/usage-meter";
-import { countAlarm, countDeliveries, meteredEnv, USAGE_HEADER, usageSnapshot } from "../../src/storage/usage-meter";
-import { D1_METER_HEADER } from "../../src/storage/d1-meter";
+import worker from "../../bench/worker/index";
+import type { Usage } from "../../bench/worker/usage-meter";
+import { countAlarm, countDeliveries, meteredEnv, USAGE_HEADER, usageSnapshot } from "../../bench/worker/usage-meter";
+import { D1_METER_HEADER } from "../../bench/worker/d1-meter";
 import { eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**

@@ -1,4 +1,4 @@
-import { mapDatabases } from "./shards";
+import { mapDatabases } from "./databases";
 
 /**
  * A D1 stand-in for the benchmark's shard section: local D1 (`wrangler dev`) runs inside the same

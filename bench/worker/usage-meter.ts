@@ -1,6 +1,6 @@
 import type { D1Reads } from "./d1-meter";
 import { D1Meter, meteredD1 } from "./d1-meter";
-import { mapDatabases } from "./shards";
+import { mapDatabases } from "./databases";
 
 /**
  * What the deployment has used since this isolate started, for the benchmark's cost table: every

@@ -1,0 +1,57 @@
+import product from "../../src/index";
+import { ConversationObject as ProductObject } from "../../src/durable/conversation-object";
+import { mapDatabases } from "./databases";
+import type { D1Reads } from "./d1-meter";
+import { D1Meter, d1MeterEnabled, meteredD1 } from "./d1-meter";
+import { meteredFetch } from "./d1-meter-http";
+import { simulatedD1Env } from "./d1-simulation";
+import { countAlarm, countDeliveries, meteredEnv } from "./usage-meter";
+
+/**
+ * Foldline with the benchmark's instruments, for the benchmark and the integration tests that
+ * count what a request costs: the product's Worker and conversation object, each given an env
+ * whose bindings pass through the meters first. Each instrument is off unless its var says so:
+ * the usage ledger of every binding (`usage-meter`, USAGE_METER), the reads-per-request meter
+ * (`d1-meter`, D1_METER, asked for per request by header) and the D1 simulation of the shard
+ * section (`d1-simulation`, D1_SIMULATED_STATEMENT_MS). Production deploys `src/index.ts`, which
+ * constructs none of them.
+ */
+
+export { FoldlineRpc } from "../../src/index";
+
+const instrumented = (env: Env): Env => meteredEnv(simulatedD1Env(env));
+
+/** The product's object over instrumented bindings, with the D1 meter's share of a metered request. */
+export class ConversationObject extends ProductObject {
+  readonly #meter = new D1Meter();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // The object reads every binding from `this.env` after construction (never from `env`).
+    const metered = instrumented(env);
+    this.env = d1MeterEnabled(env) ? mapDatabases(metered, (db, name) => meteredD1(db, this.#meter, name)) : metered;
+  }
+
+  /** Starts counting this object's D1 reads for one metered request. */
+  armD1Meter(): void {
+    this.#meter.arm();
+  }
+
+  /** What this object read from D1 since `armD1Meter`. */
+  takeD1Reads(): D1Reads {
+    return this.#meter.take();
+  }
+
+  override async alarm(): Promise<void> {
+    countAlarm(this.env);
+    await super.alarm();
+  }
+}
+
+export default {
+  fetch: (request, env, ctx) => meteredFetch(request, env, async (metered) => product.fetch(request, instrumented(metered), ctx)),
+  queue: (batch, env) => {
+    countDeliveries(env, batch.messages);
+    return product.queue(batch, instrumented(env));
+  },
+} satisfies ExportedHandler<Env, unknown>;
