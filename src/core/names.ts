@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { typedIssue } from "./errors";
+import { hasUnsafeChars, UNSAFE } from "./unsafe-chars";
 
 /**
  * Names and ids that reach a screen or a model. Message text stays exactly as sent; a name is the
@@ -9,23 +10,15 @@ import { typedIssue } from "./errors";
  * characters; names are stored as sent and normalized wherever they are rendered.
  */
 
-/**
- * C0 and C1 controls (line breaks and NUL among them), DEL, the Unicode line and paragraph
- * separators, the bidi embedding/override/isolate controls and marks, and the zero-width
- * characters (space, non-joiner, joiner, word joiner, BOM).
- */
-const UNSAFE = /[\u0000-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/u;
+export { hasUnsafeChars };
+
+/** The characters of `UNSAFE` (core/unsafe-chars.ts, which `hasUnsafeChars` tests), every one of them. */
 const UNSAFE_GLOBAL = new RegExp(UNSAFE.source, "gu");
 /** Characters that become a space rather than vanish: they separated words where they stood. */
 const SPACING = /[\u0009-\u000D\u0085\u2028\u2029]/gu;
 
 /** The longest name rendered; a longer one is cut on a code point with an ellipsis. */
 export const MAX_RENDERED_NAME = 64;
-
-/** True when an id holds a character that could forge or hide text where it is rendered. */
-export function hasUnsafeChars(value: string): boolean {
-  return UNSAFE.test(value);
-}
 
 export const UNSAFE_MESSAGE = "holds a control, bidi or invisible character (refused in ids; names are normalized where rendered)";
 

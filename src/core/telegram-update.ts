@@ -1,13 +1,13 @@
 import { z } from "zod";
-import { telegramConversationId } from "./conversation-id";
 import type { EventInput } from "./events";
 import { MAX_TEXT_CHARS } from "./events";
-import { hasUnsafeChars } from "./names";
+import { telegramUpdateEvent } from "./telegram-message";
 
 /**
  * Telegram Bot API updates, narrowed to the fields Foldline reads. Unknown fields are kept out of
  * the parsed value (zod strips them); an update kind Foldline does not use is acknowledged and
- * ignored, because Telegram retries every non-2xx answer for up to a day.
+ * ignored, because Telegram retries every non-2xx answer for up to a day. What an update becomes
+ * is core/telegram-message.ts's, the one mapping the grammY plugin shares.
  */
 
 // Telegram caps names at 64 characters; 127 UTF-16 units each keeps "first last" within an author name.
@@ -70,7 +70,6 @@ export const telegramUpdateSchema = z.object({
 });
 
 export type TelegramUpdate = z.infer<typeof telegramUpdateSchema>;
-type TelegramMessage = z.infer<typeof message>;
 
 export type TelegramIngest =
   | { readonly kind: "event"; readonly conversationId: string; readonly event: EventInput }
@@ -80,137 +79,5 @@ export type TelegramIngest =
 export const updateIdempotencyKey = (updateId: number): string => `tg:update:${updateId}`;
 
 export function mapTelegramUpdate(botId: string, update: TelegramUpdate): TelegramIngest {
-  const idempotencyKey = updateIdempotencyKey(update.update_id);
-  const posted = update.message ?? update.channel_post;
-  if (posted !== undefined) {
-    const content = renderContent(posted);
-    if (content === undefined) return { kind: "ignored", reason: "service message without content" };
-    return {
-      kind: "event",
-      conversationId: conversationOf(botId, posted),
-      event: {
-        kind: "source",
-        idempotencyKey,
-        sensitive: false,
-        body: {
-          messageId: String(posted.message_id),
-          author: authorOf(posted),
-          text: content.text,
-          sentAt: isoFromUnix(posted.date),
-          ...(posted.reply_to_message === undefined
-            ? {}
-            : { replyToMessageId: String(posted.reply_to_message.message_id) }),
-          ...(content.attachments.length === 0 ? {} : { attachments: content.attachments }),
-          conversationType: posted.chat.type === "private" ? "direct" : "group",
-        },
-      },
-    };
-  }
-  const edited = update.edited_message ?? update.edited_channel_post;
-  if (edited !== undefined) {
-    const content = renderContent(edited);
-    if (content === undefined) return { kind: "ignored", reason: "edit without content" };
-    return {
-      kind: "event",
-      conversationId: conversationOf(botId, edited),
-      event: {
-        kind: "correction",
-        idempotencyKey,
-        sensitive: false,
-        body: {
-          action: "edit",
-          targetMessageId: String(edited.message_id),
-          text: content.text,
-          editedAt: isoFromUnix(edited.edit_date ?? edited.date),
-        },
-      },
-    };
-  }
-  return { kind: "ignored", reason: "update kind not used" };
-}
-
-function conversationOf(botId: string, m: TelegramMessage): string {
-  // Forum topics are conversations of their own; reply threads in ordinary groups are not.
-  const topic = m.is_topic_message === true ? m.message_thread_id : undefined;
-  return telegramConversationId(botId, m.chat.id, topic);
-}
-
-/**
- * Telegram usernames are letters, digits and `_`. One of any other shape is dropped rather than
- * refused, so the message is still stored (Telegram would not resend it); the numeric id stays.
- */
-const TELEGRAM_USERNAME = /^[A-Za-z0-9_]{1,64}$/;
-const usernameOf = (username: string | undefined) => (username !== undefined && TELEGRAM_USERNAME.test(username) ? { username } : {});
-
-/** Names are kept exactly as Telegram sent them; they are normalized where rendered (core/names). */
-function authorOf(m: TelegramMessage): { id: string; name?: string; username?: string } {
-  if (m.from !== undefined) {
-    const name = [m.from.first_name, m.from.last_name].filter((part) => part !== undefined && part !== "").join(" ");
-    return { id: `tg:${m.from.id}`, name, ...usernameOf(m.from.username) };
-  }
-  const senderChat = m.sender_chat ?? m.chat;
-  const name = m.author_signature ?? senderChat.title ?? senderChat.first_name;
-  return {
-    id: `tg:${senderChat.id}`,
-    ...(name === undefined ? {} : { name }),
-    ...usernameOf(senderChat.username),
-  };
-}
-
-type Attachment = NonNullable<Extract<EventInput, { kind: "source" }>["body"]["attachments"]>[number];
-
-/**
- * Text of a message as history: its text or caption, preceded by a short marker for anything that
- * is not text (`[photo]`, `[voice 12s]`, `[location 52.5,13.4]`), whose file ids travel alongside.
- */
-function renderContent(m: TelegramMessage): { text: string; attachments: Attachment[] } | undefined {
-  const markers: string[] = [];
-  const attachments: Attachment[] = [];
-  const addFile = (type: Attachment["type"], f: { file_id: string; file_unique_id?: string | undefined }, label: string): void => {
-    markers.push(label);
-    // File ids are Telegram's own tokens; one holding an unsafe character is not kept (the marker is).
-    const fileId = hasUnsafeChars(f.file_id) ? {} : { fileId: f.file_id };
-    const unique = f.file_unique_id === undefined || hasUnsafeChars(f.file_unique_id) ? {} : { fileUniqueId: f.file_unique_id };
-    attachments.push({ type, ...fileId, ...unique });
-  };
-  const largestPhoto = m.photo?.at(-1);
-  if (largestPhoto !== undefined) addFile("photo", largestPhoto, "[photo]");
-  if (m.video !== undefined) addFile("video", m.video, "[video]");
-  if (m.video_note !== undefined) addFile("video_note", m.video_note, "[video note]");
-  if (m.animation !== undefined) addFile("animation", m.animation, "[animation]");
-  if (m.audio !== undefined) {
-    const title = [m.audio.performer, m.audio.title].filter((s) => s !== undefined).join(" – ");
-    addFile("audio", m.audio, title === "" ? "[audio]" : `[audio ${title}]`);
-  }
-  if (m.voice !== undefined) addFile("voice", m.voice, m.voice.duration === undefined ? "[voice]" : `[voice ${m.voice.duration}s]`);
-  if (m.document !== undefined && m.animation === undefined) {
-    addFile("document", m.document, m.document.file_name === undefined ? "[document]" : `[document ${m.document.file_name}]`);
-  }
-  if (m.sticker !== undefined) addFile("sticker", m.sticker, m.sticker.emoji === undefined ? "[sticker]" : `[sticker ${m.sticker.emoji}]`);
-  if (m.venue !== undefined) {
-    markers.push(`[venue ${m.venue.title}, ${m.venue.address}]`);
-    attachments.push({ type: "venue" });
-  } else if (m.location !== undefined) {
-    markers.push(`[location ${m.location.latitude},${m.location.longitude}]`);
-    attachments.push({ type: "location" });
-  }
-  if (m.contact !== undefined) {
-    markers.push(`[contact ${m.contact.first_name}]`);
-    attachments.push({ type: "contact" });
-  }
-  if (m.poll !== undefined) {
-    markers.push(`[poll ${m.poll.question}]`);
-    attachments.push({ type: "poll" });
-  }
-  if (m.dice !== undefined) {
-    markers.push(`[dice ${m.dice.emoji} ${m.dice.value}]`);
-    attachments.push({ type: "dice" });
-  }
-  const words = m.text ?? m.caption;
-  if (markers.length === 0 && words === undefined) return undefined;
-  return { text: [...markers, ...(words === undefined ? [] : [words])].join(" "), attachments };
-}
-
-function isoFromUnix(seconds: number): string {
-  return new Date(seconds * 1000).toISOString();
+  return telegramUpdateEvent(botId, update, updateIdempotencyKey(update.update_id));
 }
