@@ -9,6 +9,8 @@ import type {
   ComposeResponse,
   ContextResponse,
   MemorySearch,
+  RegisteredAgent,
+  Registration,
 } from "./types.js";
 
 /** Every FoldlineRpc method answers this instead of rejecting, so a caller can branch on the code. */
@@ -31,6 +33,8 @@ export interface FoldlineBinding {
   context(token: string, conversationId: string, agentId: string, options?: { readonly query?: string }): Promise<RpcAnswer<unknown>>;
   compose(token: string, conversationId: string, request: ComposeRequest): Promise<RpcAnswer<unknown>>;
   searchMemory(token: string, conversationId: string, agentId: string, query: string, options?: { readonly limit?: number }): Promise<RpcAnswer<unknown>>;
+  /** Answers `{ created, agent }`: `agent` is the body `PUT /v1/agents/{agent}` answers. */
+  registerAgent(token: string, agentId: string, pair: Registration): Promise<RpcAnswer<unknown>>;
 }
 
 /** An RPC answer's value, or its error thrown as a `FoldlineError`; a rejected call (the binding itself failed) is `network`. */
@@ -47,8 +51,8 @@ async function unwrap<T>(call: () => Promise<RpcAnswer<T>>): Promise<T> {
 
 /**
  * Foldline over a service binding: the RPC entrypoint's methods, each carrying the API token (the
- * entrypoint authenticates and scopes every call exactly as HTTP does). Routes the entrypoint does
- * not have go over `send`, an HTTP fetcher, when one is given.
+ * entrypoint authenticates and scopes every call exactly as HTTP does). Any other route of the
+ * HTTP API (`request`) goes over `send`, an HTTP fetcher, when one is given.
  */
 export function bindingTransport(binding: FoldlineBinding, token: string, send: Send | undefined): Transport {
   return {
@@ -59,5 +63,6 @@ export function bindingTransport(binding: FoldlineBinding, token: string, send: 
     compose: (conversation, request) => unwrap(() => binding.compose(token, conversation, request)) as Promise<ComposeResponse>,
     searchMemory: (conversation, agent, q, limit) =>
       unwrap(() => binding.searchMemory(token, conversation, agent, q, limit === undefined ? {} : { limit })) as Promise<MemorySearch>,
+    registerAgent: async (id, pair) => ((await unwrap(() => binding.registerAgent(token, id, pair))) as { readonly agent: RegisteredAgent }).agent,
   };
 }

@@ -1,7 +1,7 @@
 import { FoldlineError, httpFailure, networkFailure } from "./errors.js";
 import { expandPath, queryString } from "./paths.js";
 import type { Send, Transport } from "./transport.js";
-import type { AppendedBatch, AppendedEvent, ComposeResponse, ContextResponse, MemorySearch } from "./types.js";
+import type { AppendedBatch, AppendedEvent, ComposeResponse, ContextResponse, MemorySearch, RegisteredAgent } from "./types.js";
 
 export interface HttpTransportOptions {
   /** Where Foldline answers, e.g. `https://foldline.example.workers.dev` (a path prefix is kept). */
@@ -59,5 +59,6 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     context: async (conversation, agent, query) => (await send("get", conversationPath(conversation, "/context"), { agent, query })) as ContextResponse,
     compose: async (conversation, request) => (await send("post", conversationPath(conversation, "/compose"), undefined, request)) as ComposeResponse,
     searchMemory: async (conversation, agent, q, limit) => (await send("get", conversationPath(conversation, "/memory/search"), { agent, q, limit })) as MemorySearch,
+    registerAgent: async (id, pair) => (await send("put", expandPath("/v1/agents/{agent}", { agent: id }), undefined, pair)) as RegisteredAgent,
   };
 }

@@ -68,7 +68,7 @@ export interface BindingClientOptions extends CommonOptions {
   readonly binding: FoldlineBinding | ServiceBinding;
   /**
    * A service binding to Foldline's default entrypoint (its HTTP API), for what the RPC entrypoint
-   * does not offer: `registerAgent` and `request`. Without it those two throw `unsupported`.
+   * does not offer: `request`. Without it, `request` throws `unsupported`.
    */
   readonly fetcher?: { readonly fetch: typeof globalThis.fetch };
 }
@@ -153,10 +153,7 @@ export function createClient(options: ClientOptions): FoldlineClient {
     context: (conversation, { agent, query }) => retried(() => transport.context(conversation, agent, query)),
     compose: (conversation, request) => retried(() => transport.compose(conversation, request)),
     searchMemory: (conversation, { agent, q, limit }) => retried(() => transport.searchMemory(conversation, agent, q, limit)),
-    registerAgent: async (id, pair) => {
-      const send = httpOnly(transport, "registerAgent");
-      return (await retried(() => send("put", expandPath("/v1/agents/{agent}", { agent: id }), undefined, pair))) as RegisteredAgent;
-    },
+    registerAgent: (id, pair) => retried(() => transport.registerAgent(id, pair)),
     request: async (method, path, ...[init]) => {
       const send = httpOnly(transport, "request");
       const parts = (init ?? {}) as { readonly path?: Readonly<Record<string, string | number | boolean>>; readonly query?: Readonly<Record<string, QueryValue>>; readonly body?: unknown };

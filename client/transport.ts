@@ -8,6 +8,8 @@ import type {
   ComposeResponse,
   ContextResponse,
   MemorySearch,
+  RegisteredAgent,
+  Registration,
 } from "./types.js";
 
 export type QueryValue = string | number | boolean | undefined;
@@ -26,6 +28,7 @@ export interface Transport {
   context(conversation: string, agent: string, query: string | undefined): Promise<ContextResponse>;
   compose(conversation: string, request: ComposeRequest): Promise<ComposeResponse>;
   searchMemory(conversation: string, agent: string, q: string, limit: number | undefined): Promise<MemorySearch>;
+  registerAgent(id: string, pair: Registration): Promise<RegisteredAgent>;
   /** Any route of the HTTP API; undefined over a binding given no HTTP fetcher. */
   readonly send: Send | undefined;
 }

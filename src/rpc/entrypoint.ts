@@ -1,7 +1,9 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { z } from "zod";
 import type { ScopedConversationId } from "../api/access";
-import { authenticate, conversationInScope } from "../api/access";
+import { agentInScope, authenticate, conversationInScope } from "../api/access";
+import type { Registered } from "../api/agents";
+import { registerAgent } from "../api/agents";
 import type { ChainAudit, ChainListing, VerifiedLinkPage } from "../api/chain";
 import { listChain, verifyChain, verifyLinks } from "../api/chain";
 import type { Composed, IngestedBatch, IngestedEvent } from "../api/conversations";
@@ -19,6 +21,7 @@ import { describeThrown } from "../core/thrown";
 import { unavailableError } from "../core/transient";
 import { attachMetrics, logger } from "../logger";
 import type { appendBatchRequestSchema, appendEventRequestSchema } from "../core/events";
+import type { registrationSchema } from "../core/declarations";
 import type { ContextSelection } from "../core/context-manifest";
 import type { ApiPrincipal } from "../storage/control/tokens";
 
@@ -50,6 +53,8 @@ export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly
 /** One event (`POST …/events`) or a batch `{ events, expectedSeq? }` (`POST …/events/batch`). */
 export type IngestInput = z.input<typeof appendEventRequestSchema> | z.input<typeof appendBatchRequestSchema>;
 export type ComposeInput = z.input<typeof composeRequestSchema>;
+/** `registerAgent`: the declaration pair, as `PUT /v1/agents/{agent}` takes it. */
+export type RegistrationInput = z.input<typeof registrationSchema>;
 export interface IncidentOptions {
   readonly after?: number;
   readonly limit?: number;
@@ -155,6 +160,21 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
   }
 
   /**
+   * Registers (or re-declares) an agent and its compactor, exactly as `PUT /v1/agents/{agent}`:
+   * the token needs `agent:<id>` and conversation scopes containing every source the pair would
+   * serve. `created` says whether the agent was new (HTTP's 201 rather than 200).
+   */
+  async registerAgent(token: string, agentId: string, pair: RegistrationInput): Promise<RpcResult<Registered>> {
+    return this.#authenticated(token, async (principal) => {
+      const named = await agentInScope(this.env.DB, principal, agentId);
+      if (!named.ok) return named;
+      const body = asJsonBody(this.env, pair);
+      if (!body.ok) return body;
+      return registerAgent(this.env, principal, named.value, body.value);
+    });
+  }
+
+  /**
    * Authenticates, scopes, then runs the operation: the order of `requireToken` and
    * `scopedConversation` on every HTTP route. A private method, so it is not callable over RPC.
    */
@@ -163,12 +183,19 @@ export class FoldlineRpc extends WorkerEntrypoint<Env> {
     conversationId: unknown,
     operation: (conversation: ScopedConversationId, principal: ApiPrincipal) => Promise<Result<T>>,
   ): Promise<RpcResult<T>> {
+    return this.#authenticated(token, async (principal) => {
+      const conversation = conversationInScope(principal, conversationId);
+      if (!conversation.ok) return conversation;
+      return operation(conversation.value, principal);
+    });
+  }
+
+  /** Authenticates, then runs the operation; a thrown failure is `unavailable` or `internal`, never a rejection. */
+  async #authenticated<T>(token: unknown, operation: (principal: ApiPrincipal) => Promise<Result<T>>): Promise<RpcResult<T>> {
     try {
       const principal = await authenticate(this.env.DB, token, isolateTokens);
       if (!principal.ok) return toRpc(principal);
-      const conversation = conversationInScope(principal.value, conversationId);
-      if (!conversation.ok) return toRpc(conversation);
-      return toRpc(await operation(conversation.value, principal.value));
+      return toRpc(await operation(principal.value));
     } catch (error) {
       // HTTP's `onError`, for RPC: a failure a retry fixes is `unavailable` (core/transient), anything
       // else a typed `internal`; both are logged by the thrown value's code, never a rejected promise.

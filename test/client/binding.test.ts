@@ -110,19 +110,21 @@ describe("createClient over a binding and over HTTP", () => {
     expect((await logRows(conversation)).filter((row) => row.kind === "source")).toHaveLength(1);
   });
 
-  it("reaches registerAgent and the typed routes over a binding through its HTTP fetcher, and says `unsupported` without one", async () => {
+  it("registers over the binding alone, reaches the typed routes through its HTTP fetcher, and says `unsupported` for a route without one", async () => {
     const { conversation, agentId, token, binding, bareBinding } = await setup();
 
+    // registerAgent is the RPC entrypoint's own method: no fetcher needed, and its refusals are HTTP's.
+    const reDeclared = await bareBinding.registerAgent(agentId, pair({ agentId, sources: [conversation], admitSensitive: true, trigger: 3_000 }));
+    expect(reDeclared).toMatchObject({ agentId, revision: 2 });
     const next = freshAgent();
-    const refused = await failure(bareBinding.registerAgent(next, pair({ agentId: next, sources: [conversation] })));
-    expect(refused).toMatchObject({ code: "unsupported", status: undefined });
+    expect(await failure(bareBinding.registerAgent(next, pair({ agentId: next, sources: [conversation] })))).toMatchObject({ code: "forbidden", status: 403 });
     expect((await failure(bareBinding.request("get", "/v1/agents/{agent}", { path: { agent: agentId } }))).code).toBe("unsupported");
 
     const current = await binding.request("get", "/v1/agents/{agent}", { path: { agent: agentId } });
-    expect(current).toMatchObject({ agentId, revision: 1 });
+    expect(current).toMatchObject({ agentId, revision: 2 });
     // The same pair again is `unchanged` (200): a registration resent by a retry changes nothing.
-    const again = await binding.registerAgent(agentId, pair({ agentId, sources: [conversation], admitSensitive: true }));
-    expect(again).toMatchObject({ agentId, revision: 1 });
+    const again = await binding.registerAgent(agentId, pair({ agentId, sources: [conversation], admitSensitive: true, trigger: 3_000 }));
+    expect(again).toMatchObject({ agentId, revision: 2 });
 
     await binding.append(conversation, source("m1", "1", "hello"));
     const turns = await createClient({ baseUrl: ORIGIN, token, fetch: overHttp }).request("get", "/v1/conversations/{conversation}/turns", { path: { conversation }, query: { limit: 10 } });

@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
-import { register } from "../support/declarations";
+import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, logRows, tokenFor } from "./helpers";
 
@@ -252,5 +252,40 @@ describe("FoldlineRpc", () => {
     const afterHttp = await call("GET", `/v1/conversations/${conversation}/incidents?after=${first}&limit=1`, { token });
     expect(after).toEqual({ ok: true, value: await json(afterHttp) });
     expect(after).toEqual({ ok: true, value: { incidents: [], nextAfter: null } });
+  });
+
+  it("registers an agent as PUT /v1/agents/{agent} does: created, re-declared, replayed, and refused with HTTP's codes", async () => {
+    const conversation = freshConversation("api:rpc");
+    const agentId = freshAgent();
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    const declaration = pair({ agentId, sources: [conversation] });
+
+    const created = await rpc.registerAgent(token, agentId, declaration);
+    if (!created.ok) throw new Error(created.error.message);
+    expect(created.value).toMatchObject({ created: true, agent: { agentId, revision: 1, registration: { agent: { id: agentId } } } });
+    // A changed pair is a new revision (HTTP's 201); the same pair sent again stores nothing (HTTP's 200).
+    const changed = pair({ agentId, sources: [conversation], trigger: 3_000 });
+    expect(await rpc.registerAgent(token, agentId, changed)).toMatchObject({ ok: true, value: { created: true, agent: { revision: 2 } } });
+    expect(await rpc.registerAgent(token, agentId, changed)).toMatchObject({ ok: true, value: { created: false, agent: { revision: 2 } } });
+    // HTTP reads back the declaration RPC stored.
+    const read = await call("GET", `/v1/agents/${agentId}`, { token });
+    expect(await json<{ revision: number }>(read)).toMatchObject({ revision: 2 });
+
+    // Every refusal is HTTP's own, for the same input.
+    const otherAgent = freshAgent();
+    const cases: { name: string; rpc: () => Promise<unknown>; http: () => Promise<Response> }[] = [
+      { name: "no agent scope", rpc: () => rpc.registerAgent(token, otherAgent, pair({ agentId: otherAgent, sources: [conversation] })), http: () => register(token, { agentId: otherAgent, sources: [conversation] }) },
+      { name: "sources beyond the token", rpc: () => rpc.registerAgent(token, agentId, pair({ agentId, sources: ["api:rpc:*"] })), http: () => register(token, { agentId, sources: ["api:rpc:*"] }) },
+      { name: "a body that is not a pair", rpc: () => rpc.registerAgent(token, agentId, { agent: { id: agentId } } as never), http: () => call("PUT", `/v1/agents/${agentId}`, { token, body: { agent: { id: agentId } } }) },
+      { name: "a malformed id", rpc: () => rpc.registerAgent(token, "bad id!", declaration), http: () => call("PUT", `/v1/agents/${encodeURIComponent("bad id!")}`, { token, body: declaration }) },
+      { name: "an unknown token", rpc: () => rpc.registerAgent("fl_not_a_real_token_at_all", agentId, declaration), http: () => call("PUT", `/v1/agents/${agentId}`, { token: "fl_not_a_real_token_at_all", body: declaration }) },
+    ];
+    for (const refusal of cases) {
+      const answered = (await refusal.rpc()) as { ok: boolean; error?: { code: string } };
+      expect({ name: refusal.name, ok: answered.ok }).toEqual({ name: refusal.name, ok: false });
+      expect({ name: refusal.name, code: answered.error?.code }).toEqual({ name: refusal.name, code: (await httpError(await refusal.http())).code });
+    }
+    // Nothing was written by a refusal: the declaration is still the second one.
+    expect(await json<{ revision: number }>(await call("GET", `/v1/agents/${agentId}`, { token }))).toMatchObject({ revision: 2 });
   });
 });
