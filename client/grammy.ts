@@ -116,6 +116,10 @@ interface Recorder {
   readonly answering: { readonly conversation: string; readonly messageId: string } | undefined;
 }
 
+/** A reply in the update's conversation answers the update's message; one sent elsewhere answers nothing. */
+const answeredIn = (recorder: Recorder, conversation: string): { replyToMessageId?: string } =>
+  recorder.answering?.conversation === conversation ? { replyToMessageId: recorder.answering.messageId } : {};
+
 /**
  * The events that record one Bot API call's answer, and the conversation they belong to; none for
  * calls that put nothing in a chat. `nonce` names what Telegram gives no id (an edit, a refusal),
@@ -131,7 +135,7 @@ function sentEvents(recorder: Recorder, call: { readonly method: string; readonl
     const conversation = conversationOf(recorder.botId, message);
     if (SENDS.has(method)) {
       const keys = pluginKeys.sent(message.message_id);
-      const replyTo = recorder.answering?.conversation === conversation ? { replyToMessageId: recorder.answering.messageId } : {};
+      const replyTo = answeredIn(recorder, conversation);
       return {
         conversation,
         events: [
@@ -165,7 +169,7 @@ function sentEvents(recorder: Recorder, call: { readonly method: string; readonl
   const place: TelegramPlace = typeof thread === "number" ? { chat: { id: chatId }, message_thread_id: thread, is_topic_message: true } : { chat: { id: chatId } };
   const conversation = conversationOf(recorder.botId, place);
   const keys = pluginKeys.failed(nonce);
-  const replyTo = recorder.answering?.conversation === conversation ? { replyToMessageId: recorder.answering.messageId } : {};
+  const replyTo = answeredIn(recorder, conversation);
   const reason = `telegram ${String(response["error_code"])}: ${String(response["description"])}`.slice(0, 1_000);
   return {
     conversation,

@@ -15,7 +15,7 @@ import type { Wire } from "./responses";
 import type { chainHealthSchema } from "./responses-chain";
 import { readChainAnchor, readSliceLog } from "../storage/shard/context-reads";
 import { readDocument } from "../storage/r2/documents";
-import { readAllEvents, readEventsByKeys, readLogShape } from "../storage/shard/events";
+import { readAllEvents, readEventsByKeys, readHead, readLogShape } from "../storage/shard/events";
 import type { LogAudit } from "../core/log-audit";
 import { auditLog, withLogAudit } from "../core/log-audit";
 import { validate } from "./validation";
@@ -148,7 +148,8 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
   // trigger, and receipts (run events) come after it. Acceptable for an audit, never for the hot path.
   const log = await readAllEvents(DB, conversationId);
   const runs = log.flatMap(toAuditRun);
-  const { lastSeq } = await readLogShape(DB, conversationId);
+  // The whole log is in hand: only the high-water mark is read besides it.
+  const lastSeq = await readHead(DB, conversationId);
   const report = auditChain({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries, plans, packets, runs, log });
   // The whole log besides the slices: a deleted tail turn, run receipt or newest event, or an event rewritten anywhere.
   return ok(withLogAudit(report, auditLog(lastSeq, log.map((event) => event.seq), log)));

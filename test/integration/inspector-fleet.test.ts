@@ -8,6 +8,7 @@ import { placeConversation, shardsOf } from "../../src/storage/shards";
 import { settledChain } from "../support/chain";
 import { register } from "../support/declarations";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
+import { elements } from "../support/html-elements";
 
 /**
  * The inspector's fleet page (`/inspector/fleet`): compaction lag and failures per hour as
@@ -24,20 +25,6 @@ const HOUR_MS = 3_600_000;
 
 const get = (path: string, token?: string): Promise<Response> =>
   exports.default.fetch(new Request(`${ORIGIN}${path}`, { redirect: "manual", headers: token === undefined ? {} : { authorization: `Bearer ${token}` } }));
-
-/** The attributes of every element matching `selector`, in document order. */
-async function elements(html: string, selector: string): Promise<Record<string, string>[]> {
-  const found: Record<string, string>[] = [];
-  await new HTMLRewriter()
-    .on(selector, {
-      element(element) {
-        found.push(Object.fromEntries([...element.attributes].map(([name, value]) => [name ?? "", value ?? ""])));
-      },
-    })
-    .transform(new Response(html))
-    .text();
-  return found;
-}
 
 const pagePath = (conversation: string, query = ""): string => `/inspector/conversations/${encodeURIComponent(conversation)}${query}`;
 

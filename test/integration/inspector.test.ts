@@ -7,6 +7,7 @@ import { settledChain } from "../support/chain";
 import { shardOf } from "../support/shards";
 import { register } from "../support/declarations";
 import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
+import { elements } from "../support/html-elements";
 
 const ORIGIN = "http://foldline.test";
 const SAME_ORIGIN = { origin: ORIGIN, "sec-fetch-site": "same-origin" };
@@ -45,20 +46,6 @@ async function signIn(token: string): Promise<string> {
 }
 
 const withCookie = (cookie: string) => ({ headers: { cookie } });
-
-/** The attributes of every element matching `selector`, in document order. */
-async function elements(html: string, selector: string): Promise<Record<string, string>[]> {
-  const found: Record<string, string>[] = [];
-  await new HTMLRewriter()
-    .on(selector, {
-      element(element) {
-        found.push(Object.fromEntries([...element.attributes].map(([name, value]) => [name ?? "", value ?? ""])));
-      },
-    })
-    .transform(new Response(html))
-    .text();
-  return found;
-}
 
 async function one(html: string, selector: string): Promise<Record<string, string>> {
   const [first, ...rest] = await elements(html, selector);
