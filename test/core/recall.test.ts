@@ -4,7 +4,7 @@ import { mergeFacts } from "../../src/core/fact-merge";
 import type { ExtractedFact } from "../../src/core/fact-extraction";
 import { memoryManifest, packMemory, renderRecalled } from "../../src/core/recall";
 import type { RecallCandidate, RecalledPageHit, RecalledTurnHit } from "../../src/core/recall-rank";
-import { entriesOf, fuseByRank, pageKey, rankByTerms, rankCandidates, restates, wordsOf } from "../../src/core/recall-rank";
+import { OWN_WORDS_WEIGHT, byOwnWords, entriesOf, fuseByRank, pageKey, rankByTerms, rankCandidates, restates, wordsOf } from "../../src/core/recall-rank";
 import { contentWords, recallTerms } from "../../src/core/search-text";
 import { renderEnvelope } from "../../src/core/render";
 
@@ -302,12 +302,68 @@ describe("rankCandidates: an entry earns its place", () => {
     const first = packMemory(rankCandidates("where is the offsite", [hit], [stale, other, update]), FRAME + renderRecalled(venue === undefined ? [] : [venue]).length);
     expect(first.hits).toEqual([venue]);
     // Where the update itself ranks first, it stands: the entry adds nothing.
-    expect(rankCandidates("where is the offsite", [hit], [update, stale])).toEqual([update, venue, stale]);
-    expect(packMemory(rankCandidates("where is the offsite", [hit], [update, stale]), 10_000).hits).toEqual([update, stale]);
+    const leading = turn(9, "the offsite moved to Villa Sato", -6);
+    expect(rankCandidates("where is the offsite", [hit], [leading, stale])).toEqual([leading, venue, stale]);
+    expect(packMemory(rankCandidates("where is the offsite", [hit], [leading, stale]), 10_000).hits).toEqual([leading, stale]);
   });
 
   it("serves every entry whose message no candidate holds and the tail does not", () => {
     const hit = withSeqs(PLANS, [fact(PLANS, "venue", "the offsite venue is Casa Novak", 3), fact(PLANS, "date", "the offsite date is 3 May", 5)]);
     expect(rankCandidates("offsite venue date", [hit], []).map((c) => (c.type === "entry" ? c.key : c.type)).sort()).toEqual(["date", "venue"]);
+  });
+});
+
+describe("byOwnWords: a turn that says the query's words itself", () => {
+  const terms = recallTerms("How was the pottery class?");
+
+  it("moves ahead of one found by its neighbours' words when their bm25 is close, not when it is far behind", () => {
+    const nearby = turn(1, "yes, I went there last week", -10);
+    const close = turn(2, "the pottery class was fun", -9);
+    const far = turn(3, "the pottery class was fun", -3);
+    expect(terms).toEqual(["pottery", "class"]);
+    // 0.9 + 0.6 against 1.0; then 0.3 + 0.6 against 1.0.
+    expect(byOwnWords(terms, [nearby, close])).toEqual([close, nearby]);
+    expect(byOwnWords(terms, [nearby, far])).toEqual([nearby, far]);
+    // Half the terms said earn half the nudge: 0.95 + 0.3 against 1.0.
+    const half = turn(4, "the class starts at six", -9.5);
+    expect(byOwnWords(terms, [nearby, half])).toEqual([half, nearby]);
+    expect(byOwnWords(terms, [nearby, turn(5, "the class starts at six", -6.5)]).map((t) => t.seq)).toEqual([1, 5]);
+  });
+
+  it("counts the author's name among a turn's own words", () => {
+    const byName = recallTerms("What does Ada think?");
+    const other = { ...turn(1, "I think it is fine", -10), authorName: "Ben" };
+    const ada = turn(2, "I think it is fine", -9);
+    expect(byOwnWords(byName, [other, ada])).toEqual([ada, other]);
+    // A reply has no name: its author's id stands for it.
+    const reply: RecalledTurnHit = { ...turn(3, "noted", -9), role: "assistant", authorName: null, authorId: "ada" };
+    expect(byOwnWords(byName, [other, reply])).toEqual([reply, other]);
+  });
+
+  it("keeps the index's order on a tie and when no bm25 is given, and orders by what is said then", () => {
+    const a = turn(1, "pottery", -4);
+    const b = turn(2, "pottery", -4);
+    expect(byOwnWords(terms, [a, b])).toEqual([a, b]);
+    const unranked = [turn(1, "nothing here", 0), turn(2, "pottery class", 0), turn(3, "pottery", 0)];
+    expect(byOwnWords(terms, unranked).map((t) => t.seq)).toEqual([2, 3, 1]);
+    expect(byOwnWords(terms, [])).toEqual([]);
+    expect(byOwnWords([], [a, b])).toEqual([a, b]);
+  });
+
+  it("orders the same whatever the scale of bm25 (the shard's statistics)", () => {
+    const texts = ["pottery class", "pottery", "class", "yes, I went", "the class was full", "nothing"];
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom(...texts), fc.double({ min: 0.01, max: 50, noNaN: true })), { minLength: 1, maxLength: 12 }),
+        fc.double({ min: 0.01, max: 100, noNaN: true }),
+        (rows, scale) => {
+          const sorted = [...rows].sort((x, y) => y[1] - x[1]);
+          const turns = sorted.map(([text, score], i) => turn(i + 1, text, -score));
+          const scaled = turns.map((t) => ({ ...t, rank: t.rank * scale }));
+          expect(byOwnWords(terms, scaled).map((t) => t.seq)).toEqual(byOwnWords(terms, turns).map((t) => t.seq));
+        },
+      ),
+    );
+    expect(OWN_WORDS_WEIGHT).toBe(0.6);
   });
 });

@@ -175,6 +175,23 @@ describe("GET …/memory/search", () => {
     expect([refused.status, (await json<ErrorBody>(refused)).error.code]).toEqual([400, "validation_failed"]);
   });
 
+  it("finds a turn by the words of the turns up to two places from it, and forgets them when they change", async () => {
+    const { conversation, agentId, token } = await recallSetup();
+    const said = ["have you tried any martial arts lately?", "hmm, let me think", "yes! kickboxing, twice a week", "what time is the standup tomorrow", "nine sharp", "ok thanks"];
+    for (const [i, text] of said.entries()) await post(token, conversation, sourceEvent(`s${i + 1}`, `m-${i + 1}`, text));
+
+    // The question's own turn first; the answer two places after it is found by the question's
+    // words (its context), the turn three places after is not.
+    const found = (await search(token, conversation, agentId, "martial arts")).map((r) => r.sources[0]?.messageId);
+    expect(found[0]).toBe("m-1");
+    expect([...found].sort()).toEqual(["m-1", "m-2", "m-3"]);
+
+    // An edit re-indexes the turns within two places of it: the answer no longer carries the old words.
+    await post(token, conversation, edit("e1", "m-1", "have you tried any sports lately?"));
+    expect(await search(token, conversation, agentId, "martial arts")).toEqual([]);
+    expect((await search(token, conversation, agentId, "sports")).map((r) => r.sources[0]?.messageId).sort()).toEqual(["m-1", "m-2", "m-3"]);
+  });
+
   it("serves an extracted entry that says what no turn found does, with the message it came from, and leaves one its turn says to that turn", async () => {
     const { conversation, agentId, token } = await recallSetup();
     await post(token, conversation, sourceEvent("s1", "m-1", "we settled it, same place as last spring"));
@@ -339,10 +356,10 @@ describe("the memory envelope", () => {
     expect(manifest).toMatchObject({ budgetChars: 4_000, envelopeChars: memory.content.length });
     expect(manifest?.envelopeChars).toBeLessThanOrEqual(4_000);
     expect(manifest?.pages).toEqual([{ path: "people/keynote", version: 1, contentHash: expect.any(String) as unknown as string, chars: 58 }]);
-    // The message that says it first; after it, the one that follows it (found by its neighbour's
+    // The message that says it first; after it, the two that follow it (found by their neighbour's
     // words, the turn index's context), and nothing else: no other message mentions the keynote.
     expect(manifest?.turns[0]).toEqual({ turnId: "s1", messageId: "0", seq: 1, chars: expect.any(Number) as unknown as number });
-    expect(manifest?.turns.map((t) => t.messageId)).toEqual(["0", "1"]);
+    expect(manifest?.turns.map((t) => t.messageId)).toEqual(["0", "1", "2"]);
     // The recalled turns are older than the served tail, which the boundary starts after.
     for (const turn of manifest?.turns ?? []) expect(turn.seq).toBeLessThanOrEqual(recalled.manifest.boundary?.coveredThroughSeq ?? 0);
     expect(recalled.manifest.reserved.chars).toBe(plain.manifest.reserved.chars + memory.content.length);
