@@ -28,7 +28,7 @@ const SNIPPET_TOKENS = 24;
 
 /**
  * The columns a query's terms may match (never `scope`, nor the unindexed agent id). A turn's
- * `context` (its neighbours' words, migrations/shard/0015) counts half its own text, as its author does.
+ * `context` (the words of the two turns on each side, migrations/shard/0021) counts half its own text, as its author does.
  */
 const TURN_COLUMNS = ["author", "text", "grams", "context"];
 const PAGE_COLUMNS = ["path", "content", "grams"];
