@@ -183,7 +183,8 @@ export type RecallCandidate = RecalledEntryHit | RecalledPageHit | RecalledTurnH
 
 /**
  * The served candidates for `queryText`, best first: the conversation's turns in their store's
- * order (bm25 over its index), nudged towards those that say the query's words (`byOwnWords`), are the spine, and what was extracted from them is served only where
+ * order (bm25 over its index), nudged towards those that say the query's words (`byOwnWords`),
+ * are the spine, and what was extracted from them is served only where
  * it adds what the turns do not, so recall is never worse than the turn index alone at the same
  * budget (measured on LoCoMo, bench §12: interleaving the offline extractor's entries with the turns
  * gave them half the places for statements the turns already held, and served 3 points fewer).
