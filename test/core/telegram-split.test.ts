@@ -41,6 +41,14 @@ describe("splitMessage: where it cuts", () => {
     ["spaces after a sentence end are consumed", "Short one.      Then more words", 20, ["Short one.", "Then more words"]],
     ["a separator right at the limit is used", "x".repeat(20) + " tail", 20, ["x".repeat(20), "tail"]],
     ["a surrogate pair at a hard cut moves whole to the next part", "abcd\u{1F600}efgh", 5, ["abcd", "\u{1F600}efg", "h"]],
+    ["a separator that would leave only whitespace before it is not a cut", "   \n" + "x".repeat(20), 10, ["   \nxxxxxx", "x".repeat(10), "xxxx"]],
+    // The pairs at the edges of the surrogate ranges move whole; a lone half is an ordinary unit.
+    ["the lowest high and low surrogates are a pair", "abcd\ud800\udc00ef", 5, ["abcd", "\ud800\udc00ef"]],
+    ["the highest high and low surrogates are a pair", "abcd\udbff\udfffef", 5, ["abcd", "\udbff\udfffef"]],
+    ["a lone low surrogate after an ordinary character is cut before like any unit", "abcde\udc00fgh", 5, ["abcde", "\udc00fgh"]],
+    ["a lone high surrogate before an ordinary character is cut after like any unit", "abcd\ud800efgh", 5, ["abcd\ud800", "efgh"]],
+    ["a character just past the surrogates is no half of a pair", "abcd\ue000\udc00fg", 5, ["abcd\ue000", "\udc00fg"]],
+    ["nor is one just past the low surrogates", "abcd\ud800\ue000fg", 5, ["abcd\ud800", "\ue000fg"]],
   ])("%s", (_name, text, limit, expected) => {
     expect(splitMessage(text, limit)).toEqual(expected);
   });

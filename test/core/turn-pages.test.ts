@@ -5,7 +5,7 @@ import type { StoredEvent } from "../../src/core/events";
 import type { ReconstructionPolicy, Turn } from "../../src/core/reconstruction";
 import type { PageResult } from "../../src/core/turn-pages";
 import { idsNamedBy, LogIndex, pageOfTurns, turnsAsOf } from "../../src/core/turn-pages";
-import { storeAll } from "./event-builders";
+import { source, storeAll } from "./event-builders";
 import { inputArbOver, policyArb } from "./log-arbitraries";
 
 const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
@@ -64,7 +64,7 @@ describe("pageOfTurns", () => {
     return pages;
   }
 
-  it("pages through the log to exactly the whole fold, whole groups per page, at least `limit` turns on every page but the last", () => {
+  it("pages through the log to exactly the whole fold, whole groups per page, at least `limit` turns on every page but the last and no group more than it takes", () => {
     fc.assert(
       fc.property(logWithPoints, fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 8 }), ({ log, policy }, limit, windowSize) => {
         const pages = readPages(log, policy, limit, windowSize);
@@ -74,8 +74,27 @@ describe("pageOfTurns", () => {
           expect(page.length).toBeGreaterThanOrEqual(limit);
           expect(pages[i + 1]?.[0]?.group ?? Infinity).toBeGreaterThan(page.at(-1)?.group ?? 0);
         });
+        // And no more than that: `limit` turns, then only the rest of the group the last of them opened.
+        for (const page of pages) expect(page.filter((turn) => turn.group !== page.at(-1)?.group).length).toBeLessThan(limit);
       }),
       { numRuns: 300 },
     );
   }, 60_000);
+
+  it("decides a page as soon as the window holds a group after the page's last one, and not before", () => {
+    const log = storeAll(Array.from({ length: 10 }, (_, i) => source(`m${i + 1}`, `line ${i + 1}`)));
+    const index = new LogIndex(log);
+    const policy: ReconstructionPolicy = { admittedAgents: "all", includeSensitive: false };
+    const page = (through: number): PageResult => {
+      const window = index.range(0, through);
+      const ids = idsNamedBy(window);
+      return pageOfTurns({ window, exhausted: false, related: index.related(ids.messageIds, ids.proposalIds, through), policy, after: 0, limit: 3 });
+    };
+    // Through message 4 the fourth group may still gain replies beyond the window: three turns are certain, and a fourth is needed to know the page ends.
+    expect(page(4)).toEqual({ complete: false });
+    const decided = page(5);
+    expect(decided.complete && decided.turns.map((turn) => turn.group)).toEqual([1, 2, 3]);
+    expect(decided.complete && decided.nextAfter).toBe(3);
+  });
 });
+
