@@ -153,6 +153,29 @@ describe("offlineCompaction", () => {
     expect(content.summary.length).toBeLessThan(validated(base).summary.length);
   });
 
+  it("points at each recalled page once, and at no more than 50", () => {
+    const pages = Array.from({ length: 60 }, (_, i) => memoryPage(`decisions/vendor-${String(i).padStart(2, "0")}.md`, VENDOR_PAGE.content));
+    const packet = packetFixture({ memoryPages: pages, policy: { maxSummaryChars: 20_000 }, sizes: { replacedChars: 500_000 } });
+    const paths = validated(packet).salientFacts.memoryRefs.map((r) => r.path);
+    expect(paths).toHaveLength(50);
+    expect(new Set(paths).size).toBe(50);
+    // In recall order: the pages recall ranked first are the ones named.
+    expect(paths).toEqual(pages.slice(0, 50).map((p) => p.path));
+  });
+
+  it("keeps the newest open threads within a quarter of its budget, and as many of them as fit", () => {
+    const questions: TurnSpec[] = Array.from({ length: 12 }, (_, i) => ({ text: `Should the offsite in city number ${i + 1} also include a guided tour of the harbour district?`, author: BOB }));
+    const packet = packetFixture({ turns: questions, sizes: { replacedChars: 5_000 } });
+    const all = questions.map((q) => `@bob asked: ${q.text}`);
+    const threads = validated(packet).salientFacts.openThreads;
+    const chars = (list: readonly string[]): number => "\n\nOpen threads:".length + list.reduce((n, t) => n + t.length + 3, 0);
+    expect(threads.length).toBeGreaterThan(0);
+    expect(threads.length).toBeLessThan(all.length);
+    expect(threads).toEqual(all.slice(all.length - threads.length));
+    expect(chars(threads)).toBeLessThanOrEqual(summaryBudget(packet) * 0.25);
+    expect(chars(all.slice(all.length - threads.length - 1))).toBeGreaterThan(summaryBudget(packet) * 0.25);
+  });
+
   it("grows with the slice: a long slice of distinct facts gets a longer summary than a short one, each within its budget", () => {
     const facts = (n: number): TurnSpec[] =>
       Array.from({ length: n }, (_, i): TurnSpec => ({ text: `Invoice ${1_000 + i} for client ${String.fromCharCode(65 + (i % 26))}${i} is due on day ${(i % 28) + 1} at ${100 + i * 7} EUR.`, author: i % 2 === 0 ? ADA : BOB }));
