@@ -138,6 +138,13 @@ describe("offlineCompaction keeps facts", () => {
     );
   });
 
+  it("keeps two different facts about the same thing: a later one replaces only the same fact", () => {
+    const turns = plantedSlice(4_000, [{ text: "The venue deposit is 2,300 EUR." }, { text: "The venue opens its doors at 08:30 on the first day." }], 5);
+    const body = served(packetFixture({ turns }));
+    expect(body).toContain("The venue deposit is 2,300 EUR.");
+    expect(body).toContain("The venue opens its doors at 08:30 on the first day.");
+  });
+
   it("keeps two facts about different people apart, even in the same words", () => {
     const turns = plantedSlice(4_000, [{ text: "My flight lands at 10:40." }, { text: "My flight lands at 12:15." }], 3);
     const body = served(packetFixture({ turns }));
