@@ -30,6 +30,15 @@ describe("logLine", () => {
     }
   });
 
+  it("writes booleans as they are, and redacts any other value forced past the types", () => {
+    expect(parsed(logLine("info", "job.dropped", { deadLetter: false }))).toEqual({ event: "job.dropped", level: "info", deadLetter: false });
+    expect(parsed(logLine("info", "job.dropped", { deadLetter: true }))).toEqual({ event: "job.dropped", level: "info", deadLetter: true });
+    for (const forced of [{ text: "meet me at 5" }, ["meet me at 5"], 7n]) {
+      const fields = { deadLetter: forced } as unknown as LogEvents["job.dropped"];
+      expect(parsed(logLine("info", "job.dropped", fields))).toEqual({ event: "job.dropped", level: "info", deadLetter: "redacted" });
+    }
+  });
+
   it("writes no field outside the whitelist, even one forced past the types", () => {
     const forced = { conversationId: "api:c", updateId: 7, message: "hello there", event: "forged", level: "debug" } as unknown as LogEvents["webhook.conflict"];
     expect(parsed(logLine("warn", "webhook.conflict", forced))).toEqual({ event: "webhook.conflict", level: "warn", conversationId: "api:c", updateId: 7 });

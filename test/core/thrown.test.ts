@@ -9,8 +9,15 @@ describe("describeThrown", () => {
     ["plain string", "uncaught_string", "string: plain string"],
     [undefined, "uncaught_undefined", "undefined: "],
     [Object.assign(new Error("odd"), { name: "Weird Name!!" }), "uncaught_weird_name", "Weird Name!!: odd"],
+    [Object.assign(new Error("odd"), { name: "!!Weird--Name" }), "uncaught_weird_name", "!!Weird--Name: odd"],
   ])("%s → %s", (thrown, code, message) => {
     expect(describeThrown(thrown)).toEqual({ code, message });
+  });
+
+  it("cuts a long name's code at 64 characters and a long message at 1,000", () => {
+    const { code, message } = describeThrown(Object.assign(new Error("m".repeat(2_000)), { name: "N".repeat(100) }));
+    expect(code).toBe(`uncaught_${"n".repeat(55)}`);
+    expect(message).toBe(`${"N".repeat(100)}: ${"m".repeat(898)}`);
   });
 
   it("always yields a bounded code from a closed alphabet", () => {
