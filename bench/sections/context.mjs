@@ -61,8 +61,20 @@ export async function measureContextLatency({ api, size, log, agents, ledgers })
       d1BytesReadPerByteReturned: round(r.bytesRead / r.bytes, 3),
     };
   };
+  // The head's frozen slice: every call reads it back from the log to check the head against it,
+  // so what a call reads follows that one slice (the policy bounds it), not the history before it.
+  /** @type {Record<string, { events: number, chars: number } | null>} */
+  const headSlice = {};
+  for (const p of points) {
+    const position = data[p.label].shape?.boundary?.position;
+    const { boundaries } = position === undefined ? { boundaries: [] } : await api.chain(agents[p.key].conversation, agents[p.key].id);
+    const current = boundaries.filter((/** @type {any} */ b) => b.current);
+    const head = current.find((/** @type {any} */ b) => b.position === position);
+    const before = current.find((/** @type {any} */ b) => b.position === position - 1)?.coveredThroughSeq ?? 0;
+    headSlice[p.key] = head === undefined ? null : { events: head.coveredThroughSeq - before, chars: ledgers[p.key].charsThrough(head.coveredThroughSeq) - ledgers[p.key].charsThrough(before) };
+  }
   const summary = Object.fromEntries(
-    points.map((p) => [p.key, { label: p.label, historyChars: ledgers[p.key].chars, ...roundSummary(latencySummary(data[p.label].latencies)), ...halves(data[p.label].latencies), bytes: round(mean(data[p.label].bytes), 0), ...data[p.label].shape, ...readsOf(p.key) }]),
+    points.map((p) => [p.key, { label: p.label, historyChars: ledgers[p.key].chars, ...roundSummary(latencySummary(data[p.label].latencies)), ...halves(data[p.label].latencies), bytes: round(mean(data[p.label].bytes), 0), ...data[p.label].shape, headSlice: headSlice[p.key], ...readsOf(p.key) }]),
   );
   const metric = {
     points: summary,
@@ -72,7 +84,8 @@ export async function measureContextLatency({ api, size, log, agents, ledgers })
   };
   for (const p of points) {
     const q = summary[p.key];
-    log(`  at ${p.label}: p50 ${q.p50} ms, p99 ${q.p99} ms, ${fmt(q.bytes)} bytes; D1: ${q.d1Statements} statements, ${q.d1RowsRead} rows and ${fmt(q.d1BytesRead)} bytes read (${q.d1BytesReadPerByteReturned} bytes read per byte returned)`);
+    const slice = q.headSlice === null ? "no head" : `head's slice ${fmt(q.headSlice.events)} events, ${fmt(q.headSlice.chars)} chars`;
+    log(`  at ${p.label}: p50 ${q.p50} ms, p99 ${q.p99} ms, ${fmt(q.bytes)} bytes; D1: ${q.d1Statements} statements, ${q.d1RowsRead} rows and ${fmt(q.d1BytesRead)} bytes read (${q.d1BytesReadPerByteReturned} bytes read per byte returned); ${slice}`);
   }
   return metric;
 }
