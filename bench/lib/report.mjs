@@ -69,6 +69,9 @@ function exactlyOnce(d) {
   return { met: checks.every(([ok]) => ok), measured: checks.map(([ok, text]) => (ok ? text : `**${text}**`)).join("; ") };
 }
 
+/** §3: D1 rows a context call read per event of the head's frozen slice, which it reads back. @param {{ d1RowsRead: number, headSlice: { events: number } }} point */
+const rowsPerSliceEvent = (point) => point.d1RowsRead / point.headSlice.events;
+
 export function renderMarkdown(r) {
   const env = r.environment;
   const m = r.metrics;
@@ -264,13 +267,13 @@ export function renderMarkdown(r) {
             "",
             table(
               ["history", "D1 statements", "rows read", "bytes read", "bytes returned", "rows read per KiB returned", "bytes read per byte returned", "head's frozen slice: events / chars", "rows read per slice event"],
-              Object.values(c.points).map((s) => [s.label, n(s.d1Statements, 1), n(s.d1RowsRead, 1), n(s.d1BytesRead), n(s.bytes), n(s.d1RowsReadPerKiBReturned, 2), n(s.d1BytesReadPerByteReturned, 3), s.headSlice ? `${n(s.headSlice.events)} / ${n(s.headSlice.chars)}` : "–", s.headSlice ? n(s.d1RowsRead / s.headSlice.events, 2) : "–"]),
+              Object.values(c.points).map((s) => [s.label, n(s.d1Statements, 1), n(s.d1RowsRead, 1), n(s.d1BytesRead), n(s.bytes), n(s.d1RowsReadPerKiBReturned, 2), n(s.d1BytesReadPerByteReturned, 3), s.headSlice ? `${n(s.headSlice.events)} / ${n(s.headSlice.chars)}` : "–", s.headSlice ? n(rowsPerSliceEvent(s), 2) : "–"]),
             ),
             "",
             "The statements are the token's row (the Worker), the agent's declaration by key, one batch that judges the head (the head boundary, its predecessor, the count of rows sharing its predecessor or position, its plan, its completed-run receipt, the log's anchor), and the head's frozen slice read back from the log with the events related to it, so the head is checked against the log on every call (a covered event deleted or rewritten refuses it); the exact tail comes from the object's memory, and with no boundary yet nothing of the head is read. " +
               `So what a call reads follows the head's slice, one run's worth (the policy's trigger less what it retains, more when appends outran the compactor), not the history before it. Rows read per call at ${c.points.big.label} against ${c.points.small.label}: ${n(c.points.big.d1RowsRead, 1)} vs ${n(c.points.small.d1RowsRead, 1)} (${n(c.points.big.historyChars / c.points.small.historyChars, 0)}× the characters)` +
               (c.points.big.headSlice && c.points.small.headSlice
-                ? `; per event of the head's slice ${n(c.points.big.d1RowsRead / c.points.big.headSlice.events, 2)} vs ${n(c.points.small.d1RowsRead / c.points.small.headSlice.events, 2)}: ${Math.abs(c.points.big.d1RowsRead / c.points.big.headSlice.events / (c.points.small.d1RowsRead / c.points.small.headSlice.events) - 1) <= 0.2 ? "within 20%, so nothing read grows with history" : "**more than 20% apart: something read grows with history**"}.`
+                ? `; per event of the head's slice ${n(rowsPerSliceEvent(c.points.big), 2)} vs ${n(rowsPerSliceEvent(c.points.small), 2)}: ${Math.abs(rowsPerSliceEvent(c.points.big) / rowsPerSliceEvent(c.points.small) - 1) <= 0.2 ? "within 20%, so nothing read grows with history" : "**more than 20% apart: something read grows with history**"}.`
                 : "."),
           ]),
     ];

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { placedShardOf } from "../support/shards";
 
@@ -49,35 +50,30 @@ const remove = (m: string) => ["correction", { action: "delete", targetMessageId
 const proposal = (p: string, text: string) => ["proposal", { proposalId: p, agentId: "host", text }] as const;
 const delivery = (p: string) => ["delivery", { proposalId: p, status: "delivered" }] as const;
 
-/** A small seeded generator, so a failure names the step that broke. */
-function steps(seed: number, count: number): { change: readonly [string, object]; sensitive: number }[] {
-  let state = seed;
-  const next = (n: number): number => {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    return Math.floor((state / 2147483648) * n);
-  };
-  const words = ["venue", "harbour", "северный", "vela", "北京天气", "غذای", "budget", "Zürich"];
-  const word = (): string => words[next(words.length)] ?? "venue";
-  return Array.from({ length: count }, (_, i) => {
-    const m = `m${next(10)}`;
-    const p = `p${next(3)}`;
-    const choice = next(8);
-    const change =
-      choice < 3 ? source(m, `${word()} ${word()}`, next(2) === 0 ? "Ann" : "Bob")
-      : choice === 3 ? edit(m, next(3) === 0 ? "kept as it was" : word(), 10 + i)
-      : choice === 4 ? edit(m, "kept as it was", 10 + i)
-      : choice === 5 ? remove(m)
-      : choice === 6 ? proposal(p, `noted: ${word()}`)
-      : delivery(p);
-    return { change, sensitive: next(7) === 0 ? 1 : 0 };
-  });
-}
+const word = fc.constantFrom("venue", "harbour", "северный", "vela", "北京天气", "غذای", "budget", "Zürich");
+const messageId = fc.integer({ min: 0, max: 9 }).map((n) => `m${n}`);
+const proposalId = fc.integer({ min: 0, max: 2 }).map((n) => `p${n}`);
+const second = fc.integer({ min: 10, max: 59 });
+/** One change the log can make, weighted towards new messages so that turns have neighbours. */
+const change = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(messageId, word, word, fc.constantFrom("Ann", "Bob")).map(([m, a, b, name]) => source(m, `${a} ${b}`, name)) },
+  { weight: 1, arbitrary: fc.tuple(messageId, word, second).map(([m, text, at]) => edit(m, text, at)) },
+  { weight: 1, arbitrary: fc.tuple(messageId, second).map(([m, at]) => edit(m, "kept as it was", at)) },
+  { weight: 1, arbitrary: messageId.map(remove) },
+  { weight: 1, arbitrary: fc.tuple(proposalId, word).map(([p, text]) => proposal(p, `noted: ${text}`)) },
+  { weight: 1, arbitrary: proposalId.map(delivery) },
+);
+const step = fc.record({ change, sensitive: fc.constantFrom(0, 0, 0, 0, 0, 0, 1) });
+
+/** Forty changes drawn with a fixed seed, so a failure names the step that broke. */
+const steps = (seed: number): { change: readonly [string, object]; sensitive: number }[] =>
+  fc.sample(fc.array(step, { minLength: 40, maxLength: 40 }), { seed, numRuns: 1 })[0] ?? [];
 
 describe("the turn index's upkeep", () => {
   it("holds exactly its definition after every change: sources, edits before and after their message, edits that keep the text, deletions, sensitive turns, replies and deliveries", async () => {
     for (const seed of [1, 7, 23]) {
       const { id, db, feed } = await conversation();
-      for (const [n, { change, sensitive }] of steps(seed, 40).entries()) {
+      for (const [n, { change, sensitive }] of steps(seed).entries()) {
         await feed(change[0], change[1], sensitive);
         expect(await indexed(db, id), `seed ${seed}, step ${n}: ${JSON.stringify(change)}`).toEqual(await defined(db, id));
       }
