@@ -1,5 +1,6 @@
 import { parsePage, shownId } from "./fact-merge";
 import { contentWords, recallTerms, searchTerms } from "./search-text";
+import { BM25_B as B, BM25_K1 as K1 } from "./turn-bm25";
 
 /**
  * Recall's ranking, pure: the words a query searches with, an extracted page cut into the entries
@@ -119,9 +120,6 @@ export function entriesOf(page: RecalledPageHit): RecalledEntryHit[] {
   }));
 }
 
-// Okapi bm25's usual parameters, FTS5's too.
-const K1 = 1.2;
-const B = 0.75;
 
 /**
  * Indexes of `documents` that contain a query term, best bm25 first over these documents' own
@@ -159,12 +157,12 @@ export function rankByTerms(query: readonly string[], documents: readonly string
 export const OWN_WORDS_WEIGHT = 0.6;
 
 /**
- * The turns in the order recall serves them: the index's bm25 order, which also counts a turn's
- * neighbours' words (its `context`), nudged towards the turns that say the query's terms
- * themselves. Each turn scores its bm25 as a share of the best candidate's plus OWN_WORDS_WEIGHT
- * times the share of the query's terms among its own words (its author's name and text); ties keep
- * the index's order. Both parts are shares, so the nudge does not depend on the scale of bm25,
- * which varies with what else the shard holds.
+ * The turns in the order recall serves them: their bm25 order over their conversation
+ * (`turn-bm25`), which also counts a turn's neighbours' words (its `context`), nudged towards the
+ * turns that say the query's terms themselves. Each turn scores its bm25 as a share of the best
+ * candidate's plus OWN_WORDS_WEIGHT times the share of the query's terms among its own words (its
+ * author's name and text); ties keep the given order. Both parts are shares, so the nudge does not
+ * depend on the scale of bm25, which varies with the conversation's length and the query.
  */
 export function byOwnWords(terms: readonly string[], turns: readonly RecalledTurnHit[]): RecalledTurnHit[] {
   const query = new Set(terms);
@@ -183,7 +181,7 @@ export type RecallCandidate = RecalledEntryHit | RecalledPageHit | RecalledTurnH
 
 /**
  * The served candidates for `queryText`, best first: the conversation's turns in their store's
- * order (bm25 over its index), nudged towards those that say the query's words (`byOwnWords`),
+ * order (bm25 over the conversation's turns), nudged towards those that say the query's words (`byOwnWords`),
  * are the spine, and what was extracted from them is served only where
  * it adds what the turns do not, so recall is never worse than the turn index alone at the same
  * budget (measured on LoCoMo, bench §12: interleaving the offline extractor's entries with the turns
@@ -204,11 +202,11 @@ export type RecallCandidate = RecalledEntryHit | RecalledPageHit | RecalledTurnH
  */
 export function rankCandidates(queryText: string, pages: readonly RecalledPageHit[], turns: readonly RecalledTurnHit[], beforeSeq = Number.POSITIVE_INFINITY): RecallCandidate[] {
   const terms = recallTerms(queryText);
-  const turnWords = new Map<string, Set<string>[]>();
-  for (const turn of turns) turnWords.set(shownId(turn.messageId), [...(turnWords.get(shownId(turn.messageId)) ?? []), wordsOf(turn)]);
   const candidateSeqs = new Set(turns.map((turn) => turn.seq));
   const isTurn = (entry: RecalledEntryHit): boolean =>
-    entry.seq === undefined ? (turnWords.get(entry.messageId) ?? []).some((words) => restates(wordsOf(entry), words)) : candidateSeqs.has(entry.seq);
+    entry.seq === undefined
+      ? turns.some((turn) => shownId(turn.messageId) === entry.messageId && restates(wordsOf(entry), wordsOf(turn)))
+      : candidateSeqs.has(entry.seq);
 
   const inFront = new Map<number, RecalledEntryHit[]>();
   const unanchored: RecalledEntryHit[] = [];

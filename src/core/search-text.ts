@@ -57,6 +57,9 @@ export const NO_SPACE_RANGES: readonly (readonly [number, number])[] = [
 
 const noSpace = (codePoint: number | undefined): boolean => codePoint !== undefined && NO_SPACE_RANGES.some(([lo, hi]) => codePoint >= lo && codePoint <= hi);
 
+/** Whether `text` holds a character of those scripts at all: most text does not, and then has no grams. */
+const HAS_NO_SPACE = new RegExp(`[${NO_SPACE_RANGES.map(([lo, hi]) => `\\u{${lo.toString(16)}}-\\u{${hi.toString(16)}}`).join("")}]`, "u");
+
 /**
  * Characters of a text that grams are taken from: the first 4,096 (Telegram's longest message).
  * The index's trigger walks a text one position at a time, so the cap bounds what one append costs.
@@ -68,6 +71,7 @@ export const MAX_GRAM_POSITIONS = 4_096;
  * spaces, its overlapping pairs, or the character itself for a run of one. In text order, repeats kept.
  */
 export function gramsOf(text: string): string[] {
+  if (!HAS_NO_SPACE.test(text)) return [];
   const points = [...text].slice(0, MAX_GRAM_POSITIONS);
   const codes = points.map((c) => c.codePointAt(0));
   const grams: string[] = [];

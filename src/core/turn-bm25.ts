@@ -1,0 +1,139 @@
+import { porterStem } from "./porter-stem";
+
+/**
+ * Recall's turns ranked by bm25 over their own conversation. The turn index (`turn_fts`) is one
+ * FTS5 table per shard, so the bm25 it computes weighs a word by how rare it is on the whole shard:
+ * a speaker's name, in every other turn of its chat and nowhere else, counts as a rare word there.
+ * Storage asks the index for the candidates (its order, shard statistics) and counts, in the same
+ * round trip, how many of the conversation's turns hold each query term; this module scores the
+ * candidates again as FTS5's bm25 would over a table holding only this conversation
+ * (test/core/turn-bm25.test.ts checks that against FTS5 itself, in node:sqlite).
+ *
+ * What it cannot know without reading every turn is the conversation's mean indexed length; it
+ * takes the candidates' mean. On LoCoMo (bench §12) that serves as many questions as the exact
+ * mean did in the offline replica (docs/MEMORY.md).
+ */
+
+/** The turn index's columns, in its order, and the weight bm25 gives each (recall-reads' SQL uses these). */
+export const TURN_COLUMN_WEIGHTS = { scope: 0, author: 0.5, text: 1, grams: 1, context: 0.5 } as const;
+
+type IndexedColumn = Exclude<keyof typeof TURN_COLUMN_WEIGHTS, "scope">;
+
+/** A candidate's indexed text, column by column, as the index stores it (scope is one token). */
+export type IndexedTurn = Readonly<Record<IndexedColumn, string>>;
+
+/** How many of the conversation's indexed turns there are, and how many hold each query term. */
+export interface ConversationTermCounts {
+  readonly rows: number;
+  readonly rowsWith: ReadonlyMap<string, number>;
+}
+
+/** Okapi bm25's parameters as FTS5 fixes them (recall-rank's own bm25 over pages and entries uses them too). */
+export const BM25_K1 = 1.2;
+export const BM25_B = 0.75;
+// FTS5 floors a term's idf at this (a term in more than half the rows would score negative).
+const MIN_IDF = 1e-6;
+
+// unicode61's tokens: letters, digits and private-use characters; a combining diacritic is removed
+// and does not split a word. Everything else separates tokens.
+const SEPARATORS = /[^\p{L}\p{N}\p{Co}\u0300-\u036f]+/u;
+const DIACRITIC = /[\u0300-\u036f]/g;
+const LATIN_ACCENTED = /[\u00c0-\u024f\u1e00-\u1eff]/g;
+
+/**
+ * Each word as the index stores it, once per isolate: a recall tokenizes some 150,000 characters
+ * of candidates (a turn's text recurs in the context of its four neighbours), mostly the same
+ * words again. Cleared whole when it reaches STEMS_KEPT words, so it stays small.
+ */
+const STEMS = new Map<string, string>();
+const STEMS_KEPT = 50_000;
+
+function stemOf(raw: string): string {
+  const known = STEMS.get(raw);
+  if (known !== undefined) return known;
+  const folded = raw
+    .replace(DIACRITIC, "")
+    .toLowerCase()
+    .replace(LATIN_ACCENTED, (c) => c.normalize("NFD").replace(DIACRITIC, ""));
+  const stem = folded === "" ? "" : porterStem(folded);
+  if (STEMS.size >= STEMS_KEPT) STEMS.clear();
+  STEMS.set(raw, stem);
+  return stem;
+}
+
+/** `text` as unicode61 (remove_diacritics 2) and porter index it: its tokens, in order. */
+export function indexTokens(text: string): string[] {
+  const tokens: string[] = [];
+  for (const raw of text.split(SEPARATORS)) {
+    const stem = raw === "" ? "" : stemOf(raw);
+    if (stem !== "") tokens.push(stem);
+  }
+  return tokens;
+}
+
+/** How often `phrase` (of two tokens or more: a term the tokenizer splits is a phrase to FTS5) occurs in `tokens`. */
+function occurrences(phrase: readonly string[], tokens: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i + phrase.length <= tokens.length; i++) if (phrase.every((token, j) => tokens[i + j] === token)) n += 1;
+  return n;
+}
+
+const COLUMNS = ["author", "text", "grams", "context"] as const;
+
+/**
+ * The candidates' bm25 over their conversation, one score per candidate (higher is better; 0 for
+ * one that holds no term), as FTS5's `bm25(turn_fts, …TURN_COLUMN_WEIGHTS)` would give over a
+ * table of this conversation's turns only, the conversation's mean length taken as the
+ * candidates'. `terms` are the query's terms as written (stemmed here, as the index stems the
+ * query's); `counts.rowsWith` is keyed by them.
+ */
+export function conversationBm25(terms: readonly string[], candidates: readonly IndexedTurn[], counts: ConversationTermCounts): number[] {
+  const words = new Map<string, string[]>(); // a one-token term's stem → the terms stemming to it
+  const phrases: { term: string; tokens: string[] }[] = [];
+  for (const term of new Set(terms)) {
+    const tokens = indexTokens(term);
+    if (tokens.length === 1) words.set(tokens[0] ?? "", [...(words.get(tokens[0] ?? "") ?? []), term]);
+    else if (tokens.length > 1) phrases.push({ term, tokens });
+  }
+  const docs = candidates.map((turn) => {
+    let length = 1; // the scope token
+    const weighted = new Map<string, number>();
+    const add = (term: string, weight: number) => weighted.set(term, (weighted.get(term) ?? 0) + weight);
+    for (const column of COLUMNS) {
+      const tokens = indexTokens(turn[column]);
+      const weight = TURN_COLUMN_WEIGHTS[column];
+      length += tokens.length;
+      for (const token of tokens) for (const term of words.get(token) ?? []) add(term, weight);
+      for (const { term, tokens: phrase } of phrases) add(term, occurrences(phrase, tokens) * weight);
+    }
+    return { length, weighted };
+  });
+  const average = docs.reduce((sum, d) => sum + d.length, 0) / Math.max(1, docs.length);
+  return docs.map((doc) => {
+    let score = 0;
+    for (const [term, f] of doc.weighted) {
+      if (f === 0) continue;
+      const n = counts.rowsWith.get(term) ?? 0;
+      const idf = Math.max(MIN_IDF, Math.log((counts.rows - n + 0.5) / (n + 0.5)));
+      score += (idf * f * (BM25_K1 + 1)) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * doc.length) / average));
+    }
+    return score;
+  });
+}
+
+/**
+ * `hits` (the index's candidates, `indexed[i]` the indexed text of `hits[i]`) in the order of
+ * their bm25 over their conversation, best first, ties the later turn first, as the index orders
+ * them; each hit's `rank` is its new score negated (lower is better, as FTS5's bm25).
+ */
+export function byConversationBm25<T extends { readonly seq: number; readonly rank: number }>(
+  terms: readonly string[],
+  hits: readonly T[],
+  indexed: readonly IndexedTurn[],
+  counts: ConversationTermCounts,
+): T[] {
+  const scores = conversationBm25(terms, indexed, counts);
+  return hits
+    .map((hit, i) => ({ ...hit, rank: -(scores[i] ?? 0) }))
+    .sort((a, b) => a.rank - b.rank || b.seq - a.seq);
+}

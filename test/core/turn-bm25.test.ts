@@ -1,0 +1,87 @@
+import { DatabaseSync } from "node:sqlite";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { byConversationBm25, conversationBm25, indexTokens, TURN_COLUMN_WEIGHTS, type IndexedTurn } from "../../src/core/turn-bm25";
+
+/**
+ * Recall's bm25 over one conversation is compared with FTS5's own: a table of the turn index's
+ * shape and tokenizer (migrations/shard/0015) holding only the conversation's turns, queried the
+ * way storage queries the shard's (the scope AND the terms OR-ed within the indexed columns).
+ */
+const COLUMNS = ["author", "text", "grams", "context"] as const;
+
+function fts5Scores(turns: readonly IndexedTurn[], terms: readonly string[]): { scores: (number | undefined)[]; rows: number; rowsWith: Map<string, number> } {
+  const db = new DatabaseSync(":memory:");
+  db.exec("CREATE VIRTUAL TABLE turn_fts USING fts5(scope, author, text, grams, context, tokenize = 'porter unicode61 remove_diacritics 2')");
+  const insert = db.prepare("INSERT INTO turn_fts (rowid, scope, author, text, grams, context) VALUES (?, 'k1', ?, ?, ?, ?)");
+  turns.forEach((turn, i) => insert.run(i + 1, turn.author, turn.text, turn.grams, turn.context));
+  const filter = `{${COLUMNS.join(" ")}}`;
+  const weights = Object.values(TURN_COLUMN_WEIGHTS).join(", ");
+  const found = db
+    .prepare(`SELECT rowid, bm25(turn_fts, ${weights}) AS rank FROM turn_fts WHERE turn_fts MATCH ?`)
+    .all(`scope : "k1" AND ${filter} : (${terms.map((t) => `"${t}"`).join(" OR ")})`);
+  const ranks = new Map(found.map((row) => [Number(row["rowid"]), Number(row["rank"])]));
+  const count = (match: string) => Number(db.prepare("SELECT count(*) AS n FROM turn_fts WHERE turn_fts MATCH ?").get(match)?.["n"]);
+  const rowsWith = new Map(terms.map((term) => [term, count(`scope : "k1" AND ${filter} : "${term}"`)]));
+  const rows = count(`scope : "k1"`);
+  db.close();
+  return { scores: turns.map((_, i) => ranks.get(i + 1)), rows, rowsWith };
+}
+
+// Words that stem together and apart, an accented and a Cyrillic one, a two-character gram.
+const WORDS = ["kiln", "kilns", "pottery", "potteries", "caf\u00e9", "cafe", "clay", "студия", "firing", "fired", "预算", "ok", "a"];
+const text = fc.array(fc.constantFrom(...WORDS), { maxLength: 12 }).map((words) => words.join(" "));
+const turn = fc.record({ author: fc.constantFrom("Ada", "Bo", "Caf\u00e9 Owner"), text, grams: fc.constantFrom("", "预算", "预算 算会"), context: text });
+const query = fc.uniqueArray(fc.constantFrom("kiln", "pottery", "cafe", "café", "clay", "студия", "fire", "预算", "ada"), { minLength: 1, maxLength: 4 });
+
+describe("conversationBm25", () => {
+  it("scores every turn as FTS5's bm25 does over a table of the conversation alone", () => {
+    fc.assert(
+      fc.property(fc.array(turn, { minLength: 1, maxLength: 30 }), query, (turns, terms) => {
+        const fts = fts5Scores(turns, terms);
+        const ours = conversationBm25(terms, turns, { rows: fts.rows, rowsWith: fts.rowsWith });
+        turns.forEach((_, i) => {
+          const expected = fts.scores[i];
+          if (expected === undefined) expect(ours[i]).toBe(0);
+          else expect(ours[i]).toBeCloseTo(-expected, 9);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("takes the conversation's mean length from the candidates it is given", () => {
+    const short: IndexedTurn = { author: "Ada", text: "kiln", grams: "", context: "" };
+    const long: IndexedTurn = { author: "Ada", text: "kiln clay clay clay clay clay clay", grams: "", context: "" };
+    const counts = { rows: 100, rowsWith: new Map([["kiln", 2]]) };
+    const [alone] = conversationBm25(["kiln"], [short], counts);
+    const [beside] = conversationBm25(["kiln"], [short, long], counts);
+    // Beside a longer candidate the short one is shorter than the mean, so it scores higher.
+    expect(beside).toBeGreaterThan(alone ?? Infinity);
+  });
+});
+
+describe("byConversationBm25", () => {
+  it("orders the index's candidates by the conversation's statistics, ties the later turn first, ranks negated", () => {
+    const turns = [
+      { seq: 1, rank: -9, tag: "common" },
+      { seq: 2, rank: -1, tag: "rare" },
+      { seq: 3, rank: -5, tag: "common again" },
+    ];
+    const indexed: IndexedTurn[] = [
+      { author: "Ada", text: "pottery", grams: "", context: "" },
+      { author: "Ada", text: "kiln", grams: "", context: "" },
+      { author: "Ada", text: "pottery", grams: "", context: "" },
+    ];
+    const ordered = byConversationBm25(["pottery", "kiln"], turns, indexed, { rows: 40, rowsWith: new Map([["pottery", 30], ["kiln", 1]]) });
+    expect(ordered.map((t) => t.tag)).toEqual(["rare", "common again", "common"]);
+    expect(ordered.every((t) => t.rank <= 0)).toBe(true);
+    expect(ordered[0]?.rank).toBeLessThan(ordered[1]?.rank ?? 0);
+  });
+});
+
+describe("indexTokens", () => {
+  it("splits, folds and stems as unicode61 with porter: accents off Latin letters only, case folded, marks kept in the word", () => {
+    expect(indexTokens("Na\u0308ive CAF\u00c9s, Ёлка x_y 3.14 emoji\u{1F600}here")).toEqual(["naiv", "cafe", "ёлка", "x", "y", "3", "14", "emoji", "here"]);
+  });
+});
