@@ -110,41 +110,50 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
  * of the proposals. With `replies`, also the replies to the messages wherever they lie, with
  * their proposals' deliveries (a page of turns needs them; amendments find replies by proposal).
  * Served by the partial indexes of migrations 0005 and 0008.
+ *
+ * With `outside`, the read serves a fold of the range `after < seq <= through` as the log stood at
+ * `through` (`LogIndex.related`), whose caller already holds the range: it returns only the events
+ * before the range (`seq <= after`), and finds replies and the messages proposals answer among
+ * the events up to `through`. A later event cannot change that fold, and the range's own events
+ * need not cross from D1 twice.
  */
 export async function readRelatedEvents(
   db: D1Database,
   conversationId: string,
   messageIds: readonly string[],
   proposalIds: readonly string[],
-  { replies = false }: { readonly replies?: boolean } = {},
+  { replies = false, outside }: { readonly replies?: boolean; readonly outside?: { readonly after: number; readonly through: number } } = {},
 ): Promise<StoredEvent[]> {
   const messages = JSON.stringify(messageIds);
   const proposals = JSON.stringify(proposalIds);
+  // ?4 and ?5 bound to the whole log when no range is given.
+  const before = outside?.after ?? Number.MAX_SAFE_INTEGER;
+  const asOf = outside?.through ?? Number.MAX_SAFE_INTEGER;
   const columns = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
   // The ids of the proposals that answer the messages (migration 0008's index).
   const replyIds = replies
     ? ` UNION SELECT json_extract(r.body, '$.proposalId') FROM events r
-         WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
+         WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND r.seq <= ?5 AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
     : "";
   const results = await db.batch<Parameters<typeof toStoredEvent>[0]>([
     db
       // The messages themselves, and the messages the named proposals reply to (their groups).
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND json_extract(body, '$.messageId') IN (
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND seq <= ?4 AND json_extract(body, '$.messageId') IN (
            SELECT value FROM json_each(?2)
            UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM events p
-           WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
+           WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND p.seq <= ?5 AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
       )
-      .bind(conversationId, messages, proposals),
+      .bind(conversationId, messages, proposals, before, asOf),
     db
-      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
-      .bind(conversationId, messages),
+      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND seq <= ?3 AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
+      .bind(conversationId, messages, before),
     db
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') IN (
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND seq <= ?4 AND json_extract(body, '$.proposalId') IN (
            SELECT value FROM json_each(?3)${replyIds})`,
       )
-      .bind(conversationId, messages, proposals),
+      .bind(conversationId, messages, proposals, before, ...(replies ? [asOf] : [])),
   ]);
   const bySeq = new Map<number, StoredEvent>();
   for (const result of results) for (const row of result.results) bySeq.set(row.seq, toStoredEvent(row));
@@ -152,8 +161,9 @@ export async function readRelatedEvents(
 }
 
 /**
- * The events of each range with the events related to them wherever they lie (`LogIndex.related`
- * mirrors this read), so `turnsAsOf` over the result folds each range exactly as over the whole log.
+ * The events of each range with the events related to them that lie before it (`LogIndex.related`
+ * mirrors this read), so `turnsAsOf` over the result folds each range, as the log stood at the
+ * range's end, exactly as over the whole log.
  */
 export async function readSliceLog(db: D1Database, conversationId: string, ranges: readonly { after: number; through: number }[]): Promise<StoredEvent[]> {
   const bySeq = new Map<number, StoredEvent>();
@@ -161,8 +171,10 @@ export async function readSliceLog(db: D1Database, conversationId: string, range
     const window = await readEventRange(db, conversationId, after, through);
     for (const event of window) bySeq.set(event.seq, event);
     const ids = idsNamedBy(window);
-    if (ids.messageIds.length === 0 && ids.proposalIds.length === 0) continue;
-    for (const event of await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true })) bySeq.set(event.seq, event);
+    // Nothing lies before a range that starts the log.
+    if (after <= 0 || (ids.messageIds.length === 0 && ids.proposalIds.length === 0)) continue;
+    const related = await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true, outside: { after, through } });
+    for (const event of related) bySeq.set(event.seq, event);
   }
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
