@@ -126,31 +126,33 @@ export async function readRelatedEvents(
 ): Promise<StoredEvent[]> {
   const messages = JSON.stringify(messageIds);
   const proposals = JSON.stringify(proposalIds);
-  // ?4 and ?5 bound to the whole log when no range is given.
+  // ?4 and ?5 bound to the whole log when no range is given. The bounds are written `+seq` so that
+  // SQLite never serves them from the primary key: a range scan of every event before the slice
+  // would make the read grow with the history, where the id indexes keep it to the slice's ids.
   const before = outside?.after ?? Number.MAX_SAFE_INTEGER;
   const asOf = outside?.through ?? Number.MAX_SAFE_INTEGER;
   const columns = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
   // The ids of the proposals that answer the messages (migration 0008's index).
   const replyIds = replies
     ? ` UNION SELECT json_extract(r.body, '$.proposalId') FROM events r
-         WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND r.seq <= ?5 AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
+         WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND +r.seq <= ?5 AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
     : "";
   const results = await db.batch<Parameters<typeof toStoredEvent>[0]>([
     db
       // The messages themselves, and the messages the named proposals reply to (their groups).
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND seq <= ?4 AND json_extract(body, '$.messageId') IN (
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND +seq <= ?4 AND json_extract(body, '$.messageId') IN (
            SELECT value FROM json_each(?2)
            UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM events p
-           WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND p.seq <= ?5 AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
+           WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND +p.seq <= ?5 AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
       )
       .bind(conversationId, messages, proposals, before, asOf),
     db
-      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND seq <= ?3 AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
+      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND +seq <= ?3 AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
       .bind(conversationId, messages, before),
     db
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND seq <= ?4 AND json_extract(body, '$.proposalId') IN (
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND +seq <= ?4 AND json_extract(body, '$.proposalId') IN (
            SELECT value FROM json_each(?3)${replyIds})`,
       )
       .bind(conversationId, messages, proposals, before, ...(replies ? [asOf] : [])),
