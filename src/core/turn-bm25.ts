@@ -51,11 +51,13 @@ const STEMS_KEPT = 50_000;
 function stemOf(raw: string): string {
   const known = STEMS.get(raw);
   if (known !== undefined) return known;
-  const folded = raw
-    .replace(DIACRITIC, "")
-    .toLowerCase()
-    .replace(LATIN_ACCENTED, (c) => c.normalize("NFD").replace(DIACRITIC, ""));
-  const stem = folded === "" ? "" : porterStem(folded);
+  // A run of diacritics alone folds to "", which porterStem keeps: no token.
+  const stem = porterStem(
+    raw
+      .replace(DIACRITIC, "")
+      .toLowerCase()
+      .replace(LATIN_ACCENTED, (c) => c.normalize("NFD").replace(DIACRITIC, "")),
+  );
   if (STEMS.size >= STEMS_KEPT) STEMS.clear();
   STEMS.set(raw, stem);
   return stem;
@@ -65,7 +67,7 @@ function stemOf(raw: string): string {
 export function indexTokens(text: string): string[] {
   const tokens: string[] = [];
   for (const raw of text.split(SEPARATORS)) {
-    const stem = raw === "" ? "" : stemOf(raw);
+    const stem = stemOf(raw);
     if (stem !== "") tokens.push(stem);
   }
   return tokens;
@@ -112,7 +114,6 @@ export function conversationBm25(terms: readonly string[], candidates: readonly 
   return docs.map((doc) => {
     let score = 0;
     for (const [term, f] of doc.weighted) {
-      if (f === 0) continue;
       const n = counts.rowsWith.get(term) ?? 0;
       const idf = Math.max(MIN_IDF, Math.log((counts.rows - n + 0.5) / (n + 0.5)));
       score += (idf * f * (BM25_K1 + 1)) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * doc.length) / average));

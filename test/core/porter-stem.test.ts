@@ -65,6 +65,13 @@ describe("porterStem", () => {
     );
   });
 
+  it("stems the edges as FTS5 does: a word that is all suffix, a y first or doubled", () => {
+    // "yed": a y first is no vowel; "ies"/"eed": the suffix must leave a stem; "xyying": a doubled y is a doubled consonant.
+    const edges = ["yed", "ying", "ies", "eed", "xyying", "yyed", "ssses", "hoping", "hopping", "filing", "failing"];
+    expect(edges.map(porterStem)).toEqual(indexedStems(edges));
+    expect(edges.map(porterStem)).toEqual(["yed", "ying", "ie", "e", "xy", "y", "sss", "hope", "hop", "file", "fail"]);
+  });
+
   it("leaves tokens under 3 or over 64 bytes as they are, and counts bytes, not characters", () => {
     expect(porterStem("is")).toBe("is");
     expect(porterStem(`${"a".repeat(62)}ing`)).toBe(`${"a".repeat(62)}ing`);
