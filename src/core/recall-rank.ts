@@ -120,7 +120,6 @@ export function entriesOf(page: RecalledPageHit): RecalledEntryHit[] {
   }));
 }
 
-
 /**
  * Indexes of `documents` that contain a query term, best bm25 first over these documents' own
  * statistics; ties go to the later document (on a page, the more recently updated fact).

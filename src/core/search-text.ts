@@ -11,8 +11,10 @@
  *   hamza forms of alef), Persian and Arabic-Indic digits as ASCII digits, and the zero-width
  *   non-joiner and tatweel removed, so "می‌خواهم" (with ZWNJ) and "میخواهم" are one word.
  * - **Words.** FTS5's `porter unicode61 remove_diacritics 2` tokenizer splits on everything but
- *   letters, marks and digits, folds case and Latin accents, and stems English (donated → donat,
- *   the query's "donate" too).
+ *   letters and digits (combining accents it removes, so they split nothing), folds case and Latin
+ *   accents, and stems English (donated → donat, the query's "donate" too). Other marks, such as
+ *   Devanagari's vowel signs, split a word there; a query word holding one is a phrase of tokens
+ *   to FTS5, and `turn-bm25` counts it as one.
  * - **Scripts written without spaces** (Han, kana, Thai, Lao, Khmer, Myanmar): unicode61 makes one
  *   token of a whole run, so a word inside a sentence could never match. Each run is also indexed
  *   as its overlapping pairs of characters (and a run of one character as itself) in a `grams`
@@ -104,7 +106,7 @@ const STOP_WORDS = new Set(
   ).split(" "),
 );
 
-// Letters, marks and digits: the characters FTS5's unicode61 tokenizer keeps in tokens.
+// Letters, marks and digits: a query's words (FTS5 quotes each as a phrase, splitting it where unicode61 would).
 const WORD = /[\p{L}\p{M}\p{N}]+/gu;
 
 /**

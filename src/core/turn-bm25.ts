@@ -17,7 +17,10 @@ import { porterStem } from "./porter-stem";
 /** The turn index's columns, in its order, and the weight bm25 gives each (recall-reads' SQL uses these). */
 export const TURN_COLUMN_WEIGHTS = { scope: 0, author: 0.5, text: 1, grams: 1, context: 0.5 } as const;
 
-type IndexedColumn = Exclude<keyof typeof TURN_COLUMN_WEIGHTS, "scope">;
+/** The columns a query's terms may match, in the index's order: every one but `scope`. */
+export const TURN_TERM_COLUMNS = ["author", "text", "grams", "context"] as const;
+
+type IndexedColumn = (typeof TURN_TERM_COLUMNS)[number];
 
 /** A candidate's indexed text, column by column, as the index stores it (scope is one token). */
 export type IndexedTurn = Readonly<Record<IndexedColumn, string>>;
@@ -80,8 +83,6 @@ function occurrences(phrase: readonly string[], tokens: readonly string[]): numb
   return n;
 }
 
-const COLUMNS = ["author", "text", "grams", "context"] as const;
-
 /**
  * The candidates' bm25 over their conversation, one score per candidate (higher is better; 0 for
  * one that holds no term), as FTS5's `bm25(turn_fts, …TURN_COLUMN_WEIGHTS)` would give over a
@@ -94,14 +95,16 @@ export function conversationBm25(terms: readonly string[], candidates: readonly 
   const phrases: { term: string; tokens: string[] }[] = [];
   for (const term of new Set(terms)) {
     const tokens = indexTokens(term);
-    if (tokens.length === 1) words.set(tokens[0] ?? "", [...(words.get(tokens[0] ?? "") ?? []), term]);
-    else if (tokens.length > 1) phrases.push({ term, tokens });
+    const [first] = tokens;
+    if (first === undefined) continue; // no token: an empty phrase, which matches nothing
+    if (tokens.length === 1) words.set(first, [...(words.get(first) ?? []), term]);
+    else phrases.push({ term, tokens });
   }
   const docs = candidates.map((turn) => {
     let length = 1; // the scope token
     const weighted = new Map<string, number>();
     const add = (term: string, weight: number) => weighted.set(term, (weighted.get(term) ?? 0) + weight);
-    for (const column of COLUMNS) {
+    for (const column of TURN_TERM_COLUMNS) {
       const tokens = indexTokens(turn[column]);
       const weight = TURN_COLUMN_WEIGHTS[column];
       length += tokens.length;

@@ -1,6 +1,6 @@
 import type { RecalledPageHit, RecalledTurnHit } from "../core/recall-rank";
 import { matchExpression, recallTerms } from "../core/search-text";
-import { byConversationBm25, TURN_COLUMN_WEIGHTS } from "../core/turn-bm25";
+import { byConversationBm25, TURN_COLUMN_WEIGHTS, TURN_TERM_COLUMNS } from "../core/turn-bm25";
 import { VOUCHED } from "./control/memory-pages";
 
 /**
@@ -28,10 +28,11 @@ const SNIPPET_ELLIPSIS = "…";
 const SNIPPET_TOKENS = 24;
 
 /**
- * The columns a query's terms may match (never `scope`, nor the unindexed agent id). A turn's
- * `context` (the words of the two turns on each side, migrations/shard/0021) counts half its own text, as its author does.
+ * The columns a query's terms may match (`TURN_TERM_COLUMNS`, never `scope`) and their bm25 weights:
+ * a turn's `context` (the words of the two turns on each side, migrations/shard/0021) counts half
+ * its own text, as its author does.
  */
-const TURN_COLUMNS = ["author", "text", "grams", "context"];
+const TURN_COLUMNS = TURN_TERM_COLUMNS;
 const TURN_WEIGHTS = Object.values(TURN_COLUMN_WEIGHTS).map((w) => w.toFixed(1)).join(", ");
 const PAGE_COLUMNS = ["path", "content", "grams"];
 
