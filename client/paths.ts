@@ -1,3 +1,4 @@
+import { FoldlineError } from "./errors.js";
 import type { paths } from "./openapi.js";
 
 /**
@@ -48,16 +49,40 @@ export type InitArgument<O> = {} extends RequestInit<O> ? [init?: RequestInit<O>
 type Scalar = string | number | boolean;
 
 /**
+ * Why `segment` cannot stand as one path segment, or undefined when it can: an empty segment
+ * (`a//b`), `.` or `..` would be resolved by the URL parser before the request leaves, so the call
+ * would reach another route than the one its template names (`memory/../../../ops/health` is
+ * `/v1/ops/health`). Every other character is percent-encoded, which no URL parser resolves (the
+ * `%` of a literal `%2e` is encoded too).
+ */
+function segmentProblem(segment: string): string | undefined {
+  if (segment === "") return "an empty segment";
+  if (segment === "." || segment === "..") return `a ${segment} segment`;
+  return undefined;
+}
+
+/** The client's refusal of a path parameter it will not send: nothing left the client. */
+function refusedParameter(template: string, name: string, problem: string): FoldlineError {
+  return new FoldlineError({ code: "validation_failed", message: `${template}: the path parameter ${name} holds ${problem}, which would address another route`, details: { parameter: name } });
+}
+
+/**
  * `/v1/conversations/{conversation}/events` with its parameters filled in. Each value is one
  * encoded path segment, except `{path}`, a memory page's path: the API splits it on `/` before
- * decoding each segment (an encoded `/` is refused), so its segments are encoded one by one.
+ * decoding each segment (an encoded `/` is refused), so its segments are encoded one by one. A
+ * value that is not one segment (or a page path of whole segments) is refused with a
+ * `validation_failed` FoldlineError before anything is sent.
  */
 export function expandPath(template: string, parameters: Readonly<Record<string, Scalar>> = {}): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = parameters[name];
     if (value === undefined) throw new TypeError(`${template}: the path parameter ${name} is missing`);
-    const text = String(value);
-    return name === "path" ? text.split("/").map(encodeURIComponent).join("/") : encodeURIComponent(text);
+    const segments = name === "path" ? String(value).split("/") : [String(value)];
+    for (const segment of segments) {
+      const problem = segmentProblem(segment);
+      if (problem !== undefined) throw refusedParameter(template, name, problem);
+    }
+    return segments.map(encodeURIComponent).join("/");
   });
 }
 

@@ -245,5 +245,51 @@ console.log(JSON.stringify({
         refused: ["forbidden", 403],
       });
     });
+
+    test("refuses hostile path parameters before sending, so no call reaches another route (a table)", () => {
+      writeFileSync(
+        join(project, "paths.mjs"),
+        `import { createClient, FoldlineError } from "foldline/client";
+const foldline = createClient({ baseUrl: process.env.FOLDLINE_URL, token: process.env.FOLDLINE_TOKEN, retry: { attempts: 1 } });
+const shared = { enabled: true, provider: { profile: "default", model: "test-model" }, sources: ["api:client-e2e:*"], admitSensitive: true, historyAgents: ["helper-victim"], documents: [], documentBudgetChars: 4000 };
+await foldline.registerAgent("helper-victim", {
+  agent: { id: "helper-victim", compactorId: "helper-victim.compactor", ...shared },
+  compactor: { id: "helper-victim.compactor", targetId: "helper-victim", ...shared, policy: { triggerInputChars: 2000, retainInputChars: 1000, maxFrozenChars: 4000 }, outputMode: "projection" },
+});
+const page = { path: { agent: "helper-victim", path: "notes/victim" } };
+await foldline.request("put", "/v1/agents/{agent}/memory/{path}", { ...page, body: { content: "The victim's page." } });
+const hostile = [
+  ["get", "concierge", "../../../ops/health"],
+  ["delete", "helper", "../../helper-victim/memory/notes/victim"],
+  ["delete", "helper", "notes/../../../helper-victim/memory/notes/victim"],
+  ["delete", "..", "helper-victim/memory/notes/victim"],
+  ["delete", ".", "notes/victim"],
+  ["delete", "", "notes/victim"],
+  ["get", "helper", "notes//victim"],
+  ["get", "helper", "/notes/victim"],
+  ["get", "helper", "notes/victim/"],
+  ["get", "helper", "./notes/victim"],
+];
+const outcomes = [];
+for (const [method, agent, path] of hostile) {
+  try {
+    await foldline.request(method, "/v1/agents/{agent}/memory/{path}", { path: { agent, path } });
+    outcomes.push("sent");
+  } catch (error) {
+    outcomes.push(error instanceof FoldlineError ? [error.code, error.status ?? null, error.details.parameter] : String(error));
+  }
+}
+const victim = await foldline.request("get", "/v1/agents/{agent}/memory/{path}", page);
+console.log(JSON.stringify({ outcomes, victim: victim.content }));
+`,
+      );
+      assert.ok(worker !== undefined);
+      const answer = runNode(process.execPath, "paths.mjs", { FOLDLINE_URL: worker.url, FOLDLINE_TOKEN: token });
+      const refused = (parameter) => ["validation_failed", null, parameter];
+      assert.deepEqual(answer, {
+        outcomes: [refused("path"), refused("path"), refused("path"), refused("agent"), refused("agent"), refused("agent"), refused("path"), refused("path"), refused("path"), refused("path")],
+        victim: "The victim's page.",
+      });
+    });
   });
 });
