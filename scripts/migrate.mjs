@@ -3,11 +3,14 @@
 // set (migrations/control) to DB and the shard set (migrations/shard) to each DB_SHARD_<n>, as
 // each binding's migrations_dir says. Local by default (.wrangler/state, what `npm start` uses);
 // `npm run migrate -- --remote` applies them to the deployment's databases. Any other argument
-// (`--persist-to DIR`, `--config FILE`, `--env NAME`) is passed to every `wrangler d1 migrations apply`.
+// (`--persist-to DIR`, `--config FILE`, `--env NAME`) is passed to every wrangler command.
+// Then it writes the word indexes of what a database held before them (scripts/lib/search-backfill.mjs),
+// in batches; a database with nothing to index costs one query.
 import "./offline-env.mjs";
 import { join } from "node:path";
 import { d1BindingsOf } from "./lib/d1-bindings.mjs";
 import { ROOT, wrangler } from "./lib/local-state.mjs";
+import { backfillSearch } from "./lib/search-backfill.mjs";
 
 const args = process.argv.slice(2);
 const configAt = args.indexOf("--config");
@@ -21,4 +24,5 @@ for (const binding of d1BindingsOf(config)) {
     process.exit(result.status ?? 1);
   }
   console.log(`${binding}: ${applied === 0 ? "migrations already applied" : `${applied} migration(s) applied`}`);
+  await backfillSearch(binding, [...where, ...args], (line) => console.log(line));
 }

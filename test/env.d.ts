@@ -8,6 +8,9 @@ declare global {
       TEST_MIGRATIONS_SHARD: D1Migration[];
       /** The tests run three shards (vitest.config.ts); wrangler.toml binds two. */
       DB_SHARD_2: D1Database;
+      /** Unmigrated databases of the backfill tests (vitest.config.ts). */
+      BACKFILL_CONTROL: D1Database;
+      BACKFILL_SHARD: D1Database;
       TELEGRAM_WEBHOOK_SECRET_7001: string;
       /** Liveness project only (vitest.config.ts): every job the Worker sent to its compaction queue, oldest first. */
       QUEUE_RECORDER: Fetcher;

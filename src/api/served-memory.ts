@@ -5,9 +5,9 @@ import type { RecallCandidate, RecalledPageHit } from "../core/recall-rank";
 import { fuseByRank, rankCandidates } from "../core/recall-rank";
 import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages, searchSharedPages } from "../storage/shard/conversation-memory";
 import type { RecalledPage } from "../storage/control/memory-pages";
-import { livePagePaths, packWithinBudget, recallPages } from "../storage/control/memory-pages";
-import type { TurnView } from "../storage/recall-reads";
-import { searchPages, searchTurns } from "../storage/recall-reads";
+import { livePagePaths, packWithinBudget, recallPages, searchPages } from "../storage/control/memory-pages";
+import type { TurnView } from "../storage/shard/turn-search";
+import { searchTurns } from "../storage/shard/turn-search";
 
 /**
  * Memory pages as the rule lets a reader have them (core/memory-privacy), for every path that

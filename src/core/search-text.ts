@@ -1,10 +1,11 @@
 /**
- * How text becomes search terms, the one owner of the rules both sides of recall apply: the D1
- * full-text indexes (`turn_fts` on the shards, `memory_fts` in the control database, built by SQL
- * triggers in migrations/shard/0015_search_index.sql and migrations/control/0016_memory_search.sql)
- * and the queries built here. The migrations spell the same rules out in SQL (a trigger cannot call
- * this module); test/integration/search-languages.test.ts indexes and queries every folded
- * character and every script range, so the two cannot drift apart unnoticed.
+ * How text becomes search terms, the one owner of the rules both sides of recall apply: what the
+ * D1 full-text indexes hold (`turn_terms` and `conversation_memory_terms` on the shards,
+ * `memory_terms` in the control database: contentless FTS5 tables whose rows the writers compute
+ * here, `searchForm`, migrations/shard/0023 and control/0019) and the queries built here. No SQL
+ * computes a term: the one fold SQL applies is the replace() of exactly these `SEARCH_FOLDS` that
+ * storage/shard/turn-terms writes for a text that holds them. test/integration/turn-terms.test.ts
+ * checks that the index holds what this module computes, in every script.
  *
  * - **Folding.** Characters a reader takes for the same letter are indexed and searched as one:
  *   the Arabic-script letters Persian and Arabic keyboards type differently (ي/ی, ك/ک, ة/ه, the
@@ -64,7 +65,8 @@ const HAS_NO_SPACE = new RegExp(`[${NO_SPACE_RANGES.map(([lo, hi]) => `\\u{${lo.
 
 /**
  * Characters of a text that grams are taken from: the first 4,096 (Telegram's longest message).
- * The index's trigger walks a text one position at a time, so the cap bounds what one append costs.
+ * The cap bounds one row of the index (and the parameter that carries it) for the longest texts
+ * the API takes; a chat message is never cut.
  */
 export const MAX_GRAM_POSITIONS = 4_096;
 
@@ -83,6 +85,16 @@ export function gramsOf(text: string): string[] {
     else if (!noSpace(codes[i - 1])) grams.push(points[i] ?? "");
   }
   return grams;
+}
+
+/**
+ * What the full-text indexes hold for `text`: the text folded, and its grams (space-separated; ""
+ * when it has none). The one computation of both: the writers index it with what they write
+ * (storage/shard/turn-terms, storage/page-terms), so no SQL walks a text's characters.
+ */
+export function searchForm(text: string): { readonly text: string; readonly grams: string } {
+  const folded = foldSearchText(text);
+  return { text: folded, grams: gramsOf(folded).join(" ") };
 }
 
 /** Shorter words are mostly function words, and match too much to rank anything. */

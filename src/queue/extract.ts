@@ -78,7 +78,7 @@ async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, pat
     const head = await readPageHead(db, job.conversationId, job.agentId, path);
     const merged = mergeFacts(path, head?.content, facts);
     if (!merged.changed) return false;
-    const written = await writeMergedVersion(db, { conversationId: job.conversationId, agentId: job.agentId, path, expectedVersion: head?.version ?? 0, content: merged.content, provenance: provenanceRows(merged.current, job.conversationId, runId) }, now);
+    const written = await writeMergedVersion(db, { conversationId: job.conversationId, agentId: job.agentId, path, head, content: merged.content, provenance: provenanceRows(merged.current, job.conversationId, runId) }, now);
     if (written === "written") return true;
   }
   throw new Error(`memory page ${job.conversationId}/${job.agentId}/${path} kept moving during ${MAX_MERGE_ATTEMPTS} merges`);

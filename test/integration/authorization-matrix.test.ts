@@ -153,7 +153,7 @@ async function seedFact(conversation: string, agentId: string): Promise<void> {
     `- vault-code: The vault code is ${FACT.marker}. (msg seed, ref 000000000000)`,
   ].join("\n");
   const provenance = [{ factKey: "vault-code", messageId: "seed", seq: 1, eventHash: "0".repeat(64), runId: "ext_seed" }];
-  expect(await writeMergedVersion(await placedShardOf(conversation), { conversationId: conversation, agentId, path: FACT.path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
+  expect(await writeMergedVersion(await placedShardOf(conversation), { conversationId: conversation, agentId, path: FACT.path, head: undefined, content, provenance }, new Date())).toBe("written");
 }
 
 /** Every documented operation about `world`, as each of `readers`: none answers with the fact's marker. Returns how many calls were probed. */

@@ -138,7 +138,7 @@ async function seedFacts(conversation: string, agentId: string, count: number): 
     }));
     const { content } = mergeFacts(path, undefined, facts);
     const provenance = facts.map((f) => ({ factKey: f.key, messageId: f.sources[0]?.messageId ?? "", seq: f.sources[0]?.seq ?? 0, eventHash: f.sources[0]?.eventHash ?? "", runId: "run-paging" }));
-    expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
+    expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path, head: undefined, content, provenance }, new Date())).toBe("written");
     written.push(...facts.map((f) => `${path} ${f.key}`));
   }
   return written;

@@ -50,8 +50,8 @@ describe("reads by a list of keys", () => {
     expect(ranked.value.map((p) => p.path).sort()).toEqual(["notes/page-12", "notes/page-34"]);
     const ranking = await rowsRead((db) =>
       db
-        .prepare("SELECT count(*) AS n FROM memory_fts WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2")
-        .bind('"topic12" OR "topic34"', agentId)
+        .prepare("SELECT count(*) AS n FROM memory_terms WHERE memory_terms MATCH ('scope : \"a' || (SELECT id FROM agent_keys WHERE agent_id = ?1) || '\" AND (\"topic12\" OR \"topic34\")')")
+        .bind(agentId)
         .first(),
     );
     expect(ranked.rows - ranking.rows).toBeLessThanOrEqual(20);

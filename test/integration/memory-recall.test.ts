@@ -9,28 +9,15 @@ import { pair, register } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 import { placedShardOf, shardOf } from "../support/shards";
+import { indexedTurns as readIndexedTurns } from "../support/index-terms";
 
 /**
  * Recall: the turn index over effective turns (migrations/0013), the search over pages and turns,
  * and the memory envelope served by context and compose.
  */
 
-interface IndexRow {
-  message_id: string;
-  role: string;
-  text: string;
-}
-
-/** The turns `turn_fts` holds for a conversation (on its shard), by message id. */
-async function indexedTurns(conversation: string): Promise<IndexRow[]> {
-  const { results } = await (await shardOf(conversation)).prepare(
-    `SELECT t.message_id AS message_id, t.role AS role, turn_fts.text AS text FROM turn_fts JOIN turn_index t ON t.id = turn_fts.rowid
-     WHERE t.conversation_id = ? ORDER BY t.message_id`,
-  )
-    .bind(conversation)
-    .all<IndexRow>();
-  return results;
-}
+/** The live turns the index serves for a conversation (on its shard), by message id, each row's terms checked against core/search-text. */
+const indexedTurns = async (conversation: string) => readIndexedTurns(await shardOf(conversation), conversation);
 
 async function post(token: string, conversation: string, event: unknown): Promise<void> {
   const res = await call("POST", eventsPath(conversation), { token, body: event });
@@ -97,7 +84,7 @@ describe("the turn index", () => {
     expect(await indexedTurns(conversation)).toEqual(indexed);
   });
 
-  it("costs a source append no statement of its own: the triggers write inside the event's insert", async () => {
+  it("costs a source append one statement in the same round trip: its own row of terms, whatever its length or script", async () => {
     const conversation = freshConversation();
     const meter = new D1Meter();
     const db = meteredD1(await placedShardOf(conversation), meter);
@@ -105,9 +92,9 @@ describe("the turn index", () => {
     meter.arm();
     await insertEvents(db, conversation, [{ input, hash: eventHash(conversation, input), seq: 1 }], new Date().toISOString());
     const cost = meter.take();
-    // The append's batch before the index was these three statements: the conversation row, the
-    // event, the read-back of its key. The index adds rows written, not statements or round trips.
-    expect(cost.statements).toBe(3);
+    // The append's batch before the index was three statements: the conversation row, the event,
+    // the read-back of its key. The index adds the event's own row of terms, in the same round trip.
+    expect(cost.statements).toBe(4);
     expect(cost.roundTrips).toBe(1);
     expect(await indexedTurns(conversation)).toEqual([{ message_id: "1", role: "user", text: "the offsite is in Lisbon" }]);
   });
@@ -206,7 +193,7 @@ describe("GET …/memory/search", () => {
       `- catering: @ada: the caterer confirmed vegan options (msg m-2, seq 2, ref ${hashes.get(2)?.slice(0, 12) ?? ""})`,
     ].join("\n");
     const provenance = [1, 2].map((seq) => ({ factKey: seq === 1 ? "venue" : "catering", messageId: `m-${seq}`, seq, eventHash: hashes.get(seq) ?? "", runId: "ext_test" }));
-    expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path, expectedVersion: 0, content, provenance }, new Date())).toBe("written");
+    expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path, head: undefined, content, provenance }, new Date())).toBe("written");
 
     const venue = await search(token, conversation, agentId, "Where is the offsite venue? Sintra");
     expect(venue).toEqual([{ type: "entry", path, key: "venue", snippet: "@ada: the offsite venue is the Quinta in Sintra", content: "@ada: the offsite venue is the Quinta in Sintra", sources: [{ messageId: "m-1", seq: 1 }] }]);

@@ -5,6 +5,7 @@ import { sha256Hex } from "../../src/core/hash";
 import { memoryPathSchema } from "../../src/core/memory-path";
 import { MAX_RECALL_TERMS } from "../../src/core/search-text";
 import { deletePage, getPage, putPage, recallMatchExpression, recallPages } from "../../src/storage/control/memory-pages";
+import { agentPageTerms, expectedTerms } from "../support/index-terms";
 import { declareForStorage, pair } from "../support/declarations";
 import type { ErrorBody } from "./helpers";
 import { call, json, tokenFor } from "./helpers";
@@ -476,10 +477,8 @@ describe("recall for the compactor", () => {
 
     // The index holds one row per live page, so the tombstone and the overwritten text are gone
     // from it, not merely filtered out of the results.
-    const indexed = await env.DB.prepare("SELECT path, content FROM memory_fts WHERE agent_id = ?")
-      .bind(agent)
-      .all<{ path: string; content: string }>();
-    expect(indexed.results).toEqual([{ path: "notes/current", content: "New text about the orbit." }]);
+    const indexed = await agentPageTerms(env.DB, agent);
+    expect([...indexed]).toEqual([["notes/current", { scope: [indexed.get("notes/current")?.["scope"]?.[0]], ...(await expectedTerms(env.DB, { path: "notes/current", content: "New text about the orbit." })) }]]);
     expect(await recallPages(env.DB, agent, "nebula", 10_000, 5)).toEqual([]);
     expect(await recallPages(env.DB, agent, "obsolete cancelled", 10_000, 5)).toEqual([]);
     expect(await recallPages(env.DB, agent, "orbit", 10_000, 5)).toEqual([

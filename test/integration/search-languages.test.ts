@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { NO_SPACE_RANGES, SEARCH_FOLDS } from "../../src/core/search-text";
 import { settledChain } from "../support/chain";
 import { register } from "../support/declarations";
-import { shardOf } from "../support/shards";
 import { BOT_ID, call, json, textUpdate, tokenFor, webhook } from "./helpers";
 
 /**
@@ -83,13 +82,7 @@ describe("recall in six languages", () => {
   );
 });
 
-describe("the index's rules and search-text's agree", () => {
-  it("holds the ranges of the scripts written without spaces that core/search-text names", async () => {
-    const conversation = conversationOf(-1_008_000_000_000 - Math.floor(Math.random() * 1_000_000));
-    const { results } = await (await shardOf(conversation)).prepare("SELECT lo, hi FROM search_no_space_ranges ORDER BY lo").all<{ lo: number; hi: number }>();
-    expect(results.map((r) => [r.lo, r.hi])).toEqual(NO_SPACE_RANGES.map(([lo, hi]) => [lo, hi]));
-  });
-
+describe("every rule of search-text, through the service", () => {
   it("folds every character search-text folds, and finds a pair of characters at each end of every range", async () => {
     const chatId = -1_007_000_000_000 - Math.floor(Math.random() * 1_000_000);
     const conversation = conversationOf(chatId);

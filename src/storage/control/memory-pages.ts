@@ -1,16 +1,19 @@
 import { sha256Hex } from "../../core/hash";
-import { MAX_RECALL_TERMS, matchExpression } from "../../core/search-text";
+import type { RecalledPageHit } from "../../core/recall-rank";
+import { MAX_RECALL_TERMS, matchExpression, recallTerms } from "../../core/search-text";
+import type { PageHitRow, PageTermsStore, PreviousHead } from "../page-terms";
+import { pageHit, pageTermStatements } from "../page-terms";
 
 /**
- * Every D1 statement on memory pages (migrations/0004_memory_pages.sql).
+ * Every D1 statement on memory pages (migrations/control/0004_memory_pages.sql, 0019_memory_terms.sql).
  *
  * Storage format: `memory_page_versions` holds one immutable row per write of a page, numbered
  * 1, 2, 3… per (agent, path) without gaps; a deletion is a tombstone row (deleted = 1, content
- * ''). `memory_pages` points at each page's newest row and `memory_fts` indexes the newest row
- * of each live page; the schema's AFTER INSERT trigger maintains both inside the inserting
- * statement, so this module only ever inserts versions and reads. A write decides its version
- * number and its idempotence in that single INSERT … SELECT, so two concurrent writers of one page
- * can neither collide on a number nor both record the same content.
+ * ''). `memory_pages` points at each page's newest row (the schema's AFTER INSERT trigger keeps
+ * it), and `memory_terms` holds the terms of each live head, written with the version
+ * (storage/page-terms). A write reads the head, then decides its version number and its idempotence
+ * in one INSERT … SELECT over that head, so two concurrent writers of one page can neither collide
+ * on a number nor both record the same content.
  */
 
 export interface MemoryPage {
@@ -89,30 +92,63 @@ const HEAD = "memory_pages p JOIN memory_page_versions v ON v.agent_id = p.agent
  */
 export const VOUCHED = "v.created_at >= (SELECT MIN(d.created_at) FROM declarations d WHERE d.agent_id = v.agent_id)";
 
+/** The agent's pages in the word index (migrations/control/0019): the agent's scope token, `a` and its key. */
+const PAGE_TERMS: PageTermsStore = {
+  terms: "memory_terms",
+  heads: "memory_pages",
+  versions: "memory_page_versions",
+  keys: ["agent_id"],
+  scope: "('a' || (SELECT id FROM agent_keys WHERE agent_id = ?1))",
+};
+
+/** Attempts of a write whose version another writer took between its read and its write. */
+const WRITE_ATTEMPTS = 5;
+
+interface HeadRow {
+  version: number;
+  content: string;
+  content_hash: string;
+  deleted: number;
+}
+
+/** The page's newest version (live or tombstone), as a write replaces it. */
+async function readHeadForWrite(db: D1Database, agentId: string, path: string): Promise<PreviousHead | undefined> {
+  const row = await db
+    .prepare(`SELECT v.version AS version, v.content AS content, v.content_hash AS content_hash, v.deleted AS deleted FROM ${HEAD} WHERE p.agent_id = ? AND p.path = ?`)
+    .bind(agentId, path)
+    .first<HeadRow>();
+  return row === null ? undefined : { version: row.version, content: row.deleted === 0 ? row.content : undefined, contentHash: row.content_hash };
+}
+
 /**
  * Writes `content` as the page's next version, unless it is already the current live content.
- * Both statements run in one batch (one transaction), so the head read back is the one this write
- * produced or found, never a later writer's.
+ * The head is read first (its terms leave the word index with it), and the version is written only
+ * over that head, in one batch with its terms; a writer that lost the race to another reads again.
+ * The head read back in the batch is the one this write produced or found.
  */
 export async function putPage(db: D1Database, agentId: string, path: string, content: string, now: Date): Promise<PutPageResult> {
   const contentHash = sha256Hex(content);
-  const insert = db
-    .prepare(
-      `INSERT INTO memory_page_versions (agent_id, path, version, content, content_hash, chars, deleted, created_at)
-       SELECT ?1, ?2, COALESCE((SELECT version FROM memory_pages WHERE agent_id = ?1 AND path = ?2), 0) + 1, ?3, ?4, ?5, 0, ?6
-       WHERE NOT EXISTS (
-         SELECT 1 FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path = ?2 AND v.deleted = 0 AND v.content_hash = ?4 AND ${VOUCHED}
-       )
-       RETURNING version`,
-    )
-    .bind(agentId, path, content, contentHash, content.length, now.toISOString());
-  const head = db
-    .prepare(`SELECT p.version AS version, v.deleted AS deleted FROM ${HEAD} WHERE p.agent_id = ? AND p.path = ?`)
-    .bind(agentId, path);
-  const [inserted, current] = await db.batch<{ version: number; deleted?: number }>([insert, head]);
-  const row = current?.results[0];
-  if (row === undefined || row.deleted !== 0) throw new Error(`memory page ${agentId}/${path} has no live head after a put`);
-  return { version: row.version, contentHash, created: (inserted?.results.length ?? 0) === 1 };
+  for (let attempt = 1; ; attempt++) {
+    const previous = await readHeadForWrite(db, agentId, path);
+    const version = (previous?.version ?? 0) + 1;
+    const insert = db
+      .prepare(
+        `INSERT INTO memory_page_versions (agent_id, path, version, content, content_hash, chars, deleted, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, 0, ?7
+         WHERE COALESCE((SELECT version FROM memory_pages WHERE agent_id = ?1 AND path = ?2), 0) = ?3 - 1
+           AND NOT EXISTS (SELECT 1 FROM ${HEAD} WHERE p.agent_id = ?1 AND p.path = ?2 AND v.deleted = 0 AND v.content_hash = ?5 AND ${VOUCHED})
+         RETURNING version`,
+      )
+      .bind(agentId, path, version, content, contentHash, content.length, now.toISOString());
+    const head = db.prepare(`SELECT p.version AS version, v.deleted AS deleted, v.content_hash AS content_hash FROM ${HEAD} WHERE p.agent_id = ? AND p.path = ?`).bind(agentId, path);
+    const terms = pageTermStatements(db, PAGE_TERMS, { key: [agentId], path }, { version, contentHash }, content, previous);
+    const results = await db.batch<{ version: number; deleted?: number; content_hash?: string }>([insert, ...terms, head]);
+    const row = results.at(-1)?.results[0];
+    if ((results[0]?.results.length ?? 0) === 1) return { version, contentHash, created: true };
+    // Not written: the content is already the live head's, or another writer moved the head.
+    if (row !== undefined && row.deleted === 0 && row.content_hash === contentHash) return { version: row.version, contentHash, created: false };
+    if (attempt >= WRITE_ATTEMPTS) throw new Error(`memory page ${agentId}/${path}: its head kept moving during a put`);
+  }
 }
 
 /** The current live version, or the given version if it is live; undefined for missing and deleted. */
@@ -163,20 +199,28 @@ export async function listPages(
 }
 
 /**
- * Appends a tombstone after the current live version; its index row goes with it. Returns the
- * tombstone's version, or undefined when there is no live page to delete.
+ * Appends a tombstone after the current live version; its terms leave the word index with it.
+ * Returns the tombstone's version, or undefined when there is no live page to delete.
  */
 export async function deletePage(db: D1Database, agentId: string, path: string, now: Date): Promise<{ version: number } | undefined> {
-  const row = await db
-    .prepare(
-      `INSERT INTO memory_page_versions (agent_id, path, version, content, content_hash, chars, deleted, created_at)
-       SELECT p.agent_id, p.path, p.version + 1, '', ?3, 0, 1, ?4 FROM ${HEAD}
-       WHERE p.agent_id = ?1 AND p.path = ?2 AND v.deleted = 0
-       RETURNING version`,
-    )
-    .bind(agentId, path, sha256Hex(""), now.toISOString())
-    .first<{ version: number }>();
-  return row ?? undefined;
+  const contentHash = sha256Hex("");
+  for (let attempt = 1; ; attempt++) {
+    const previous = await readHeadForWrite(db, agentId, path);
+    if (previous?.content === undefined) return undefined;
+    const version = previous.version + 1;
+    const tombstone = db
+      .prepare(
+        `INSERT INTO memory_page_versions (agent_id, path, version, content, content_hash, chars, deleted, created_at)
+         SELECT p.agent_id, p.path, p.version + 1, '', ?3, 0, 1, ?4 FROM ${HEAD}
+         WHERE p.agent_id = ?1 AND p.path = ?2 AND v.deleted = 0 AND p.version = ?5
+         RETURNING version`,
+      )
+      .bind(agentId, path, contentHash, now.toISOString(), previous.version);
+    const terms = pageTermStatements(db, PAGE_TERMS, { key: [agentId], path }, { version, contentHash }, undefined, previous);
+    const [written] = await db.batch<{ version: number }>([tombstone, ...terms]);
+    if ((written?.results.length ?? 0) === 1) return { version };
+    if (attempt >= WRITE_ATTEMPTS) throw new Error(`memory page ${agentId}/${path}: its head kept moving during a delete`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -186,14 +230,39 @@ export async function deletePage(db: D1Database, agentId: string, path: string, 
  * can still be filled by smaller pages further down. */
 const RECALL_CANDIDATES = 200;
 
-/** The columns of `memory_fts` a query's terms may match (never the unindexed agent id). */
+/** The columns of `memory_terms` a query's terms may match (never the agent's scope). */
 const PAGE_COLUMNS = ["path", "content", "grams"];
+
+/** The agent's pages in the word index: its scope token (?2 is its id) ANDed with the terms (?1). */
+const AGENT_MATCH = `memory_terms MATCH ('scope : "a' || COALESCE((SELECT id FROM agent_keys WHERE agent_id = ?2), 0) || '" AND ' || ?1)`;
+/** Each indexed page's head and version; CROSS JOIN keeps the index outside (each head sought by its key). */
+const INDEXED = "memory_terms CROSS JOIN memory_pages p ON p.id = memory_terms.rowid JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version";
+/** bm25's weights: the scope (no term matches it), then path above content: a page's path is its author's one-line statement of what it holds. */
+const PAGE_BM25 = "bm25(memory_terms, 0.0, 2.0, 1.0, 1.0)";
 
 /**
  * An FTS5 MATCH expression for a slice of conversation over the pages' words, or undefined when no
  * term qualifies: its most frequent terms (`matchExpression`), OR-ed so that any one can recall a page.
  */
 export const recallMatchExpression = (text: string, maxTerms = MAX_RECALL_TERMS): string | undefined => matchExpression(text, PAGE_COLUMNS, maxTerms);
+
+/** The agent's live pages matching free `text`, best first (bm25, path above content), each with a snippet of its content. */
+export async function searchPages(db: D1Database, agentId: string, text: string, limit: number): Promise<RecalledPageHit[]> {
+  const match = recallMatchExpression(text);
+  if (match === undefined || limit <= 0) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content, ${PAGE_BM25} AS rank
+       FROM ${INDEXED}
+       WHERE ${AGENT_MATCH} AND p.agent_id = ?2 AND v.deleted = 0 AND ${VOUCHED}
+       ORDER BY rank, p.path
+       LIMIT ?3`,
+    )
+    .bind(match, agentId, limit)
+    .all<PageHitRow>();
+  const terms = recallTerms(text);
+  return results.map((row) => pageHit(row, terms));
+}
 
 /**
  * Takes pages in rank order while they fit: a page that would overflow the budget is skipped and
@@ -225,16 +294,12 @@ export async function recallPages(
 ): Promise<RecalledPage[]> {
   const match = recallMatchExpression(queryText);
   if (match === undefined || budgetChars <= 0 || maxPages <= 0) return [];
-  // Path is weighted above content: a page's path is its author's one-line statement of what it
-  // holds. The first weight belongs to the unindexed agent_id column, the last to the grams.
   const { results: ranked } = await db
     .prepare(
       `SELECT p.path AS path, p.version AS version, v.content_hash AS content_hash, v.chars AS chars
-       FROM memory_fts
-       CROSS JOIN memory_pages p ON p.id = memory_fts.rowid
-       JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
-       WHERE memory_fts MATCH ?1 AND memory_fts.agent_id = ?2 AND v.deleted = 0 AND ${VOUCHED}
-       ORDER BY bm25(memory_fts, 0.0, 2.0, 1.0, 1.0), p.path
+       FROM ${INDEXED}
+       WHERE ${AGENT_MATCH} AND p.agent_id = ?2 AND v.deleted = 0 AND ${VOUCHED}
+       ORDER BY ${PAGE_BM25}, p.path
        LIMIT ?3`,
     )
     .bind(match, agentId, RECALL_CANDIDATES)

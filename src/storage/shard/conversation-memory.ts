@@ -1,5 +1,7 @@
 import type { RecalledPageHit } from "../../core/recall-rank";
-import { matchExpression } from "../../core/search-text";
+import { matchExpression, recallTerms } from "../../core/search-text";
+import type { PageHitRow } from "../page-terms";
+import { pageHit } from "../page-terms";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
@@ -7,8 +9,9 @@ import { matchExpression } from "../../core/search-text";
  *
  * Storage format: `conversation_memory_versions` holds one immutable row per write of an extracted
  * page, numbered 1, 2, 3… per (conversation, agent, path); `conversation_memory_pages` points at
- * each page's newest row and `conversation_memory_fts` indexes each live head, both maintained by
- * the schema's AFTER INSERT trigger alone; `conversation_memory_provenance` names, per version,
+ * each page's newest row (the schema's AFTER INSERT trigger keeps it), `conversation_memory_terms`
+ * holds the terms of each live head (written by extraction, storage/page-terms);
+ * `conversation_memory_provenance` names, per version,
  * each fact key it set and the messages of the conversation it came from. Every statement here is
  * keyed by the conversation and the agent: whether a reader may be served what it returns is
  * src/core/memory-privacy.ts's to decide, which is why every row says which conversation it is kept with.
@@ -81,23 +84,19 @@ const HEAD = `conversation_memory_pages p ${HEAD_VERSION}`;
  * outside: SQLite's own order walked the conversation's heads and ran the full-text query once per
  * row, at a cost that grew with every conversation on the shard.
  */
-const INDEXED = `conversation_memory_fts CROSS JOIN conversation_memory_pages p ON p.id = conversation_memory_fts.rowid ${HEAD_VERSION}`;
+const INDEXED = `conversation_memory_terms CROSS JOIN conversation_memory_pages p ON p.id = conversation_memory_terms.rowid ${HEAD_VERSION}`;
 
-/** The columns of `conversation_memory_fts` a query's terms may match (never the conversation's scope). */
+/** The columns of `conversation_memory_terms` a query's terms may match (never the scope). */
 const PAGE_COLUMNS = ["path", "content", "grams"];
 
 /** The MATCH argument: the conversation's scope token (?2 is its id) ANDed with the terms (?1). */
-const SCOPED_MATCH = `conversation_memory_fts MATCH ('scope : "k' || COALESCE((SELECT id FROM conversation_keys WHERE conversation_id = ?2), 0) || '" AND ' || ?1) AND p.conversation_id = ?2`;
+const SCOPED_MATCH = `conversation_memory_terms MATCH ('scope : "k' || COALESCE((SELECT id FROM conversation_keys WHERE conversation_id = ?2), 0) || '" AND ' || ?1) AND p.conversation_id = ?2`;
 
-/** Marks around matched terms in a snippet, and its context in tokens (as the turn and page searches). */
-const SNIPPET = { open: "«", close: "»", ellipsis: "…", tokens: 24 } as const;
+/** bm25 of a page, path weighted above content (the first weight belongs to the scope column, which no term matches). */
+const PAGE_BM25 = "bm25(conversation_memory_terms, 0.0, 2.0, 1.0, 1.0)";
 
-/**
- * A search hit's columns: the page, its snippet (the snippet's marks are ?4–?7) and its bm25, path
- * weighted above content (the first weight belongs to the scope column, which no term matches).
- */
-const PAGE_HIT_COLUMNS = `p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content,
-              snippet(conversation_memory_fts, 2, ?4, ?5, ?6, ?7) AS snippet, bm25(conversation_memory_fts, 0.0, 2.0, 1.0, 1.0) AS rank`;
+/** A search hit's columns: the page and its bm25 (its snippet is computed from the content). */
+const PAGE_HIT_COLUMNS = `p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content, ${PAGE_BM25} AS rank`;
 
 /** The current live version, or the given version if it is live; undefined for missing and deleted. */
 export async function getConversationPage(db: D1Database, conversationId: string, agentId: string, path: string, version?: number): Promise<ConversationPage | undefined> {
@@ -253,33 +252,16 @@ export async function searchConversationPages(db: D1Database, conversationId: st
        FROM ${INDEXED}
        WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
        ORDER BY rank, p.path
-       LIMIT ?8`,
+       LIMIT ?4`,
     )
-    .bind(match, conversationId, agentId, SNIPPET.open, SNIPPET.close, SNIPPET.ellipsis, SNIPPET.tokens, limit)
-    .all<PageHitRow>();
-  return results.map(toPageHit);
+    .bind(match, conversationId, agentId, limit)
+    .all<PageHitRow & { conversation_id: string }>();
+  return results.map(toPageHit(recallTerms(text)));
 }
 
-interface PageHitRow {
-  conversation_id: string;
-  path: string;
-  version: number;
-  content_hash: string;
-  content: string;
-  snippet: string;
-  rank: number;
-}
-
-const toPageHit = (row: PageHitRow): ConversationPageHit => ({
-  type: "page" as const,
-  conversationId: row.conversation_id,
-  path: row.path,
-  version: row.version,
-  contentHash: row.content_hash,
-  content: row.content,
-  snippet: row.snippet,
-  rank: row.rank,
-});
+const toPageHit =
+  (terms: readonly string[]) =>
+  (row: PageHitRow & { readonly conversation_id: string }): ConversationPageHit => ({ ...pageHit(row, terms), conversationId: row.conversation_id });
 
 /**
  * The agent's live extracted pages of its other conversations on this shard matching free `text`
@@ -295,14 +277,14 @@ export async function searchSharedPages(db: D1Database, agentId: string, exceptC
     .prepare(
       `SELECT ${PAGE_HIT_COLUMNS}
        FROM ${INDEXED}
-       WHERE conversation_memory_fts MATCH ('scope : "a' || COALESCE((SELECT id FROM agent_keys WHERE agent_id = ?2), 0) || '" AND ' || ?1)
+       WHERE conversation_memory_terms MATCH ('scope : "a' || COALESCE((SELECT id FROM agent_keys WHERE agent_id = ?2), 0) || '" AND ' || ?1)
          AND p.agent_id = ?2 AND p.conversation_id <> ?3 AND v.deleted = 0
        ORDER BY rank, p.conversation_id, p.path
-       LIMIT ?8`,
+       LIMIT ?4`,
     )
-    .bind(match, agentId, exceptConversationId, SNIPPET.open, SNIPPET.close, SNIPPET.ellipsis, SNIPPET.tokens, limit)
-    .all<PageHitRow>();
-  return results.map(toPageHit);
+    .bind(match, agentId, exceptConversationId, limit)
+    .all<PageHitRow & { conversation_id: string }>();
+  return results.map(toPageHit(recallTerms(text)));
 }
 
 /** Ranked candidates read before packing a packet's pages: small rows (no content). */
@@ -317,7 +299,7 @@ export async function rankConversationPages(db: D1Database, conversationId: stri
       `SELECT ${SUMMARY_COLUMNS}
        FROM ${INDEXED}
        WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
-       ORDER BY bm25(conversation_memory_fts, 0.0, 2.0, 1.0, 1.0), p.path
+       ORDER BY ${PAGE_BM25}, p.path
        LIMIT ?4`,
     )
     .bind(match, conversationId, agentId, RECALL_CANDIDATES)

@@ -3,13 +3,14 @@ import type { StoredEvent } from "../../core/events";
 import { eventInputSchema } from "../../core/events";
 import { canonicalJson } from "../../core/hash";
 import { declarationRevisionStatement, revisionOf } from "../control/declarations";
+import { turnTermStatements } from "./turn-terms";
 
 /**
  * Every D1 statement on the event log. Rows are only ever inserted (the schema's triggers refuse
  * UPDATE and DELETE, and refuse a sequence gap); reads map rows back through the event schemas.
  */
 
-interface EventRow {
+export interface EventRow {
   conversation_id: string;
   seq: number;
   kind: string;
@@ -98,6 +99,7 @@ export async function insertEvents(
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
     ...together,
     ...planned.map((row) => insert.bind(...rowValues(conversationId, row, recordedAt))),
+    ...turnTermStatements(db, conversationId, planned, recordedAt),
     selectByKeys(
       db,
       conversationId,
@@ -156,6 +158,7 @@ export async function insertSourceWithRuns(
   const statements = [
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
     insertStatement(db).bind(...rowValues(conversationId, source, recordedAt)),
+    ...turnTermStatements(db, conversationId, [source], recordedAt),
     ...runs.map((run) => follower.bind(...rowValues(conversationId, run, recordedAt), source.seq, source.input.idempotencyKey, source.hash, revision)),
     declarationRevisionStatement(db),
     selectByKeys(db, conversationId, [source, ...runs].map((p) => p.input.idempotencyKey)),

@@ -1,5 +1,7 @@
 import { sha256Hex } from "../../core/hash";
 import type { ExtractionEvidence } from "../../core/wakeups";
+import type { PageTermsStore } from "../page-terms";
+import { pageTermStatements } from "../page-terms";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
@@ -18,20 +20,21 @@ export interface PageHead {
   readonly version: number;
   /** The live content, or undefined when the head is a tombstone. */
   readonly content: string | undefined;
+  readonly contentHash: string;
 }
 
 /** The page's newest version (live or deleted), or undefined for a page never written. */
 export async function readPageHead(db: D1Database, conversationId: string, agentId: string, path: string): Promise<PageHead | undefined> {
   const row = await db
     .prepare(
-      `SELECT v.version AS version, v.content AS content, v.deleted AS deleted
+      `SELECT v.version AS version, v.content AS content, v.content_hash AS content_hash, v.deleted AS deleted
        FROM conversation_memory_pages p
        JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
        WHERE p.conversation_id = ? AND p.agent_id = ? AND p.path = ?`,
     )
     .bind(conversationId, agentId, path)
-    .first<{ version: number; content: string; deleted: number }>();
-  return row === null ? undefined : { version: row.version, content: row.deleted === 0 ? row.content : undefined };
+    .first<{ version: number; content: string; content_hash: string; deleted: number }>();
+  return row === null ? undefined : { version: row.version, content: row.deleted === 0 ? row.content : undefined, contentHash: row.content_hash };
 }
 
 /** One source of a fact a version set; the conversation is the page's. */
@@ -43,10 +46,19 @@ export interface ProvenanceRow {
   readonly runId: string;
 }
 
+/** A conversation's extracted pages in the word index: the conversation's and the agent's scope tokens (migrations/shard/0018). */
+const PAGE_TERMS: PageTermsStore = {
+  terms: "conversation_memory_terms",
+  heads: "conversation_memory_pages",
+  versions: "conversation_memory_versions",
+  keys: ["conversation_id", "agent_id"],
+  scope: "('k' || (SELECT id FROM conversation_keys WHERE conversation_id = ?1) || ' a' || (SELECT id FROM agent_keys WHERE agent_id = ?2))",
+};
+
 /**
- * Writes `content` as version `expectedVersion + 1` of the conversation's page with its
- * provenance, if the page's head is still `expectedVersion` (0: no page yet). `conflict` when
- * another writer moved the head.
+ * Writes `content` as the version after `head` (undefined: no page yet) of the conversation's page
+ * with its provenance and its terms (the head's leave the word index), if the page's head is still
+ * `head`. `conflict` when another writer moved the head.
  */
 export async function writeMergedVersion(
   db: D1Database,
@@ -54,15 +66,15 @@ export async function writeMergedVersion(
     readonly conversationId: string;
     readonly agentId: string;
     readonly path: string;
-    readonly expectedVersion: number;
+    readonly head: PageHead | undefined;
     readonly content: string;
     readonly provenance: readonly ProvenanceRow[];
   },
   now: Date,
 ): Promise<"written" | "conflict"> {
-  const { conversationId, agentId, path, expectedVersion, content } = page;
+  const { conversationId, agentId, path, head, content } = page;
   const contentHash = sha256Hex(content);
-  const version = expectedVersion + 1;
+  const version = (head?.version ?? 0) + 1;
   const insert = db
     .prepare(
       `INSERT INTO conversation_memory_versions (conversation_id, agent_id, path, version, content, content_hash, chars, deleted, created_at)
@@ -84,7 +96,8 @@ export async function writeMergedVersion(
        )`,
     )
     .bind(conversationId, agentId, path, version, contentHash, JSON.stringify(rows));
-  const [inserted] = await db.batch([insert, sources]);
+  const terms = pageTermStatements(db, PAGE_TERMS, { key: [conversationId, agentId], path }, { version, contentHash }, content, head);
+  const [inserted] = await db.batch([insert, ...terms, sources]);
   return (inserted?.results.length ?? 0) === 1 ? "written" : "conflict";
 }
 

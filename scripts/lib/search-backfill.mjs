@@ -1,0 +1,87 @@
+// The step of `npm run migrate` (and `npm start`) that no migration file can take: writing the word
+// indexes of data stored before migrations/shard/0023 and control/0019, whose terms only
+// src/core/search-text.ts computes. The backfill itself is src/storage/search-backfill.ts (bundled
+// here with esbuild, so this script runs the very code the tests run); this module runs its
+// statements through wrangler on one binding, a batch per transaction, each batch recording its
+// progress, so it can stop anywhere and start again. A database with nothing to index costs one query.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
+import { d1Rows, d1Run, sqlLiteral } from "./d1-query.mjs";
+import { ROOT } from "./local-state.mjs";
+
+/** Whether a database has anything left to index (one row, `n` > 0 when it has). */
+const PENDING = {
+  shard: `SELECT (SELECT count(*) FROM search_backfill WHERE done_seq < through_seq)
+            + EXISTS (SELECT 1 FROM turn_index WHERE origin_text IS NOT NULL OR edit_text IS NOT NULL)
+            + EXISTS (SELECT 1 FROM conversation_memory_pages p JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0) AS n`,
+  control: `SELECT EXISTS (SELECT 1 FROM memory_pages p JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0) AS n`,
+};
+
+/** @type {Promise<typeof import("../../src/storage/search-backfill.ts")> | undefined} */
+let loaded;
+
+/** src/storage/search-backfill.ts and what it imports, bundled once per process. */
+function backfillModule() {
+  loaded ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), "foldline-backfill-"));
+    try {
+      const file = join(dir, "search-backfill.mjs");
+      await build({ entryPoints: [join(ROOT, "src", "storage", "search-backfill.ts")], bundle: true, platform: "node", format: "esm", outfile: file, logLevel: "silent" });
+      return await import(pathToFileURL(file).href);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  })();
+  return loaded;
+}
+
+/**
+ * `statement` with its numbered parameters written as literals (`wrangler d1 execute` binds none).
+ * The project's own SQL holds `?` only as parameters; one inside a string literal is refused.
+ * @param {{ sql: string, params: readonly (string | number | null)[] }} statement
+ */
+export function inline({ sql, params }) {
+  let out = "";
+  let quoted = false;
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i];
+    if (c === "'") quoted = !quoted;
+    if (c !== "?" || quoted) {
+      if (c === "?" && quoted) throw new Error(`a ? inside a string literal of ${sql.slice(0, 80)}…`);
+      out += c;
+      continue;
+    }
+    const digits = /^\d+/.exec(sql.slice(i + 1))?.[0];
+    if (digits === undefined) throw new Error(`an unnumbered parameter in ${sql.slice(0, 80)}…`);
+    const index = Number(digits) - 1;
+    if (index < 0 || index >= params.length) throw new Error(`parameter ?${digits} has no value in ${sql.slice(0, 80)}…`);
+    out += sqlLiteral(params[index]);
+    i += digits.length;
+  }
+  return out;
+}
+
+/**
+ * Indexes what `binding` (the control database `DB`, or a shard) held before the word indexes.
+ * @param {string} binding @param {readonly string[]} where wrangler's flags (`--local`, `--remote`, `--persist-to DIR`…)
+ * @param {(line: string) => void} log
+ */
+export async function backfillSearch(binding, where, log) {
+  const kind = binding === "DB" ? "control" : "shard";
+  const [pending] = d1Rows(binding, where, PENDING[kind]);
+  if (Number(pending?.n ?? 0) === 0) return;
+  const { runBackfill } = await backfillModule();
+  log(`${binding}: indexing what it held before the word indexes (a batch at a time; safe to stop and run again)`);
+  const done = await runBackfill(
+    {
+      rows: async (statement) => d1Rows(binding, where, inline(statement)),
+      write: async (statements) => d1Run(binding, where, statements.map(inline)),
+    },
+    kind,
+    (/** @type {{ events: number, turnsThroughId: number, pages: number }} */ p) => log(`  ${binding}: ${p.events} events, turn texts cleared through id ${p.turnsThroughId}, ${p.pages} pages`),
+  );
+  log(`${binding}: indexed ${done.events} events and ${done.pages} pages${done.turnsThroughId > 0 ? `; cleared turn_index's texts through id ${done.turnsThroughId}` : ""}`);
+}

@@ -1,0 +1,190 @@
+import { searchForm } from "../core/search-text";
+import { eventTerms } from "../core/turn-terms";
+import type { Statement } from "./shard/turn-terms";
+import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
+import type { EventRow } from "./shard/events";
+import { toStoredEvent } from "./shard/events";
+
+/**
+ * The word indexes of data stored before they existed (migrations/shard/0023, control/0019),
+ * written by npm run migrate (scripts/lib/search-backfill.mjs) a batch at a time, each batch one
+ * transaction that records how far it got: the events of each conversation `search_backfill` lists
+ * (those it held when the migration ran; later events were indexed as they were appended), the
+ * text columns `turn_index` no longer needs, and the pages whose heads the index does not hold yet
+ * (`terms_version` NULL). Every statement here is a read, or a write guarded by the progress it
+ * continues from, so a batch that runs twice, or beside another run, writes nothing twice.
+ *
+ * Statements are SQL with numbered parameters (`Statement`): the script writes them as literals
+ * for `wrangler d1 execute`, a test binds them. Texts are never literals: each row's text is read
+ * from its own row by the statement (and folded there by `folded`), so a statement stays small.
+ */
+
+/** Events read per batch, and turn rows and pages per batch. */
+export const EVENTS_PER_BATCH = 500;
+export const TURN_ROWS_PER_BATCH = 5_000;
+export const PAGES_PER_BATCH = 100;
+
+/** The next conversation with events left to index. */
+export const NEXT_CONVERSATION: Statement = {
+  sql: "SELECT conversation_id, through_seq, done_seq FROM search_backfill WHERE done_seq < through_seq ORDER BY conversation_id LIMIT 1",
+  params: [],
+};
+
+export interface BackfillConversation {
+  readonly conversation_id: string;
+  readonly through_seq: number;
+  readonly done_seq: number;
+}
+
+/** The conversation's next events that may carry a text, after `done_seq`. */
+export const eventsPage = (c: BackfillConversation): Statement => ({
+  sql: `SELECT conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at FROM events
+        WHERE conversation_id = ?1 AND seq > ?2 AND seq <= ?3 AND kind IN ('source', 'proposal', 'correction') ORDER BY seq LIMIT ?4`,
+  params: [c.conversation_id, c.done_seq, c.through_seq, EVENTS_PER_BATCH],
+});
+
+/**
+ * One batch of a conversation's events: their rows of terms, the count the conversation's bm25
+ * reads, and the progress, each only if the progress is still `done_seq` (?5).
+ */
+export function eventsStep(c: BackfillConversation, rows: readonly EventRow[]): Statement[] {
+  const guard = "EXISTS (SELECT 1 FROM search_backfill b WHERE b.conversation_id = ?1 AND b.done_seq = ?5)";
+  const statements: Statement[] = [];
+  let texts = 0;
+  for (const row of rows) {
+    const event = toStoredEvent(row);
+    const terms = eventTerms(event);
+    if (terms === undefined) continue;
+    texts += 1;
+    const insert = termsRow(c.conversation_id, row.seq, terms, guard);
+    statements.push({ sql: insert.sql, params: [...insert.params, c.done_seq] });
+    const author = authorTermsRow(c.conversation_id, row.seq, terms);
+    if (author !== undefined) statements.push(author);
+  }
+  const done = rows.length < EVENTS_PER_BATCH ? c.through_seq : (rows.at(-1)?.seq ?? c.through_seq);
+  statements.push(
+    { sql: "UPDATE conversations SET texts = texts + ?2 WHERE id = ?1 AND EXISTS (SELECT 1 FROM search_backfill b WHERE b.conversation_id = ?1 AND b.done_seq = ?3)", params: [c.conversation_id, texts, c.done_seq] },
+    { sql: "UPDATE search_backfill SET done_seq = ?3 WHERE conversation_id = ?1 AND done_seq = ?2", params: [c.conversation_id, c.done_seq, done] },
+  );
+  return statements;
+}
+
+/** The next `turn_index` rows after `afterId` that still hold a text (no longer read: the text is the log's). */
+export const turnTextsAfter = (afterId: number): Statement => ({
+  sql: "SELECT id FROM turn_index WHERE id > ?1 AND (origin_text IS NOT NULL OR edit_text IS NOT NULL) ORDER BY id LIMIT 1",
+  params: [afterId],
+});
+
+/** Clears the text columns of the rows from `fromId` on, a batch of ids at a time; returns the last id the batch covers. */
+export function clearTurnTexts(fromId: number): { readonly statement: Statement; readonly throughId: number } {
+  const throughId = fromId + TURN_ROWS_PER_BATCH - 1;
+  return {
+    statement: { sql: "UPDATE turn_index SET origin_text = NULL, edit_text = NULL WHERE id BETWEEN ?1 AND ?2 AND (origin_text IS NOT NULL OR edit_text IS NOT NULL)", params: [fromId, throughId] },
+    throughId,
+  };
+}
+
+/** Where a store keeps its pages: the heads, the versions, the index, a page's key columns and its scope tokens (over the key columns of `p`). */
+export interface PageStore {
+  readonly heads: string;
+  readonly versions: string;
+  readonly terms: string;
+  readonly keys: readonly string[];
+  readonly scope: string;
+}
+
+export const CONTROL_PAGES: PageStore = {
+  heads: "memory_pages",
+  versions: "memory_page_versions",
+  terms: "memory_terms",
+  keys: ["agent_id"],
+  scope: "('a' || (SELECT id FROM agent_keys WHERE agent_id = p.agent_id))",
+};
+
+export const SHARD_PAGES: PageStore = {
+  heads: "conversation_memory_pages",
+  versions: "conversation_memory_versions",
+  terms: "conversation_memory_terms",
+  keys: ["conversation_id", "agent_id"],
+  scope: "('k' || (SELECT id FROM conversation_keys WHERE conversation_id = p.conversation_id) || ' a' || (SELECT id FROM agent_keys WHERE agent_id = p.agent_id))",
+};
+
+const joinVersion = (store: PageStore): string => `JOIN ${store.versions} v ON ${store.keys.map((c) => `v.${c} = p.${c}`).join(" AND ")} AND v.path = p.path AND v.version = p.version`;
+
+/** The next live heads after `afterId` whose terms the index does not hold. */
+export const pagesAfter = (store: PageStore, afterId: number): Statement => ({
+  sql: `SELECT p.id AS id, p.version AS version, v.content AS content FROM ${store.heads} p ${joinVersion(store)}
+        WHERE p.id > ?1 AND p.terms_version IS NULL AND v.deleted = 0 ORDER BY p.id LIMIT ?2`,
+  params: [afterId, PAGES_PER_BATCH],
+});
+
+export interface PageRow {
+  id: number;
+  version: number;
+  content: string;
+}
+
+/** Each page's terms and `terms_version`, if its head is still the version read and still unindexed. */
+export function pagesStep(store: PageStore, rows: readonly PageRow[]): Statement[] {
+  return rows.flatMap((row) => {
+    const content = folded(`(SELECT v.content FROM ${store.heads} p ${joinVersion(store)} WHERE p.id = ?1)`, row.content);
+    const current = "p.id = ?1 AND p.version = ?2 AND p.terms_version IS NULL";
+    return [
+      { sql: `INSERT INTO ${store.terms} (rowid, scope, path, content, grams) SELECT p.id, ${store.scope}, p.path, ${content}, ?3 FROM ${store.heads} p WHERE ${current}`, params: [row.id, row.version, searchForm(row.content).grams] },
+      { sql: `UPDATE ${store.heads} AS p SET terms_version = ?2 WHERE ${current}`, params: [row.id, row.version] },
+    ];
+  });
+}
+
+/** How a backfill reaches one database: a read of rows, and a write of statements in one transaction. */
+export interface BackfillDatabase {
+  rows<T>(statement: Statement): Promise<T[]>;
+  write(statements: readonly Statement[]): Promise<void>;
+}
+
+export interface BackfillProgress {
+  /** Events read (those that may carry a text). */
+  readonly events: number;
+  /** `turn_index` ids whose text columns are cleared, through this one (0: none). */
+  readonly turnsThroughId: number;
+  /** Pages indexed. */
+  readonly pages: number;
+}
+
+/**
+ * Indexes everything a shard held before migrations/shard/0023 (`"shard"`), or the pages the control
+ * database held before control/0019 (`"control"`), a batch at a time; returns what it wrote.
+ * Safe to stop at any point and run again: each batch continues from the progress the last one
+ * recorded. `onBatch` hears of each batch (a script prints it).
+ */
+export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control", onBatch: (progress: BackfillProgress) => void = () => {}): Promise<BackfillProgress> {
+  let progress: BackfillProgress = { events: 0, turnsThroughId: 0, pages: 0 };
+  const report = (next: BackfillProgress) => {
+    progress = next;
+    onBatch(progress);
+  };
+  if (kind === "shard") {
+    for (;;) {
+      const [conversation] = await db.rows<BackfillConversation>(NEXT_CONVERSATION);
+      if (conversation === undefined) break;
+      const rows = await db.rows<EventRow>(eventsPage(conversation));
+      await db.write(eventsStep(conversation, rows));
+      report({ ...progress, events: progress.events + rows.length });
+    }
+    for (let next = await db.rows<{ id: number }>(turnTextsAfter(0)); next[0] !== undefined; ) {
+      const { statement, throughId } = clearTurnTexts(next[0].id);
+      await db.write([statement]);
+      report({ ...progress, turnsThroughId: throughId });
+      next = await db.rows<{ id: number }>(turnTextsAfter(throughId));
+    }
+  }
+  const store = kind === "shard" ? SHARD_PAGES : CONTROL_PAGES;
+  for (let after = 0; ; ) {
+    const pages = await db.rows<PageRow>(pagesAfter(store, after));
+    if (pages.length === 0) break;
+    await db.write(pagesStep(store, pages));
+    report({ ...progress, pages: progress.pages + pages.length });
+    after = pages.at(-1)?.id ?? after;
+  }
+  return progress;
+}

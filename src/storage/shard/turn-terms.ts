@@ -1,0 +1,76 @@
+import type { PlannedInsert } from "../../core/append";
+import { SEARCH_FOLDS } from "../../core/search-text";
+import type { EventTerms } from "../../core/turn-terms";
+import { eventTerms } from "../../core/turn-terms";
+
+/**
+ * The turn index's writes (`turn_terms`, migrations/shard/0023): each event that carries a text
+ * gets its row of terms in the D1 batch that appends it (and npm run migrate's backfill writes the
+ * rows of events stored before, storage/search-backfill), so no statement ever walks a text's
+ * characters and an append costs what its own text costs. Rows are never updated or deleted.
+ *
+ * The terms are core/turn-terms' (`eventTerms`). The text column is the event's own text, read
+ * from its row and folded by the replacements `SEARCH_FOLDS` lists for exactly the characters the
+ * text holds (none, for a text with no Arabic-script letter), so a text travels to D1 once and a
+ * statement stays small whatever the text's length; the grams and the author are bound.
+ */
+
+/** A statement as SQL with numbered parameters and their values, for a binding or for a script's literals. */
+export interface Statement {
+  readonly sql: string;
+  readonly params: readonly (string | number | null)[];
+}
+
+/** `expression` with the folds of every character of `text` that search-text folds (SQLite's replace() is exact on these BMP characters). */
+export function folded(expression: string, text: string): string {
+  let sql = expression;
+  for (const [from, to] of SEARCH_FOLDS) {
+    if (text.includes(from)) sql = `replace(${sql}, char(${from.charCodeAt(0)}), ${to === "" ? "''" : `char(${to.charCodeAt(0)})`})`;
+  }
+  return sql;
+}
+
+/**
+ * The row of `terms` for the event at `seq` of conversation ?1, when `condition` holds (SQL over the
+ * same parameters). An edit's author is its message's, as the fold knows it when the row is written
+ * (the author's folded name when folding changes it); an edit that comes before its message has none.
+ */
+export function termsRow(conversationId: string, seq: number, terms: EventTerms, condition: string): Statement {
+  const author =
+    terms.author === undefined
+      ? "COALESCE((SELECT COALESCE(t.author_terms, t.author_name, t.author_id) FROM turn_index t WHERE t.conversation_id = ?1 AND t.role = 'user' AND t.message_id = ?3), '')"
+      : "?3";
+  const text = folded("(SELECT json_extract(e.body, '$.text') FROM events e WHERE e.conversation_id = ?1 AND e.seq = ?2)", terms.raw);
+  return {
+    sql: `INSERT INTO turn_terms (rowid, author, text, grams)
+          SELECT (k.id << 32) | ?2, ${author}, ${text}, ?4 FROM conversation_keys k WHERE k.conversation_id = ?1 AND ${condition}`,
+    params: [conversationId, seq, terms.author ?? terms.messageId ?? "", terms.grams],
+  };
+}
+
+/** A source's folded author, for an edit of its message to read: only its origin row (this place) takes it. */
+export function authorTermsRow(conversationId: string, seq: number, terms: EventTerms): Statement | undefined {
+  if (terms.authorTerms === undefined || terms.messageId === undefined) return undefined;
+  return {
+    sql: "UPDATE turn_index SET author_terms = ?3 WHERE conversation_id = ?1 AND role = 'user' AND message_id = ?4 AND seq = ?2",
+    params: [conversationId, seq, terms.authorTerms, terms.messageId],
+  };
+}
+
+/**
+ * The statements that index `planned` (rows of one insert batch, written at `recordedAt`). A row is
+ * written only if the batch wrote its event: it finds the event at its planned place with this
+ * write's hash and time, which a replay (its key already stored, nothing inserted) cannot match.
+ */
+export function turnTermStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string): D1PreparedStatement[] {
+  const statements: D1PreparedStatement[] = [];
+  for (const { input, seq, hash } of planned) {
+    const terms = eventTerms(input);
+    if (terms === undefined) continue;
+    const row = termsRow(conversationId, seq, terms, "EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?2 AND hash = ?5 AND recorded_at = ?6)");
+    statements.push(db.prepare(row.sql).bind(...row.params, hash, recordedAt));
+    const author = authorTermsRow(conversationId, seq, terms);
+    if (author !== undefined) statements.push(db.prepare(author.sql).bind(...author.params));
+  }
+  return statements;
+}
