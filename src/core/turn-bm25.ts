@@ -91,28 +91,8 @@ function occurrences(phrase: readonly string[], tokens: readonly string[]): numb
  * query's); `counts.rowsWith` is keyed by them.
  */
 export function conversationBm25(terms: readonly string[], candidates: readonly IndexedTurn[], counts: ConversationTermCounts): number[] {
-  const words = new Map<string, string[]>(); // a one-token term's stem → the terms stemming to it
-  const phrases: { term: string; tokens: string[] }[] = [];
-  for (const term of new Set(terms)) {
-    const tokens = indexTokens(term);
-    const [first] = tokens;
-    if (first === undefined) continue; // no token: an empty phrase, which matches nothing
-    if (tokens.length === 1) words.set(first, [...(words.get(first) ?? []), term]);
-    else phrases.push({ term, tokens });
-  }
-  const docs = candidates.map((turn) => {
-    let length = 1; // the scope token
-    const weighted = new Map<string, number>();
-    const add = (term: string, weight: number) => weighted.set(term, (weighted.get(term) ?? 0) + weight);
-    for (const column of TURN_TERM_COLUMNS) {
-      const tokens = indexTokens(turn[column]);
-      const weight = TURN_COLUMN_WEIGHTS[column];
-      length += tokens.length;
-      for (const token of tokens) for (const term of words.get(token) ?? []) add(term, weight);
-      for (const { term, tokens: phrase } of phrases) add(term, occurrences(phrase, tokens) * weight);
-    }
-    return { length, weighted };
-  });
+  const query = queryOf(terms);
+  const docs = candidates.map((turn) => docOf(query, turn));
   const average = docs.reduce((sum, d) => sum + d.length, 0) / Math.max(1, docs.length);
   return docs.map((doc) => {
     let score = 0;
@@ -123,6 +103,71 @@ export function conversationBm25(terms: readonly string[], candidates: readonly 
     }
     return score;
   });
+}
+
+/** A query's terms as the index matches them: one-token terms by their stem, the rest as phrases. */
+interface Query {
+  readonly words: ReadonlyMap<string, readonly string[]>;
+  readonly phrases: readonly { readonly term: string; readonly tokens: readonly string[] }[];
+}
+
+function queryOf(terms: readonly string[]): Query {
+  const words = new Map<string, string[]>(); // a one-token term's stem → the terms stemming to it
+  const phrases: { term: string; tokens: string[] }[] = [];
+  for (const term of new Set(terms)) {
+    const tokens = indexTokens(term);
+    const [first] = tokens;
+    if (first === undefined) continue; // no token: an empty phrase, which matches nothing
+    if (tokens.length === 1) words.set(first, [...(words.get(first) ?? []), term]);
+    else phrases.push({ term, tokens });
+  }
+  return { words, phrases };
+}
+
+/** A turn as bm25 counts it: its length in tokens, each term's weighted frequency, and the terms its own columns hold. */
+function docOf(query: Query, turn: IndexedTurn): { length: number; weighted: Map<string, number>; own: Set<string> } {
+  let length = 1; // the scope token
+  const weighted = new Map<string, number>();
+  const own = new Set<string>();
+  for (const column of TURN_TERM_COLUMNS) {
+    const tokens = indexTokens(turn[column]);
+    const weight = TURN_COLUMN_WEIGHTS[column];
+    const add = (term: string, f: number) => {
+      if (f === 0) return;
+      weighted.set(term, (weighted.get(term) ?? 0) + f * weight);
+      if (column !== "context") own.add(term);
+    };
+    length += tokens.length;
+    for (const token of tokens) for (const term of query.words.get(token) ?? []) add(term, 1);
+    for (const { term, tokens: phrase } of query.phrases) add(term, occurrences(phrase, tokens));
+  }
+  return { length, weighted, own };
+}
+
+/**
+ * How many of the conversation's turns hold each term in any column, context included, which is
+ * what bm25's idf counts (`conversationBm25`), from what the index can count cheaply: the turns
+ * that hold it in their own words (`own`, the index's rows). A turn's context is lent at search
+ * time and not indexed, so the rest is measured on `sample` (the turns whose context the search
+ * read whole): each term's count of turns holding it anywhere, per turn holding it in its own
+ * words, scales `own`. Exact when the sample holds every turn with the term (a rare term, whose
+ * matches the search reads around); an estimate from the sample's share for a common one.
+ */
+export function countsWithContext(terms: readonly string[], own: ConversationTermCounts, sample: readonly IndexedTurn[]): ConversationTermCounts {
+  const query = queryOf(terms);
+  const inOwn = new Map<string, number>();
+  const anywhere = new Map<string, number>();
+  for (const turn of sample) {
+    const doc = docOf(query, turn);
+    for (const term of doc.own) inOwn.set(term, (inOwn.get(term) ?? 0) + 1);
+    for (const term of doc.weighted.keys()) anywhere.set(term, (anywhere.get(term) ?? 0) + 1);
+  }
+  const rowsWith = new Map<string, number>();
+  for (const [term, n] of own.rowsWith) {
+    const seen = inOwn.get(term) ?? 0;
+    rowsWith.set(term, seen === 0 ? n : Math.min(own.rows, Math.round((n * (anywhere.get(term) ?? 0)) / seen)));
+  }
+  return { rows: own.rows, rowsWith };
 }
 
 /**

@@ -21,6 +21,8 @@ import type { IndexedTurn } from "./turn-bm25";
 /** A placed turn as a search reads it: what decides whether it is served, lends, and what it says. */
 export interface PlacedTurn {
   readonly seq: number;
+  /** Whether it is a live turn (placed, not deleted, a user's or a delivered reply): a row bm25 counts, whoever reads. */
+  readonly live: boolean;
   /** Whether the reader may be served it (live, its role and sensitivity admitted by the view). */
   readonly servable: boolean;
   /** Whether it lends its words to its neighbours (a live, non-sensitive user message). */
@@ -46,6 +48,13 @@ export interface LentCandidate {
   readonly indexed: IndexedTurn;
 }
 
+/** A search's candidates, and the sample its counts are measured on (`turn-bm25` `countsWithContext`). */
+export interface Lent {
+  readonly candidates: readonly LentCandidate[];
+  /** Every live turn within CONTEXT_PLACES of a match (whoever may read it), with its columns: each once. */
+  readonly sample: readonly IndexedTurn[];
+}
+
 const lent = (turn: PlacedTurn): string => {
   if (!turn.lends || turn.text === undefined) return "";
   const form = searchForm(turn.text);
@@ -54,29 +63,38 @@ const lent = (turn: PlacedTurn): string => {
 
 /**
  * The candidates of a search over `windows` (in the index's order, best first): each servable match,
- * then each servable turn within CONTEXT_PLACES of a match that lends, each once, with its columns.
+ * then each servable turn within CONTEXT_PLACES of a match that lends, each once, with its columns;
+ * and the live turns within CONTEXT_PLACES of every match, the sample of its counts.
  */
-export function lendContext(windows: readonly Window[]): LentCandidate[] {
-  const seen = new Set<number>();
-  const candidates: LentCandidate[] = [];
+export function lendContext(windows: readonly Window[]): Lent {
   const forms = new Map<number, string>();
   const lentBy = (turn: PlacedTurn): string => {
     let form = forms.get(turn.seq);
     if (form === undefined) forms.set(turn.seq, (form = lent(turn)));
     return form;
   };
-  const add = (turns: readonly PlacedTurn[], at: number): void => {
-    const turn = turns[at];
-    if (turn === undefined || !turn.servable || turn.text === undefined || seen.has(turn.seq)) return;
-    seen.add(turn.seq);
+  const columns = new Map<number, IndexedTurn>();
+  const indexedAt = (turns: readonly PlacedTurn[], at: number, turn: PlacedTurn): IndexedTurn => {
+    let indexed = columns.get(turn.seq);
+    if (indexed !== undefined) return indexed;
     const context: string[] = [];
     for (let d = -CONTEXT_PLACES; d <= CONTEXT_PLACES; d++) {
       const neighbour = d === 0 ? undefined : turns[at + d];
       const words = neighbour === undefined ? "" : lentBy(neighbour);
       if (words !== "") context.push(words);
     }
-    const own = searchForm(turn.text);
-    candidates.push({ turn, indexed: { author: foldSearchText(turn.author), text: own.text, grams: own.grams, context: context.join(" ") } });
+    const own = searchForm(turn.text ?? "");
+    indexed = { author: foldSearchText(turn.author), text: own.text, grams: own.grams, context: context.join(" ") };
+    columns.set(turn.seq, indexed);
+    return indexed;
+  };
+  const candidates: LentCandidate[] = [];
+  const chosen = new Set<number>();
+  const add = (turns: readonly PlacedTurn[], at: number): void => {
+    const turn = turns[at];
+    if (turn === undefined || !turn.servable || turn.text === undefined || chosen.has(turn.seq)) return;
+    chosen.add(turn.seq);
+    candidates.push({ turn, indexed: indexedAt(turns, at, turn) });
   };
   const placed = windows.map((w) => ({ window: w, at: w.turns.findIndex((t) => t.seq === w.match) }));
   for (const { window, at } of placed) if (at >= 0) add(window.turns, at);
@@ -84,5 +102,13 @@ export function lendContext(windows: readonly Window[]): LentCandidate[] {
     if (at < 0 || window.turns[at]?.lends !== true) continue;
     for (let d = -CONTEXT_PLACES; d <= CONTEXT_PLACES; d++) if (d !== 0) add(window.turns, at + d);
   }
-  return candidates;
+  const sample = new Map<number, IndexedTurn>();
+  for (const { window, at } of placed) {
+    if (at < 0) continue;
+    for (let d = -CONTEXT_PLACES; d <= CONTEXT_PLACES; d++) {
+      const turn = window.turns[at + d];
+      if (turn?.live === true && turn.text !== undefined && !sample.has(turn.seq)) sample.set(turn.seq, indexedAt(window.turns, at + d, turn));
+    }
+  }
+  return { candidates, sample: [...sample.values()] };
 }

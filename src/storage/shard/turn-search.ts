@@ -1,7 +1,7 @@
 import type { RecalledTurnHit } from "../../core/recall-rank";
 import { matchExpression, recallTerms } from "../../core/search-text";
 import { SEARCH_SNIPPET, snippetOf } from "../../core/snippet";
-import { byConversationBm25, TURN_COLUMN_WEIGHTS } from "../../core/turn-bm25";
+import { byConversationBm25, countsWithContext, TURN_COLUMN_WEIGHTS } from "../../core/turn-bm25";
 import type { PlacedTurn, Window } from "../../core/turn-context";
 import { lendContext } from "../../core/turn-context";
 
@@ -64,14 +64,15 @@ windows AS MATERIALIZED (
   FROM matches m
 )
 SELECT 'match' AS row, w.seq AS seq, w.lo AS lo, w.hi AS hi, NULL AS role, NULL AS message_id, NULL AS author_id, NULL AS author_name,
-       NULL AS servable, NULL AS lends, NULL AS text
+       NULL AS live, NULL AS servable, NULL AS lends, NULL AS text
 FROM windows w
 UNION ALL
-SELECT 'turn', seq, NULL, NULL, role, message_id, author_id, author_name, servable, lends,
-       CASE WHEN servable OR lends THEN (SELECT json_extract(e.body, '$.text') FROM events e WHERE e.conversation_id = ?2 AND e.seq = text_seq) END
+SELECT 'turn', seq, NULL, NULL, role, message_id, author_id, author_name, live, servable, lends,
+       CASE WHEN live OR lends THEN (SELECT json_extract(e.body, '$.text') FROM events e WHERE e.conversation_id = ?2 AND e.seq = text_seq) END
 FROM (
   SELECT t.seq AS seq, t.role AS role, t.message_id AS message_id, t.author_id AS author_id, t.author_name AS author_name,
          COALESCE(t.edit_seq, t.seq) AS text_seq,
+         t.deleted = 0 AND (t.role = 'user' OR t.delivered = 1) AS live,
          t.deleted = 0 AND t.seq < ?5 AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
            AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0)) AS servable,
          t.role = 'user' AND t.deleted = 0 AND t.origin_sensitive = 0 AND t.edit_sensitive = 0 AS lends
@@ -88,6 +89,7 @@ interface Row {
   message_id: string | null;
   author_id: string | null;
   author_name: string | null;
+  live: number | null;
   servable: number | null;
   lends: number | null;
   text: string | null;
@@ -123,6 +125,7 @@ export async function searchTurns(db: D1Database, conversationId: string, text: 
     if (row.row !== "turn" || row.role === null) continue;
     placed.set(row.seq, {
       seq: row.seq,
+      live: row.live === 1,
       servable: row.servable === 1,
       lends: row.lends === 1,
       text: row.text ?? undefined,
@@ -135,20 +138,16 @@ export async function searchTurns(db: D1Database, conversationId: string, text: 
   }
   const ordered = [...placed.values()].sort((a, b) => a.seq - b.seq);
   const windows: Window[] = rows.filter((row) => row.row === "match").map((row) => ({ match: row.seq, turns: between(ordered, row.lo ?? 0, row.hi ?? Number.MAX_SAFE_INTEGER) }));
-  const candidates = lendContext(windows);
+  const { candidates, sample } = lendContext(windows);
   const hits = candidates.map(({ turn }) => {
     const t = turn as Turn;
     return { type: "turn" as const, role: t.role, messageId: t.messageId, seq: t.seq, authorId: t.authorId, authorName: t.authorName, content: t.text ?? "", snippet: "", rank: 0 };
   });
-  const ranked = byConversationBm25(
-    terms,
-    hits,
-    candidates.map((c) => c.indexed),
-    {
-      rows: counts.find((c) => c.term === null)?.n ?? 0,
-      rowsWith: new Map(counts.flatMap((c) => (c.term === null ? [] : [[c.term, c.n] as const]))),
-    },
-  );
+  const own = {
+    rows: counts.find((c) => c.term === null)?.n ?? 0,
+    rowsWith: new Map(counts.flatMap((c) => (c.term === null ? [] : [[c.term, c.n] as const]))),
+  };
+  const ranked = byConversationBm25(terms, hits, candidates.map((c) => c.indexed), countsWithContext(terms, own, sample));
   return ranked.slice(0, limit).map((hit) => ({ ...hit, snippet: snippetOf(hit.content, terms, SEARCH_SNIPPET) }));
 }
 
