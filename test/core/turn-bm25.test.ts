@@ -1,7 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { byConversationBm25, conversationBm25, indexTokens, TURN_COLUMN_WEIGHTS, type IndexedTurn } from "../../src/core/turn-bm25";
+import { byConversationBm25, conversationBm25, countsWithContext, indexTokens, TURN_COLUMN_WEIGHTS, type IndexedTurn } from "../../src/core/turn-bm25";
 
 /**
  * Recall's bm25 over one conversation is compared with FTS5's own: a table of the turn index's
@@ -79,6 +79,48 @@ describe("byConversationBm25", () => {
     expect(ordered.map((t) => t.tag)).toEqual(["rare", "common again", "common"]);
     expect(ordered.every((t) => t.rank <= 0)).toBe(true);
     expect(ordered[0]?.rank).toBeLessThan(ordered[1]?.rank ?? 0);
+  });
+});
+
+/** FTS5's count of the turns holding each term in `columns`, over a table of the conversation alone. */
+function fts5Counts(turns: readonly IndexedTurn[], terms: readonly string[], columns: readonly string[]): Map<string, number> {
+  const db = new DatabaseSync(":memory:");
+  db.exec("CREATE VIRTUAL TABLE t USING fts5(author, text, grams, context, tokenize = 'porter unicode61 remove_diacritics 2')");
+  const insert = db.prepare("INSERT INTO t (rowid, author, text, grams, context) VALUES (?, ?, ?, ?, ?)");
+  turns.forEach((turn, i) => insert.run(i + 1, turn.author, turn.text, turn.grams, turn.context));
+  const counts = new Map(terms.map((term) => [term, Number(db.prepare("SELECT count(*) AS n FROM t WHERE t MATCH ?").get(`{${columns.join(" ")}} : "${term}"`)?.["n"])]));
+  db.close();
+  return counts;
+}
+
+describe("countsWithContext", () => {
+  it("counts exactly what FTS5 counts over every column when the sample holds every turn of a conversation", () => {
+    // A turn's context is the words its neighbours lend (core/turn-context): here every turn within two places.
+    const conversation = fc.array(turn, { minLength: 1, maxLength: 30 }).map((drawn) =>
+      drawn.map((t, i) => ({ ...t, context: drawn.filter((_, j) => j !== i && Math.abs(j - i) <= 2).map((n) => `${n.text} ${n.grams}`).join(" ") })),
+    );
+    fc.assert(
+      fc.property(conversation, query, (turns, terms) => {
+        const own = { rows: turns.length, rowsWith: fts5Counts(turns, terms, ["author", "text", "grams"]) };
+        const counted = countsWithContext(terms, own, turns);
+        expect(counted.rows).toBe(turns.length);
+        expect(counted.rowsWith).toEqual(fts5Counts(turns, terms, ["author", "text", "grams", "context"]));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("scales a term's own count by the share of the sample holding it anywhere, never past the rows, and keeps a term the sample never holds in its own words", () => {
+    const own = { rows: 100, rowsWith: new Map([["kiln", 10], ["clay", 40], ["cafe", 3]]) };
+    const sample: IndexedTurn[] = [
+      { author: "Ada", text: "kiln", grams: "", context: "clay" },
+      { author: "Bo", text: "", grams: "", context: "kiln clay" },
+      { author: "Bo", text: "", grams: "", context: "kiln" },
+      { author: "Ada", text: "clay", grams: "", context: "cafe" },
+    ];
+    const counted = countsWithContext(["kiln", "clay", "cafe"], own, sample);
+    // kiln: 1 turn in its own words, 3 anywhere → 10 × 3; clay: 1 own, 3 anywhere → 120, capped at 100.
+    expect(counted.rowsWith).toEqual(new Map([["kiln", 30], ["clay", 100], ["cafe", 3]]));
   });
 });
 
