@@ -18,8 +18,9 @@
 //
 // The driver: options, the run's environment, and the order of the Workers. Each section of the
 // report is measured by its own module: bench/sections/ for §1–§8 and the chain audit (started by
-// lib/main-worker.mjs on one Worker), lib/memory-phase.mjs, lib/cost-phase.mjs, lib/shard-phase.mjs
-// and lib/locomo-phase.mjs for §9–§12 on Workers of their own; lib/report.mjs writes the report.
+// lib/main-worker.mjs on one Worker), lib/memory-phase.mjs, lib/cost-phase.mjs, lib/shard-phase.mjs,
+// lib/locomo-phase.mjs and lib/scripts-phase.mjs for §9–§12 and §14 on Workers of their own;
+// lib/report.mjs writes the report.
 import "../scripts/offline-env.mjs";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -36,6 +37,7 @@ import { locomoTotalsTable } from "./lib/locomo-report.mjs";
 import { runMainWorker } from "./lib/main-worker.mjs";
 import { runMemoryPhase } from "./lib/memory-phase.mjs";
 import { FAKE_SUMMARY_CHARS } from "./lib/scenario.mjs";
+import { runScriptsPhase } from "./lib/scripts-phase.mjs";
 import { runShardPhase } from "./lib/shard-phase.mjs";
 import { round } from "./lib/stats.mjs";
 import { WorkerError, snapshotApp } from "../scripts/lib/worker.mjs";
@@ -52,12 +54,13 @@ const { values: args } = parseArgs({
     keep: { type: "boolean", default: false },
     // The sections on Workers of their own: `memory` runs only §9 and §10 and writes results/memory.{md,json};
     // `shards` runs only §11 and writes results/shards.{md,json}; `locomo` runs only §12 (LoCoMo, which
-    // runs only when asked for) and writes results/locomo.{md,json}.
+    // runs only when asked for) and writes results/locomo.{md,json}; `scripts` runs only §14 and writes
+    // results/scripts.{md,json}.
     only: { type: "string" },
   },
 });
-if (args.only !== undefined && args.only !== "memory" && args.only !== "shards" && args.only !== "locomo") {
-  console.error("--only: memory (§9 and §10), shards (§11) or locomo (§12), the sections that run on Workers of their own");
+if (args.only !== undefined && !["memory", "shards", "locomo", "scripts"].includes(args.only)) {
+  console.error("--only: memory (§9 and §10), shards (§11), locomo (§12) or scripts (§14), the sections that run on Workers of their own");
   process.exit(2);
 }
 if (args.source !== "worktree" && args.source !== "head") {
@@ -141,6 +144,7 @@ async function main() {
       args.only === undefined || args.only === "memory" ? "§9: the offline extractive compactor, on a Worker of its own with no model key" : null,
       args.only === undefined || args.only === "shards" ? "§11: none runs (each row's trigger is 2,000,000 characters; no key either)" : null,
       args.only === "locomo" ? "§12: the offline extractive compactor and the offline extractor, on a Worker of its own with no model key" : null,
+      args.only === undefined || args.only === "scripts" ? "§14: none runs (trigger 2,000,000 characters; no key either)" : null,
     ]
       .filter((part) => part !== null)
       .join("; "),
@@ -174,10 +178,16 @@ async function main() {
         results.metrics.cost = await runCostPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
       });
     }
-    // §11 last, one Worker per row (1, 2 and 4 shards, local D1 and simulated), one at a time.
+    // §11, one Worker per row (1, 2 and 4 shards, local D1 and simulated), one at a time.
     if (args.only === undefined || args.only === "shards") {
       await phase("shards", async () => {
         results.metrics.shards = await runShardPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+      });
+    }
+    // §14 after the others, on a Worker of its own: an append's cost by script and length.
+    if (args.only === undefined || args.only === "scripts") {
+      await phase("scripts", async () => {
+        results.metrics.scripts = await runScriptsPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
       });
     }
   } finally {

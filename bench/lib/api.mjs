@@ -13,10 +13,16 @@ export class ApiError extends Error {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class Api {
-  /** @param {string} baseUrl @param {string} token */
-  constructor(baseUrl, token) {
+  /**
+   * @param {string} baseUrl @param {string} token
+   * @param {{ timeoutMs?: number }} [options] `timeoutMs`: a request not answered in full by then is
+   * abandoned and rejects (a section whose appends may take minutes sets it; by default the only
+   * limit is fetch's own wait for response headers, 300 s)
+   */
+  constructor(baseUrl, token, { timeoutMs } = {}) {
     this.baseUrl = baseUrl;
     this.token = token;
+    this.timeoutMs = timeoutMs;
   }
 
   /**
@@ -28,6 +34,7 @@ export class Api {
     /** @type {Record<string, string>} */
     const headers = { authorization: `Bearer ${this.token}`, ...extraHeaders };
     const init = /** @type {RequestInit} */ ({ method, headers });
+    if (this.timeoutMs !== undefined) init.signal = AbortSignal.timeout(this.timeoutMs);
     if (body !== undefined) {
       headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);

@@ -3,6 +3,7 @@ import { compactorInputSection, compactorInputTargets } from "./compactor-input-
 import { costSection } from "./cost-report.mjs";
 import { locomoSection, locomoTargets } from "./locomo-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
+import { scriptsSection, scriptsTargets } from "./scripts-report.mjs";
 import { shardSection } from "./shard-report.mjs";
 
 const n = (/** @type {number | null | undefined} */ v, digits = 0) =>
@@ -119,6 +120,12 @@ export function renderMarkdown(r) {
     if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
     return `${out.join("\n").trim()}\n`;
   }
+  if (r.only === "scripts") {
+    out.push("> **Only §14 (`--only scripts`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], scriptsTargets(m.scripts)), "");
+    section("14. Append cost by script and length", "scripts", () => scriptsSection(m.scripts));
+    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
+    return `${out.join("\n").trim()}\n`;
+  }
   if (r.only === "shards") {
     out.push("> **Only §11 (`--only shards`)**: the other sections did not run.", "");
     section("11. Shards: aggregate append throughput", "shards", () => shardSection(m.shards, env));
@@ -160,6 +167,7 @@ export function renderMarkdown(r) {
           yes(m.d1PerAppend ? m.d1PerAppend.perKind.source.roundTripsMax <= 2 : undefined),
         ],
         ...memoryTargets(m.memory),
+        ...scriptsTargets(m.scripts),
       ],
     ),
     "",
@@ -385,6 +393,7 @@ export function renderMarkdown(r) {
   section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
   section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
   section("11. Shards: aggregate append throughput", "shards", () => shardSection(m.shards, env));
+  section("14. Append cost by script and length", "scripts", () => scriptsSection(m.scripts));
 
   if (r.errors.length > 0) {
     out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
