@@ -29,6 +29,8 @@ export type FailedStep =
   | "raise_wake_incident"
   | "record_job_failure"
   | "extraction_handoff"
+  | "reply_handoff"
+  | "reply_handoff_retry"
   | "publish_declaration";
 
 type Id = string;

@@ -17,6 +17,11 @@ import type { Wake } from "./wakeups";
 
 /** The retry delay of a deadline whose handler threw, before doubling. */
 export const WAKE_RETRY_BASE_MS = 30_000;
+/** A reply hand-off's: people are waiting for the reply. */
+const HANDOFF_RETRY_BASE_MS = 1_000;
+
+/** The retry delay, before doubling, of a deadline of this kind whose handler threw. */
+export const wakeRetryBaseMs = (wake: Wake): number => (wake.kind === "reply_handoff" ? HANDOFF_RETRY_BASE_MS : WAKE_RETRY_BASE_MS);
 const WAKE_RETRY_MAX_MS = 3_600_000;
 
 /** Failures in a row that make a failing deadline an incident. */
@@ -47,6 +52,7 @@ export function wakeFailureStep(previous: WakeStreak | undefined, now: number, b
 export function wakeAgent(wake: Wake): string | null {
   switch (wake.kind) {
     case "catch_up":
+    case "reply_handoff":
       return null;
     case "extraction":
       return wake.job.agentId;
@@ -65,6 +71,7 @@ export function wakeRun(wake: Wake): string | null {
       return extractionRunId(wake.job.runId);
     case "catch_up":
     case "replan":
+    case "reply_handoff":
       return null;
   }
 }

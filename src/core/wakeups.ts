@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_BATCH_EVENTS } from "./events";
 import { extractJobSchema } from "./jobs";
 import type { ExtractJob } from "./jobs";
 
@@ -16,6 +17,11 @@ import type { ExtractJob } from "./jobs";
  *   waiting for a new message.
  * - `catch_up`: bookkeeping that failed after an append was acknowledged; when it fires, every
  *   chain that was already active re-checks its trigger.
+ * - `reply_handoff`: the reply jobs an append owes its replying agents. Armed before the append is
+ *   written (so a write never commits without it), let go once the queue took every job; when it
+ *   fires (the object crashed between the write and the send, or the send failed), the jobs of the
+ *   sources the log holds as armed are sent again, with backoff. A job the queue took twice is
+ *   harmless: a reply is written once under the keys of its source (`queue/reply-record`).
  * - `extraction`: a settled boundary whose extraction is owed. The queue consumer sends the job
  *   once, after settling, and nothing else would send it again (a settled run's redelivery is
  *   acked unrun), so a send that failed, timed out or lost its answer would drop it for good. The
@@ -39,6 +45,14 @@ export const wakeSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("replan"), at: z.number().int(), agentId: z.string(), epochId: z.string(), failures: z.number().int().positive() }),
   z.strictObject({ kind: z.literal("catch_up"), at: z.number().int() }),
   z.strictObject({
+    kind: z.literal("reply_handoff"),
+    at: z.number().int(),
+    /** The sources the append writes: each one's place and hash, which the log must show before a job is sent for it. */
+    sources: z.array(z.strictObject({ seq: z.number().int().positive(), hash: z.string().regex(/^[0-9a-f]{64}$/) })).min(1).max(MAX_BATCH_EVENTS),
+    /** Hand-offs that failed in a row (the backoff's exponent). */
+    failures: z.number().int().nonnegative(),
+  }),
+  z.strictObject({
     kind: z.literal("extraction"),
     at: z.number().int(),
     /** The job the settled boundary owes, sent again exactly as it is (extraction is idempotent per run). */
@@ -51,15 +65,18 @@ export const wakeSchema = z.discriminatedUnion("kind", [
 export type Wake = z.infer<typeof wakeSchema>;
 export type PlanWatchdog = Extract<Wake, { kind: "plan_watchdog" }>;
 export type ExtractionWake = Extract<Wake, { kind: "extraction" }>;
+export type ReplyHandoffWake = Extract<Wake, { kind: "reply_handoff" }>;
 
 /**
  * Storage keys: one watchdog and one re-plan per agent (a chain has one plan open at a time), one
- * catch-up, and one owed extraction per settled run (several boundaries can await theirs at once).
+ * catch-up, one owed extraction per settled run (several boundaries can await theirs at once), and
+ * one reply hand-off per append, by its first source's place.
  */
 export const wakeKey = {
   watchdog: (agentId: string): string => `wake:watchdog:${agentId}`,
   replan: (agentId: string): string => `wake:replan:${agentId}`,
   extraction: (compactionRunId: string): string => `wake:extraction:${compactionRunId}`,
+  replyHandoff: (firstSeq: number): string => `wake:reply:${firstSeq}`,
   catchUp: "wake:catch_up",
   prefix: "wake:",
 } as const;
@@ -154,4 +171,21 @@ export function extractionStep(wake: ExtractionWake, evidence: ExtractionEvidenc
   if (!evidence.settled || evidence.completed || evidence.attempted) return { action: "drop" };
   const resends = wake.resends + 1;
   return { action: "resend", next: { ...wake, resends, at: now + Math.min(graceMs * 2 ** resends, BACKOFF_MAX_MS) } };
+}
+
+/** How long an armed hand-off waits for the append that armed it to send its jobs: past it, the object crashed or the send failed. */
+export const HANDOFF_GRACE_MS = 5_000;
+/** The wait after a failed hand-off, doubled for each failure in a row, at most a minute: replies are awaited by people. */
+const HANDOFF_RETRY_MS = 1_000;
+const HANDOFF_RETRY_MAX_MS = 60_000;
+
+/** The hand-off an append owes for these sources, armed before its write. */
+export function armReplyHandoff(sources: readonly { readonly seq: number; readonly hash: string }[], now: number): ReplyHandoffWake {
+  return { kind: "reply_handoff", at: now + HANDOFF_GRACE_MS, sources: sources.map(({ seq, hash }) => ({ seq, hash })), failures: 0 };
+}
+
+/** A hand-off whose send failed: kept, and due again after the backoff its failures in a row call for. */
+export function handoffFailed(wake: ReplyHandoffWake, now: number): ReplyHandoffWake {
+  const failures = wake.failures + 1;
+  return { ...wake, failures, at: now + Math.min(HANDOFF_RETRY_MS * 2 ** (failures - 1), HANDOFF_RETRY_MAX_MS) };
 }

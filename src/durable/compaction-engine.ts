@@ -4,7 +4,7 @@ import type { ContextSelection } from "../core/context-manifest";
 import type { Result } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import type { CompactionContent } from "../core/packet";
-import type { Wake } from "../core/wakeups";
+import type { ReplyHandoffWake, Wake } from "../core/wakeups";
 import { wakeKey, watchdogStep } from "../core/wakeups";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { ActiveReader } from "./active-history";
@@ -75,6 +75,11 @@ export class CompactionEngine {
     this.#extractions = new ExtractionWatch(this.#deps);
     this.#settlement = new Settlement(this.#deps, this.#book, this.#planner, this.#watchdogs, this.#extractions);
     this.#server = new ContextServer(this.#deps, this.#book, this.#reader);
+  }
+
+  /** The declarations serving this conversation (the chain book's, read when it holds none). */
+  async serving(): Promise<StoredDeclaration[]> {
+    return this.#book.serving();
   }
 
   /**
@@ -156,7 +161,7 @@ export class CompactionEngine {
    * epoch, so an agent that never saw an eligible turn in this conversation is never woken in it.
    * The handler leaves the wake deleted or re-armed later, never due.
    */
-  async onWake(key: string, wake: Wake, now: Date): Promise<void> {
+  async onWake(key: string, wake: Exclude<Wake, ReplyHandoffWake>, now: Date): Promise<void> {
     // An owed extraction outlives its chain's epoch and declaration: it needs neither.
     if (wake.kind === "extraction") return this.#extractions.onWake(key, wake, now);
     const { wakes } = this.#deps;

@@ -21,8 +21,9 @@ import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";
 import type { AppendRequest, AppendResponse } from "./event-log";
 import { EventLog } from "./event-log";
-import { replyJobs } from "./reply-jobs";
+import { ReplyHandoff } from "./reply-handoff";
 import { dueWakes, wakeKey } from "../core/wakeups";
+import { wakeRetryBaseMs } from "../core/wake-retries";
 import { WakeupBook, wakeFailed, wakeSucceeded } from "./wakeups";
 
 /** After a failed preflight, bookkeeping catches up this soon. */
@@ -49,11 +50,21 @@ export class ConversationObject extends DurableObject<Env> {
   /** Whether `#shard` is the conversation's placement, or only where a read found it unplaced (`#bind`). */
   #placed = false;
   readonly #wakes: WakeupBook;
+  readonly #handoff: ReplyHandoff;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     attachMetrics(env);
     this.#wakes = new WakeupBook(ctx.storage);
+    const object = this;
+    this.#handoff = new ReplyHandoff({
+      get env() {
+        return object.env;
+      },
+      wakes: this.#wakes,
+      conversationId: () => this.#conversationId ?? "",
+      db: () => this.#db(),
+    });
   }
 
   /**
@@ -71,9 +82,13 @@ export class ConversationObject extends DurableObject<Env> {
       const quick = await this.#appendSource(request, now);
       if (quick !== undefined) return answered("fast", quick);
       const path = request.events.length > 1 ? "batch" : "slow";
-      const appended = await this.#appendOrReset(request);
+      // Whoever replies is not known before the write here: a hand-off is armed for any new source.
+      let handoff: string | undefined;
+      const appended = await this.#appendOrReset(request, [], async (planned) => {
+        handoff = await this.#handoff.arm(planned, undefined, now);
+      });
       if (!appended.ok) return answered(path, appended);
-      await this.#afterWrite(request.conversationId, appended.value.results.filter((r) => !r.duplicate).map((r) => r.event), now);
+      await this.#afterWrite(request.conversationId, appended.value.results.filter((r) => !r.duplicate).map((r) => r.event), now, undefined, handoff);
       return answered(path, appended);
     });
   }
@@ -104,6 +119,14 @@ export class ConversationObject extends DurableObject<Env> {
     const ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
     if (ahead === undefined) return undefined;
     const runs: PlannedInsert[] = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
+    const replying = ahead.serving.some((declaration) => declaration.registration.agent.reply.mode !== "none");
+    let handoff: string | undefined;
+    try {
+      handoff = await this.#handoff.arm([planned], replying, now);
+    } catch (error) {
+      ahead.drop();
+      throw error;
+    }
     let written: SourceWrite;
     try {
       written = await insertSourceWithRuns(this.#db(), conversationId, planned, runs, recordedAt, ahead.revision);
@@ -118,6 +141,7 @@ export class ConversationObject extends DurableObject<Env> {
     const stored = written.rows.get(input.idempotencyKey);
     if (written.applied[0] !== true || stored === undefined) {
       ahead.drop();
+      if (handoff !== undefined) await this.#handoff.disarm(handoff);
       return this.#log.replayed([item], written.rows, lastSeq, expectedSeq);
     }
     // The source is durable and the lookahead kept: from here on the append is acknowledged, whatever else fails.
@@ -128,7 +152,7 @@ export class ConversationObject extends DurableObject<Env> {
     // and its preflight runs below.
     if (written.revision < ahead.revision) await this.#raiseRevision(ahead.revision);
     const decidedHere = ahead.skips !== undefined && written.revision === ahead.revision && runsWritten === runs.length;
-    await this.#afterWrite(conversationId, [stored], now, decidedHere ? ahead.serving : undefined);
+    await this.#afterWrite(conversationId, [stored], now, decidedHere ? ahead.serving : undefined, handoff);
     return ok({ results: [{ event: stored, duplicate: false }], lastSeq: planned.seq });
   }
 
@@ -161,14 +185,14 @@ export class ConversationObject extends DurableObject<Env> {
 
   /**
    * After new events are durable: each admitted new source's preflight (unless `decided`, the
-   * serving declarations of a source whose preflight was written with it), then the reply jobs.
+   * serving declarations of a source whose preflight was written with it), then the reply jobs the
+   * armed `handoff` keeps (`durable/reply-handoff`: a failure there leaves it for its deadline).
    */
-  async #afterWrite(conversationId: string, fresh: readonly StoredEvent[], now: Date, decided?: readonly StoredDeclaration[]): Promise<void> {
+  async #afterWrite(conversationId: string, fresh: readonly StoredEvent[], now: Date, decided?: readonly StoredDeclaration[], handoff?: string): Promise<void> {
     if (fresh.length === 0) return;
+    let serving: readonly StoredDeclaration[] | undefined = decided;
     try {
-      const serving = decided ?? (await this.#compaction(conversationId).afterAppend(fresh, now));
-      const jobs = replyJobs(conversationId, serving, fresh);
-      if (jobs.length > 0) await this.env.JOB_QUEUE.sendBatch(jobs.map((body) => ({ body })));
+      serving ??= await this.#compaction(conversationId).afterAppend(fresh, now);
     } catch (error) {
       // The events are durable and acknowledged; compaction bookkeeping catches up from an
       // alarm rather than failing an append that already succeeded (a retry would only
@@ -177,6 +201,7 @@ export class ConversationObject extends DurableObject<Env> {
       this.#engine = undefined;
       await this.#catchUpLater();
     }
+    if (handoff !== undefined) await this.#handoff.handOff(handoff, serving, fresh, now);
   }
 
   /** The queue consumer's validated output for a planned run: becomes the next boundary, or is refused. */
@@ -250,12 +275,13 @@ export class ConversationObject extends DurableObject<Env> {
       if (wakes.size === 0) await this.#compaction(conversationId).adoptLegacyAlarm(now);
       for (const [key, wake] of dueWakes(wakes, now.getTime())) {
         try {
-          await this.#compaction(conversationId).onWake(key, wake, now);
+          if (wake.kind === "reply_handoff") await this.#handoff.onWake(key, wake, () => this.#compaction(conversationId).serving());
+          else await this.#compaction(conversationId).onWake(key, wake, now);
         } catch (error) {
           // Tried again with backoff; a streak of failures is one open `wake_failure` incident.
           logger.error("step.failed", { step: "wake", conversationId, kind: wake.kind, code: describeThrown(error).code });
           this.#engine = undefined;
-          await wakeFailed(this.env, this.#wakes, conversationId, key, wake, error, now);
+          await wakeFailed(this.env, this.#wakes, conversationId, key, wake, error, now, wakeRetryBaseMs(wake));
           continue;
         }
         try {
@@ -288,9 +314,9 @@ export class ConversationObject extends DurableObject<Env> {
     return this.#engine;
   }
 
-  async #appendOrReset(request: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {
+  async #appendOrReset(request: AppendRequest, together: readonly D1PreparedStatement[] = [], beforeWrite?: (planned: readonly PlannedInsert[]) => Promise<void>): Promise<Result<AppendResponse>> {
     try {
-      return await this.#log.append(request, together);
+      return await this.#log.append(request, together, beforeWrite);
     } catch (error) {
       // The write may have committed with its answer lost: the head is read again, and bookkeeping
       // catches up in case the retry finds a replay.

@@ -1,4 +1,4 @@
-import type { HashedInput } from "../core/append";
+import type { HashedInput, PlannedInsert } from "../core/append";
 import { decideAppend } from "../core/append";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -65,9 +65,14 @@ export class EventLog {
   /**
    * Appends in order, all or nothing. A single append is written optimistically (one D1 round
    * trip); a batch, or an append whose expectation failed, first reads which keys exist.
-   * `together`: statements that must commit with these events or not at all.
+   * `together`: statements that must commit with these events or not at all. `beforeWrite`: what
+   * must be kept before the new events are written (it hears the planned rows; a throw writes nothing).
    */
-  async append({ conversationId, events, expectedSeq }: AppendRequest, together: readonly D1PreparedStatement[] = []): Promise<Result<AppendResponse>> {
+  async append(
+    { conversationId, events, expectedSeq }: AppendRequest,
+    together: readonly D1PreparedStatement[] = [],
+    beforeWrite?: (planned: readonly PlannedInsert[]) => Promise<void>,
+  ): Promise<Result<AppendResponse>> {
     const { db } = this.at();
     const items: HashedInput[] = events.map((input) => ({ input, hash: eventHash(conversationId, input) }));
     const keys = items.map((item) => item.input.idempotencyKey);
@@ -83,6 +88,7 @@ export class EventLog {
 
     let rows: ReadonlyMap<string, StoredEvent> = existing;
     if (decision.value.inserts.length > 0) {
+      await beforeWrite?.(decision.value.inserts);
       const written = await insertEvents(db, conversationId, decision.value.inserts, new Date().toISOString(), together);
       rows = new Map([...existing, ...written.rows]);
       if (written.applied.some((applied) => !applied)) {

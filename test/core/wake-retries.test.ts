@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { WakeStreak } from "../../src/core/wake-retries";
-import { WAKE_FAILURES_BEFORE_INCIDENT, wakeAgent, wakeFailureMessage, wakeFailureStep } from "../../src/core/wake-retries";
+import { WAKE_FAILURES_BEFORE_INCIDENT, WAKE_RETRY_BASE_MS, wakeAgent, wakeFailureMessage, wakeFailureStep, wakeRetryBaseMs, wakeRun } from "../../src/core/wake-retries";
 
 /** Folds `n` failures from no streak, as a deadline that keeps failing does, with the incident raised whenever asked. */
 function failTimes(n: number, baseMs: number): { raises: (number | undefined)[]; delays: number[]; streak: WakeStreak | undefined } {
@@ -18,6 +18,11 @@ function failTimes(n: number, baseMs: number): { raises: (number | undefined)[];
 }
 
 describe("a deadline that fails", () => {
+  it("retries a reply hand-off from a second, every other deadline from thirty", () => {
+    expect(wakeRetryBaseMs({ kind: "reply_handoff", at: 0, sources: [{ seq: 1, hash: "a".repeat(64) }], failures: 0 })).toBe(1_000);
+    expect(wakeRetryBaseMs({ kind: "catch_up", at: 0 })).toBe(WAKE_RETRY_BASE_MS);
+  });
+
   it("backs off doubling from the base, at most an hour", () => {
     expect(failTimes(5, 30_000).delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000]);
     expect(failTimes(20, 30_000).delays.at(-1)).toBe(3_600_000);
@@ -47,6 +52,9 @@ describe("a deadline that fails", () => {
   it("names the chain it belongs to, or none for the conversation's catch-up, and keeps its message bounded", () => {
     expect(wakeAgent({ kind: "catch_up", at: 0 })).toBeNull();
     expect(wakeAgent({ kind: "replan", at: 0, agentId: "a", epochId: "e", failures: 1 })).toBe("a");
+    const handoff = { kind: "reply_handoff" as const, at: 0, sources: [{ seq: 1, hash: "a".repeat(64) }], failures: 0 };
+    expect(wakeAgent(handoff)).toBeNull();
+    expect(wakeRun(handoff)).toBeNull();
     const message = wakeFailureMessage({ kind: "catch_up", at: 0 }, 3, 0, new Error("x".repeat(1_000)));
     expect(message).toContain("catch_up deadline failed 3 times in a row");
     expect(message.length).toBeLessThan(500);

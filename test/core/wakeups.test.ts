@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Wake } from "../../src/core/wakeups";
-import { armWatchdog, dueWakes, earliestWake, replanWake, watchdogStep } from "../../src/core/wakeups";
+import { armReplyHandoff, armWatchdog, dueWakes, earliestWake, handoffFailed, HANDOFF_GRACE_MS, replanWake, watchdogStep, wakeKey, wakeSchema } from "../../src/core/wakeups";
 
 const policy = { watchdogMs: 900_000, stalledMs: 3_600_000 };
 const plan = { agentId: "a", epochId: "e", runId: "cmp_1", createdAt: 1_000 };
@@ -67,5 +67,36 @@ describe("wake-ups", () => {
     expect([1, 2, 3, 4].map((n) => replanWake("a", "e", n, 30_000, 0).at)).toEqual([30_000, 60_000, 120_000, 240_000]);
     expect(replanWake("a", "e", 40, 30_000, 0).at).toBe(3_600_000);
     expect(replanWake("a", "e", 2, 30_000, 1_000)).toEqual({ kind: "replan", agentId: "a", epochId: "e", failures: 2, at: 61_000 });
+  });
+});
+
+describe("a reply hand-off", () => {
+  const sources = [
+    { seq: 7, hash: "a".repeat(64) },
+    { seq: 9, hash: "b".repeat(64) },
+  ];
+
+  it("is armed with the sources' places and hashes, due after its grace, keyed by its first source", () => {
+    const wake = armReplyHandoff(sources, 1_000);
+    expect(wake).toEqual({ kind: "reply_handoff", at: 1_000 + HANDOFF_GRACE_MS, sources, failures: 0 });
+    expect(wakeSchema.parse(wake)).toEqual(wake);
+    expect(wakeKey.replyHandoff(7)).toBe("wake:reply:7");
+  });
+
+  it("backs off from a second, doubling per failure in a row, at most a minute", () => {
+    let wake = armReplyHandoff(sources, 0);
+    const waits: number[] = [];
+    for (let i = 0; i < 9; i++) {
+      wake = handoffFailed(wake, 100_000);
+      waits.push(wake.at - 100_000);
+    }
+    expect(waits).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+    expect(wake.failures).toBe(9);
+    expect(wake.sources).toEqual(sources);
+  });
+
+  it("is refused by the schema with no source or a hash that is not one", () => {
+    expect(wakeSchema.safeParse({ kind: "reply_handoff", at: 0, sources: [], failures: 0 }).success).toBe(false);
+    expect(wakeSchema.safeParse({ kind: "reply_handoff", at: 0, sources: [{ seq: 1, hash: "x" }], failures: 0 }).success).toBe(false);
   });
 });

@@ -21,6 +21,8 @@ import { is2xx } from "./harness";
 const SCOPE = "api:faults:";
 /** Conversations the writer agent serves (source appends, batches, corrections). */
 const WRITER_SOURCES = `${SCOPE}w:`;
+/** Conversations the replier agent serves: its replies come from the echo bot (a service binding), so every source owes a reply job. */
+const REPLIER_SOURCES = `${SCOPE}y:`;
 /** Conversations the reader agent serves (context, compose, compaction), with a small policy so one batch opens a plan. */
 const READER_SOURCES = `${SCOPE}r:`;
 const MODEL = "test-model";
@@ -33,6 +35,7 @@ export interface Fixtures {
   readonly admin: string;
   readonly writer: string;
   readonly reader: string;
+  readonly replier: string;
   readonly document: { readonly name: string; readonly hash: string };
 }
 
@@ -59,6 +62,7 @@ export async function registerFixtures(run: Run, tag: string): Promise<Fixtures>
   const admin = await freshToken();
   const writer = `flt-writer-${tag}`;
   const reader = `flt-reader-${tag}`;
+  const replier = `flt-replier-${tag}`;
   const content = "You are the offsite planner. Be brief.";
   const document = { name: "identity", hash: sha256Hex(content) };
   expect2xx(await run.fetch("PUT", `/v1/agents/${reader}/documents/identity`, admin, { content }), "document upload");
@@ -67,7 +71,9 @@ export async function registerFixtures(run: Run, tag: string): Promise<Fixtures>
     await run.fetch("PUT", `/v1/agents/${reader}`, admin, pair({ agentId: reader, sources: [`${READER_SOURCES}*`], profile: PROFILE, model: MODEL, trigger: 1_000, retain: 400, admitSensitive: true, documents: [document] })),
     "reader registration",
   );
-  return { admin, writer, reader, document };
+  const replying = pair({ agentId: replier, sources: [`${REPLIER_SOURCES}*`], profile: PROFILE, model: MODEL });
+  expect2xx(await run.fetch("PUT", `/v1/agents/${replier}`, admin, { ...replying, agent: { ...replying.agent, reply: { mode: "service", binding: "ECHO_BOT" } } }), "replier registration");
+  return { admin, writer, reader, replier, document };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,4 +448,44 @@ const compaction: Operation<ReaderState> = {
   },
 };
 
-export const OPERATIONS: readonly Operation[] = [appendSource, appendPlanning, appendBatch, correction, registration, memoryPage, contextRead, compose, compaction] as unknown as readonly Operation[];
+/** The reply jobs the queue took so far (the faults config's recorder consumer keeps every message). */
+async function queuedReplies(): Promise<{ conversationId: string; agentId: string; sourceSeq: number }[]> {
+  const sent = (await (await env.QUEUE_RECORDER.fetch("http://recorder/")).json()) as { type?: string; conversationId: string; agentId: string; sourceSeq: number }[];
+  return sent.filter((job) => job.type === "reply");
+}
+
+/** The reply hand-offs the conversation's object keeps armed: the sources each names. */
+async function armedHandoffs(conversation: string): Promise<number[]> {
+  const armed = await runInDurableObject(conversationStub(env, conversation), async (_instance, state) => [...(await state.storage.list({ prefix: "wake:reply:" })).values()]);
+  return armed.flatMap((wake) => ((wake as { sources?: { seq: number }[] }).sources ?? []).map((s) => s.seq));
+}
+
+/**
+ * A source append in a conversation an agent replies in: the write, then the reply job handed to
+ * the queue (`durable/reply-handoff`). Whatever call fails, an acknowledged source's job is either
+ * taken by the queue or kept armed in the object, whose deadline sends it.
+ */
+const appendReplies: Operation<EventState & { readonly agent: string }> = {
+  ...(eventOperation("append-replies", 2, () => ({ path: "", body: null })) as unknown as Operation<EventState & { readonly agent: string }>),
+  async setup(run, n, fixtures) {
+    const conversation = `${REPLIER_SOURCES}append-replies:${runNumber(n)}-${crypto.randomUUID().slice(0, 8)}`;
+    await run.adopt(conversation);
+    for (let i = 0; i < 2; i++) expect2xx(await run.fetch("POST", eventsPath(conversation), fixtures.admin, source(`m${i}`, `${i}`, line(n, i))), "seed append");
+    const body = source("op", "op", `The op message of run ${runNumber(n)}: who books the Porto venue?`);
+    return { conversation, agent: fixtures.replier, token: await freshToken(), admin: fixtures.admin, body, path: eventsPath(conversation), names: { [conversation]: "<conversation>", [`run ${runNumber(n)}`]: "run <n>", [fixtures.replier]: "<agent>" } };
+  },
+  async lost(s, acked) {
+    const lost = await lostEvents(s.conversation, acked);
+    const seq = (acked.body as { event?: { seq?: number } }).event?.seq;
+    if (seq === undefined) return lost;
+    if ((await armedHandoffs(s.conversation)).includes(seq)) return lost;
+    // Not armed: the queue must have taken its job (a delivery reaches the recorder within moments).
+    for (let waited = 0; waited < 3_000; waited += 100) {
+      if ((await queuedReplies()).some((job) => job.conversationId === s.conversation && job.agentId === s.agent && job.sourceSeq === seq)) return lost;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return [...lost, `acknowledged source ${seq}: no reply job was taken by the queue and none is kept armed`];
+  },
+};
+
+export const OPERATIONS: readonly Operation[] = [appendSource, appendReplies, appendPlanning, appendBatch, correction, registration, memoryPage, contextRead, compose, compaction] as unknown as readonly Operation[];

@@ -274,3 +274,13 @@ export async function countRunsByStatus(db: D1Database, conversationId: string):
     .all<{ status: string; runs: number }>();
   return new Map(results.map((r) => [r.status, r.runs]));
 }
+
+/** The events at these sequence numbers (those the log holds), each sought by its key. */
+export async function readEventsAt(db: D1Database, conversationId: string, seqs: readonly number[]): Promise<StoredEvent[]> {
+  if (seqs.length === 0) return [];
+  const { results } = await db
+    .prepare(`SELECT ${EVENT_COLUMNS.split(", ").map((c) => `e.${c}`).join(", ")} FROM json_each(?2) j CROSS JOIN events e ON e.conversation_id = ?1 AND e.seq = j.value ORDER BY e.seq`)
+    .bind(conversationId, JSON.stringify(seqs))
+    .all<EventRow>();
+  return results.map(toStoredEvent);
+}
