@@ -20,17 +20,11 @@ export const modelEvidenceSchema = z.strictObject({
   model: z.string(),
   responseId: z.string().nullable(),
   finishReason: z.string().nullable(),
+  /** The tokens the provider reported; null when it reported none (the offline compactor, and OpenAI-compatible servers that omit `usage`): unknown, not zero. */
   usage: z.strictObject({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }).nullable(),
   latencyMs: z.number().nonnegative(),
 });
 export type ModelEvidence = z.infer<typeof modelEvidenceSchema>;
-
-/**
- * A language model's receipt must account for its tokens (the offline compactor has none to
- * report): the chain audit and the resolver refuse a boundary without them, so the consumer
- * refuses such a reply before it becomes one.
- */
-export const lacksTokenUsage = (evidence: Pick<ModelEvidence, "provider" | "usage">): boolean => evidence.provider === "openai-compatible" && evidence.usage === null;
 
 export const boundaryBodySchema = z.strictObject({
   type: z.literal(BOUNDARY_EVENT_TYPE),

@@ -1,4 +1,4 @@
-import { buildBoundary, lacksTokenUsage } from "./boundary";
+import { buildBoundary } from "./boundary";
 import type { Finding, LinkCheckName, LinkFacts } from "./chain-audit-link";
 import { differs, finding, listed, notABoundary, predecessorOf, sliceStartsAfter } from "./chain-audit-link";
 import { hashCanonical } from "./hash";
@@ -204,7 +204,6 @@ function checkModelEvidence({ body }: LinkFacts): Finding[] {
   return [
     ...(model.provider.trim() === "" ? [finding("model.provider", "a provider", model.provider, "no provider")] : []),
     ...(model.model.trim() === "" ? [finding("model.model", "a model", model.model, "no model")] : []),
-    ...(lacksTokenUsage(model) ? [finding("model.usage", "token usage", null, "an openai-compatible receipt without usage")] : []),
   ];
 }
 

@@ -1,4 +1,3 @@
-import { lacksTokenUsage } from "../core/boundary";
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
 import { describeThrown } from "../core/thrown";
 import { logger } from "../logger";
@@ -209,7 +208,8 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
   const receipt = await runCompactorModel(env, packet, job.model, job.profile, repair);
   if (!receipt.ok) return failed(`model_${receipt.error.kind}`, receipt.error.message, receipt.error.retryAfterSeconds);
   spent = { modelMs: receipt.value.latencyMs, inputTokens: receipt.value.usage?.inputTokens, outputTokens: receipt.value.usage?.outputTokens };
-  if (lacksTokenUsage(receipt.value)) return failed("model_evidence_missing", "the provider's reply reported no token usage, which a boundary's receipt must carry");
+  // A provider that reports no token usage (several OpenAI-compatible servers do not) is not a
+  // failure: the receipt, and the boundary, say `usage: null`, unknown.
   const { text, finishReason } = receipt.value;
   // A pointer to a page recall did not find is kept when the page exists.
   const compaction = { agentId: packet.agentId, conversationId: job.conversationId };

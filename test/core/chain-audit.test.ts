@@ -212,10 +212,10 @@ describe("auditChain: each corruption fails exactly the check aimed at it", () =
       detail: /not the compactor helper.compactor/,
     },
     {
-      name: "a language-model receipt without usage",
-      make: () => world(chain({ 2: { model: { ...OFFLINE, provider: "openai-compatible", model: "gpt-test" } } })),
+      name: "a language-model receipt with a blank model",
+      make: () => world(chain({ 2: { model: { ...OFFLINE, provider: "openai-compatible", model: " " } } })),
       expected: { "bnd_run-2": ["model_evidence"] },
-      detail: /openai-compatible receipt without usage/,
+      detail: /no model/,
     },
   ];
 
