@@ -222,14 +222,33 @@ export class Settlement {
     });
   }
 
-  /** Retries are exhausted: close the plan, back off exponentially, and let the alarm re-plan. */
+  /**
+   * Retries are exhausted: close the plan, back off exponentially, and let the alarm re-plan. The
+   * re-plan is armed before the abandonment is recorded, and armed again by every later call for
+   * the plan: the record ends in the operator's notice, a send that can fail after the incident row
+   * is written, and the dead letter's retry then finds the plan abandoned already.
+   */
   async abandon(runId: string, reason: string, now: Date): Promise<void> {
     const { env, shard, conversationId, wakes } = this.deps;
     const plan = await readPlan(shard, runId);
     if (plan === undefined || plan.conversationId !== conversationId) return;
     if ((await readBoundaryByRun(shard, runId)) !== undefined) return;
     // A plan whose job the watchdog re-sent can be dead-lettered once per copy: it is closed once.
-    if (await planAbandoned(shard, runId)) return;
+    const recorded = await planAbandoned(shard, runId);
+    await this.watchdogs.drop(plan.agentId, runId);
+    // The chain is read from D1 when this object has not held it since it woke: the re-plan must
+    // not depend on the object having stayed in memory since the plan was made.
+    const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId && d.epoch.id === plan.epochId);
+    const chain = declaration === undefined ? undefined : await this.book.chain(declaration, now);
+    if (chain?.openPlan?.runId === runId) chain.openPlan = undefined;
+    if (chain !== undefined && chain.openPlan === undefined) {
+      // This plan counts among the chain's failures once its incident is written; until then, it is one more.
+      const failures = (await countAbandonedPlans(shard, conversationId, plan.agentId, plan.epochId, chain.head?.body.id ?? "")) + (recorded ? 0 : 1);
+      const wake = replanWake(plan.agentId, plan.epochId, Math.max(1, failures), compactionBackoffBaseSeconds(env) * 1_000, now.getTime());
+      chain.backoffUntil = wake.at;
+      await wakes.put(wakeKey.replan(plan.agentId), wake);
+    }
+    if (recorded) return;
     await recordIncident(env, {
       conversationId,
       agentId: plan.agentId,
@@ -239,17 +258,5 @@ export class Settlement {
       message: reason.slice(0, 1_000),
       createdAt: now.toISOString(),
     });
-    await this.watchdogs.drop(plan.agentId, runId);
-    // The chain is read from D1 when this object has not held it since it woke: the re-plan must
-    // not depend on the object having stayed in memory since the plan was made.
-    const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId && d.epoch.id === plan.epochId);
-    const chain = declaration === undefined ? undefined : await this.book.chain(declaration, now);
-    if (chain === undefined) return;
-    if (chain.openPlan?.runId === runId) chain.openPlan = undefined;
-    if (chain.openPlan !== undefined) return;
-    const failures = await countAbandonedPlans(shard, conversationId, plan.agentId, plan.epochId, chain.head?.body.id ?? "");
-    const wake = replanWake(plan.agentId, plan.epochId, Math.max(1, failures), compactionBackoffBaseSeconds(env) * 1_000, now.getTime());
-    chain.backoffUntil = wake.at;
-    await wakes.put(wakeKey.replan(plan.agentId), wake);
   }
 }

@@ -46,8 +46,6 @@ import { deliverText } from "../telegram/dispatch";
  *   never reaches the batch, whose failure would retry every other job with it.
  */
 
-const DEAD_LETTER_QUEUE = "foldline-compaction-dlq";
-
 /** What a compaction's model call cost, for its job's log line. */
 interface Spent {
   readonly modelMs?: number | undefined;
@@ -65,7 +63,8 @@ interface Delivery {
 }
 
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const deadLetter = batch.queue === DEAD_LETTER_QUEUE;
+  // wrangler.toml names the dead-letter queue once for the platform and once for this code (`JOB_DEAD_LETTER_QUEUE`).
+  const deadLetter = batch.queue === env.JOB_DEAD_LETTER_QUEUE;
   const budgetEnd = Date.now() + BATCH_BUDGET_MS;
   const lanes = new Map<string, Promise<unknown>>();
   const outcomes = batch.messages.map((message): Promise<Outcome> => {
