@@ -99,6 +99,10 @@ export function workers(migrations: Migrations, inject: Inject) {
         // The D1 meter (bench/worker/d1-meter) is available to a request that asks for it, so the tests
         // can count an append's round trips in the Worker and in the conversation's object.
         D1_METER: "on",
+        // Cloudflare's per-invocation limits (bench/worker/limits), which local workerd does not
+        // enforce: a call past one throws as the platform's would, and test/limits-check.ts fails
+        // the test that made it, even when the code under test caught the throw.
+        PLATFORM_LIMITS: "enforce",
       },
       serviceBindings: { ECHO_BOT: { name: "echo-bot", entrypoint: "EchoBot" } },
       workers: [{ name: "echo-bot", modules: true, script: ECHO_BOT_SCRIPT, compatibilityDate: "2026-11-01" }],
@@ -173,7 +177,7 @@ export default defineConfig(async () => {
   const migrations = await testMigrations();
   const test = {
     globalSetup: ["./test/fake-openai/global-setup.ts", "./test/fake-telegram/global-setup.ts", "./test/fake-bot/global-setup.ts"],
-    setupFiles: ["./test/apply-migrations.ts"],
+    setupFiles: ["./test/apply-migrations.ts", "./test/limits-check.ts"],
     // Integration tests wait for queued compactions; they poll with their own deadlines.
     testTimeout: 60_000,
     // The Worker logs a line per append, plan, job and settlement (src/logger.ts), and its

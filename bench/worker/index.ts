@@ -5,6 +5,7 @@ import type { D1Reads } from "./d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "./d1-meter";
 import { meteredFetch } from "./d1-meter-http";
 import { simulatedD1Env } from "./d1-simulation";
+import { invocation, limitedEnv } from "./limits";
 import { countAlarm, countDeliveries, meteredEnv } from "./usage-meter";
 
 /**
@@ -13,13 +14,14 @@ import { countAlarm, countDeliveries, meteredEnv } from "./usage-meter";
  * whose bindings pass through the meters first. Each instrument is off unless its var says so:
  * the usage ledger of every binding (`usage-meter`, USAGE_METER), the reads-per-request meter
  * (`d1-meter`, D1_METER, asked for per request by header) and the D1 simulation of the shard
- * section (`d1-simulation`, D1_SIMULATED_STATEMENT_MS). Production deploys `src/index.ts`, which
- * constructs none of them.
+ * section (`d1-simulation`, D1_SIMULATED_STATEMENT_MS), and Cloudflare's per-invocation limits
+ * (`limits`, PLATFORM_LIMITS), counted per invocation of the Worker and of each object. Production
+ * deploys `src/index.ts`, which constructs none of them.
  */
 
 export { FoldlineRpc } from "../../src/index";
 
-const instrumented = (env: Env): Env => meteredEnv(simulatedD1Env(env));
+const instrumented = (env: Env): Env => limitedEnv(meteredEnv(simulatedD1Env(env)));
 
 /** The product's object over instrumented bindings, with the D1 meter's share of a metered request. */
 export class ConversationObject extends ProductObject {
@@ -44,14 +46,30 @@ export class ConversationObject extends ProductObject {
 
   override async alarm(): Promise<void> {
     countAlarm(this.env);
-    await super.alarm();
+    await invocation("object alarm", this.env, () => super.alarm());
   }
 }
 
+// Each RPC method of the product's object, as an invocation of its own (the platform counts its
+// limits per call into an object). Methods are found on the product's prototype, so a new one is
+// counted without a change here.
+for (const name of Object.getOwnPropertyNames(ProductObject.prototype)) {
+  const method: unknown = Reflect.get(ProductObject.prototype, name);
+  if (name === "constructor" || name === "alarm" || typeof method !== "function") continue;
+  Object.defineProperty(ConversationObject.prototype, name, {
+    configurable: true,
+    writable: true,
+    value(this: ConversationObject, ...args: unknown[]) {
+      return invocation(`object ${name}`, this.env, () => Reflect.apply(method, this, args) as unknown);
+    },
+  });
+}
+
 export default {
-  fetch: (request, env, ctx) => meteredFetch(request, env, async (metered) => product.fetch(request, instrumented(metered), ctx)),
-  queue: (batch, env) => {
-    countDeliveries(env, batch.messages);
-    return product.queue(batch, instrumented(env));
-  },
+  fetch: (request, env, ctx) => invocation(`fetch ${new URL(request.url).pathname}`, env, () => meteredFetch(request, env, async (metered) => product.fetch(request, instrumented(metered), ctx))),
+  queue: (batch, env) =>
+    invocation(`queue ${batch.queue} (${batch.messages.length} messages)`, env, () => {
+      countDeliveries(env, batch.messages);
+      return product.queue(batch, instrumented(env));
+    }),
 } satisfies ExportedHandler<Env, unknown>;

@@ -1,3 +1,5 @@
+import { chunksBySize } from "./chunks";
+
 /**
  * Cloudflare Queues takes at most 100 messages and 256 KB in one `sendBatch`, and at most 128 KB in
  * one message; a send past either is refused whole. Local Queues enforce the count only, so every
@@ -17,20 +19,7 @@ export const messageBytes = (body: unknown): number => encoder.encode(JSON.strin
 
 /** `bodies` in order, cut into batches each `sendBatch` takes. Throws for a body over one message's limit. */
 export function sendBatches<T>(bodies: readonly T[]): T[][] {
-  const batches: T[][] = [];
-  let batch: T[] = [];
-  let bytes = 0;
-  for (const body of bodies) {
-    const size = messageBytes(body) + MESSAGE_OVERHEAD_BYTES;
-    if (size > MESSAGE_BYTES) throw new Error(`a queue message of ${size} bytes is over the ${MESSAGE_BYTES}-byte limit`);
-    if (batch.length === SEND_BATCH_MESSAGES || bytes + size > SEND_BATCH_BYTES) {
-      batches.push(batch);
-      batch = [];
-      bytes = 0;
-    }
-    batch.push(body);
-    bytes += size;
-  }
-  if (batch.length > 0) batches.push(batch);
-  return batches;
+  const size = (body: T) => messageBytes(body) + MESSAGE_OVERHEAD_BYTES;
+  for (const body of bodies) if (size(body) > MESSAGE_BYTES) throw new Error(`a queue message of ${size(body)} bytes is over the ${MESSAGE_BYTES}-byte limit`);
+  return chunksBySize(bodies, size, SEND_BATCH_BYTES, SEND_BATCH_MESSAGES);
 }

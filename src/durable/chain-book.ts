@@ -12,7 +12,8 @@ import { declarationRevision, servingDeclarationsAt } from "../storage/control/d
 import { readOpenPlan } from "../storage/shard/plans";
 import { putDocument } from "../storage/r2/documents";
 import { frontierDocumentKey } from "../storage/r2/keys";
-import { listEvents, readAllEvents } from "../storage/shard/events";
+import { listEvents, readHead } from "../storage/shard/events";
+import { readSliceLog } from "../storage/shard/context-reads";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
 import { TURN_KINDS, foldPolicy, hotChain } from "./hot-chain";
@@ -20,6 +21,11 @@ import type { Watchdogs } from "./watchdogs";
 
 /** Log events per read when a chain's window is loaded. */
 const WINDOW_PAGE = 1_000;
+/**
+ * The first range an activation frontier is looked for in, before it doubles, in events per
+ * character of the trigger: a chat message is rarely shorter than this many characters.
+ */
+const FRONTIER_CHARS_PER_EVENT = 50;
 
 /** The declarations serving the conversation, as of a declarations revision. */
 export interface HeldServing {
@@ -161,14 +167,24 @@ export class ChainBook {
   }
 
   /**
-   * Where an activation as of `throughSeq` starts: the newest whole groups that reach the trigger.
-   * Reads the whole history. An activation is as of its activating source: what a batch appended
-   * after that source is new to the epoch, not established history to leave behind the frontier.
+   * Where an activation as of `throughSeq` (the log's head when undefined) starts: the newest whole
+   * groups that reach the trigger. An activation is as of its activating source: what a batch
+   * appended after that source is new to the epoch, not established history to leave behind the
+   * frontier. Read backwards from there, a range at a time, each twice the one before, until its
+   * groups reach the trigger (or the log starts): what it costs follows the trigger, not the
+   * history. Each range is read with the events related to it that lie before it (`readSliceLog`),
+   * so its groups fold as over the whole log; a group whose source lies before the range is left out.
    */
-  async #frontierStart(declaration: StoredDeclaration, throughSeq = Number.POSITIVE_INFINITY): Promise<number> {
-    const events = (await readAllEvents(this.deps.shard, this.deps.conversationId)).filter((event) => event.seq <= throughSeq);
-    const turns = reconstruct(events, foldPolicy(declaration));
-    return frontierStartSeq(groupTurns(turns.filter((t) => t.group > 0)), declaration.registration.compactor.policy);
+  async #frontierStart(declaration: StoredDeclaration, throughSeq?: number): Promise<number> {
+    const { shard, conversationId } = this.deps;
+    const { policy } = declaration.registration.compactor;
+    const through = throughSeq ?? (await readHead(shard, conversationId));
+    for (let span = Math.max(16, Math.ceil(policy.triggerInputChars / FRONTIER_CHARS_PER_EVENT)); ; span *= 2) {
+      const after = Math.max(0, through - span);
+      const turns = reconstruct(await readSliceLog(shard, conversationId, [{ after, through }]), foldPolicy(declaration));
+      const groups = groupTurns(turns.filter((t) => t.group > after));
+      if (after === 0 || groups.reduce((chars, group) => chars + group.chars, 0) >= policy.triggerInputChars) return frontierStartSeq(groups, policy);
+    }
   }
 
   /**

@@ -11,7 +11,7 @@ import { logger } from "../logger";
 import { runExtractor } from "../model/extractor-model";
 import { readBoundaryByRun } from "../storage/shard/boundaries";
 import { readPacket } from "../storage/r2/documents";
-import { extractionRecorded, readEventHashes, readPageHead, recordExtractionRun, writeMergedVersion } from "../storage/shard/extractions";
+import { extractionRecorded, readEventHashes, readPageHeads, recordExtractionRun, writeMergedVersions } from "../storage/shard/extractions";
 import { backoffSeconds } from "./retry";
 import { shardDatabaseOf } from "../storage/shards";
 
@@ -62,26 +62,34 @@ export async function extract(env: Env, job: ExtractJob, attempts: number): Prom
   if (!extracted.ok) return failed(extracted.error.code, extracted.error.message, extracted.error.retryAfterSeconds);
 
   const now = new Date();
-  let versionsWritten = 0;
-  for (const [path, facts] of factsByPage(extracted.value.facts)) {
-    if (await mergeIntoPage(shard, job, runId, path, facts, now)) versionsWritten += 1;
-  }
+  const versionsWritten = await mergeIntoPages(shard, job, runId, factsByPage(extracted.value.facts), now);
   const { provider, model, usage } = extracted.value;
   await recordExtractionRun(shard, { runId, conversationId: job.conversationId, agentId: job.agentId, boundaryId: job.boundaryId, provider, model, usage, facts: extracted.value.facts.length, versionsWritten }, now);
   logger.info("extraction", { ...logged, outcome: "extracted", facts: extracted.value.facts.length, versionsWritten, inputTokens: usage?.inputTokens, outputTokens: usage?.outputTokens, ms: Date.now() - started });
   return { kind: "done" };
 }
 
-/** True when a new version was written; false when the page already held every fact. */
-async function mergeIntoPage(db: D1Database, job: ExtractJob, runId: string, path: string, facts: readonly ExtractedFact[], now: Date): Promise<boolean> {
-  for (let attempt = 0; attempt < MAX_MERGE_ATTEMPTS; attempt++) {
-    const head = await readPageHead(db, job.conversationId, job.agentId, path);
-    const merged = mergeFacts(path, head?.content, facts);
-    if (!merged.changed) return false;
-    const written = await writeMergedVersion(db, { conversationId: job.conversationId, agentId: job.agentId, path, head, content: merged.content, provenance: provenanceRows(merged.current, job.conversationId, runId) }, now);
-    if (written === "written") return true;
+/**
+ * Merges each page's facts into its head, all pages in one read and one write (`writeMergedVersions`:
+ * its statements do not grow with the pages), again for the pages whose head another extraction
+ * moved meanwhile; returns how many versions were written (a page that already held every fact gets none).
+ */
+async function mergeIntoPages(db: D1Database, job: ExtractJob, runId: string, byPage: ReadonlyMap<string, readonly ExtractedFact[]>, now: Date): Promise<number> {
+  let pending = [...byPage.keys()];
+  let written = 0;
+  for (let attempt = 0; attempt < MAX_MERGE_ATTEMPTS && pending.length > 0; attempt++) {
+    const heads = await readPageHeads(db, job.conversationId, job.agentId, pending);
+    const merged = pending.flatMap((path) => {
+      const head = heads.get(path);
+      const result = mergeFacts(path, head?.content, byPage.get(path) ?? []);
+      return result.changed ? [{ path, head, content: result.content, provenance: provenanceRows(result.current, job.conversationId, runId) }] : [];
+    });
+    const done = await writeMergedVersions(db, job.conversationId, job.agentId, merged, now);
+    written += done.size;
+    pending = merged.filter((page) => !done.has(page.path)).map((page) => page.path);
   }
-  throw new Error(`memory page ${job.conversationId}/${job.agentId}/${path} kept moving during ${MAX_MERGE_ATTEMPTS} merges`);
+  if (pending.length > 0) throw new Error(`${pending.length} memory page(s) of ${job.conversationId}/${job.agentId} kept moving during ${MAX_MERGE_ATTEMPTS} merges`);
+  return written;
 }
 
 /** The packet the settled boundary was compacted from, verified by the hash the boundary binds. */

@@ -7,7 +7,7 @@ import { SEARCH_SNIPPET, snippetOf } from "../core/snippet";
  * control database (`memory_terms`, migrations/control/0019) and a conversation's extracted pages on
  * its shard (`conversation_memory_terms`, migrations/shard/0023). Each is a contentless FTS5 table
  * holding the terms of each live page's head (rowid: the page's id in its heads table), written in
- * the batch that writes the version: core/search-text computes the terms once, here.
+ * the batch that writes the versions: core/search-text computes the terms once, here.
  *
  * A contentless table forgets what it indexed, so replacing a head's terms deletes the old ones by
  * value: the writer passes the previous head's content (the one it read, whose hash the statement
@@ -16,84 +16,79 @@ import { SEARCH_SNIPPET, snippetOf } from "../core/snippet";
  * the version the writer read to the one it wrote: a writer whose version insert lost a race finds
  * `terms_version` already moved and changes nothing, and a delete never names terms that were not
  * written (a page stored before the index existed has none until npm run migrate indexes it).
+ *
+ * However many pages one write moves, it is three statements (each page a row of one JSON
+ * parameter): a write's cost in statements does not grow with its pages.
  */
 export interface PageTermsStore {
   /** The FTS5 table. */
   readonly terms: string;
-  /** The heads table (`id`, `path`, `version`, `terms_version`) and the key columns of a page in it and in its versions. */
+  /** The heads table (`id`, `path`, `version`, `terms_version`) and the versions table, keyed by `keys` and `path`. */
   readonly heads: string;
   readonly versions: string;
   readonly keys: readonly string[];
-  /** SQL for the page's scope tokens, over the key parameters (?1…). */
+  /** SQL for a page's scope tokens, over the key parameters (?1…). */
   readonly scope: string;
 }
 
-/** The page this store's statements address: its key values (bound ?1…) and path (bound last of them). */
-export interface PageAt {
-  readonly key: readonly string[];
-  readonly path: string;
-}
-
-/** The version the write inserts: its number and content hash. */
-export interface WrittenVersion {
-  readonly version: number;
-  readonly contentHash: string;
-}
-
-/** The head the new version follows: its number, its content (undefined: a tombstone, which has no terms) and hash. */
+/** The head a new version follows: its number, its content (undefined: a tombstone, which has no terms) and hash. */
 export interface PreviousHead {
   readonly version: number;
   readonly content: string | undefined;
   readonly contentHash: string;
 }
 
+/** One page a write moves: the version it inserts (its number, content hash and content; undefined content: a tombstone) over `previous` (undefined: none). */
+export interface PageMove {
+  readonly path: string;
+  readonly version: number;
+  readonly contentHash: string;
+  readonly content: string | undefined;
+  readonly previous: PreviousHead | undefined;
+}
+
 /**
- * The statements that move the page's terms to `written`, to run after the version insert in its
- * batch: the previous head's terms deleted (when the index holds them), the new content's inserted
- * (`content` undefined: a tombstone, which has none), `terms_version` moved. Each runs only if the
- * batch wrote `written` and the index still holds `previous`'s terms (`previous` undefined: the
- * page's first version).
+ * The statements that move each page's terms to its new version, to run after the versions'
+ * insert in its batch (`key`: the store's key values, bound first): the previous heads' terms
+ * deleted (where the index holds them), the new contents' inserted, `terms_version` moved. Each
+ * page's rows are written only if the batch wrote its version and the index still holds its
+ * `previous` terms (or none).
  */
-export function pageTermStatements(db: D1Database, store: PageTermsStore, page: PageAt, written: WrittenVersion, content: string | undefined, previous: PreviousHead | undefined): D1PreparedStatement[] {
-  const n = page.key.length;
-  const keyed = store.keys.map((column, i) => `p.${column} = ?${i + 1}`).join(" AND ");
-  const at = `${keyed} AND p.path = ?${n + 1}`;
-  const ours = `EXISTS (SELECT 1 FROM ${store.versions} v WHERE ${store.keys.map((c, i) => `v.${c} = ?${i + 1}`).join(" AND ")} AND v.path = ?${n + 1} AND v.version = ?${n + 2} AND v.content_hash = ?${n + 3})`;
-  const bind = [...page.key, page.path, written.version, written.contentHash];
-  const statements: D1PreparedStatement[] = [];
-  if (previous?.content !== undefined) {
-    const form = searchForm(previous.content);
-    statements.push(
-      db
-        .prepare(
-          `INSERT INTO ${store.terms} (${store.terms}, rowid, scope, path, content, grams)
-           SELECT 'delete', p.id, ${store.scope}, p.path, ?${n + 5}, ?${n + 6} FROM ${store.heads} p
-           WHERE ${at} AND p.terms_version = ?${n + 4} AND ${ours}
-             AND EXISTS (SELECT 1 FROM ${store.versions} o WHERE ${store.keys.map((c, i) => `o.${c} = ?${i + 1}`).join(" AND ")} AND o.path = ?${n + 1} AND o.version = ?${n + 4} AND o.content_hash = ?${n + 7})`,
-        )
-        .bind(...bind, previous.version, form.text, form.grams, previous.contentHash),
-    );
-  }
-  // The terms are the new head's once the index holds no other version's (the previous one's were just deleted).
-  const replaceable = `(p.terms_version IS NULL OR p.terms_version = ?${n + 4})`;
-  if (content !== undefined) {
-    const form = searchForm(content);
-    statements.push(
-      db
-        .prepare(
-          `INSERT INTO ${store.terms} (rowid, scope, path, content, grams)
-           SELECT p.id, ${store.scope}, p.path, ?${n + 5}, ?${n + 6} FROM ${store.heads} p
-           WHERE ${at} AND p.version = ?${n + 2} AND ${replaceable} AND ${ours}`,
-        )
-        .bind(...bind, previous?.version ?? 0, form.text, form.grams),
-    );
-  }
-  statements.push(
-    db
-      .prepare(`UPDATE ${store.heads} AS p SET terms_version = ?${n + 2} WHERE ${at} AND p.version = ?${n + 2} AND ${replaceable} AND ${ours}`)
-      .bind(...bind, previous?.version ?? 0),
+export function pageTermStatements(db: D1Database, store: PageTermsStore, key: readonly string[], moves: readonly PageMove[]): D1PreparedStatement[] {
+  if (moves.length === 0) return [];
+  const n = key.length;
+  const rows = JSON.stringify(
+    moves.map((m) => {
+      const next = m.content === undefined ? undefined : searchForm(m.content);
+      const old = m.previous?.content === undefined ? undefined : searchForm(m.previous.content);
+      return { path: m.path, version: m.version, hash: m.contentHash, prev: m.previous?.version ?? 0, prevHash: m.previous?.contentHash ?? null, text: next?.text ?? null, grams: next?.grams ?? null, oldText: old?.text ?? null, oldGrams: old?.grams ?? null };
+    }),
   );
-  return statements;
+  const field = (name: string) => `json_extract(j.value, '$.${name}')`;
+  const keyed = (alias: string) => store.keys.map((column, i) => `${alias}.${column} = ?${i + 1}`).join(" AND ");
+  const head = `${store.heads} p ON ${keyed("p")} AND p.path = ${field("path")}`;
+  const version = (alias: string, number: string, hash: string) =>
+    `EXISTS (SELECT 1 FROM ${store.versions} ${alias} WHERE ${keyed(alias)} AND ${alias}.path = ${field("path")} AND ${alias}.version = ${number} AND ${alias}.content_hash = ${hash})`;
+  const ours = version("v", field("version"), field("hash"));
+  const replaceable = `(p.terms_version IS NULL OR p.terms_version = ${field("prev")})`;
+  const bind = (statement: string) => db.prepare(statement).bind(...key, rows);
+  const json = `json_each(?${n + 1}) j`;
+  return [
+    bind(
+      `INSERT INTO ${store.terms} (${store.terms}, rowid, scope, path, content, grams)
+       SELECT 'delete', p.id, ${store.scope}, p.path, ${field("oldText")}, ${field("oldGrams")} FROM ${json} JOIN ${head}
+       WHERE ${field("oldText")} IS NOT NULL AND p.terms_version = ${field("prev")} AND ${ours} AND ${version("o", field("prev"), field("prevHash"))}`,
+    ),
+    bind(
+      `INSERT INTO ${store.terms} (rowid, scope, path, content, grams)
+       SELECT p.id, ${store.scope}, p.path, ${field("text")}, ${field("grams")} FROM ${json} JOIN ${head}
+       WHERE ${field("text")} IS NOT NULL AND p.version = ${field("version")} AND ${replaceable} AND ${ours}`,
+    ),
+    bind(
+      `UPDATE ${store.heads} AS p SET terms_version = ${field("version")} FROM ${json}
+       WHERE ${keyed("p")} AND p.path = ${field("path")} AND p.version = ${field("version")} AND ${replaceable} AND ${ours}`,
+    ),
+  ];
 }
 
 /** A page row a search read (its bm25 `rank` from the index). */

@@ -1,5 +1,5 @@
 import { mapDatabases } from "../../bench/worker/databases";
-import { interceptD1 } from "../support/d1-intercept";
+import { interceptD1 } from "../../bench/worker/d1-intercept";
 
 /**
  * Bindings that fail on purpose: every call the code makes to a D1 database, the R2 bucket, the

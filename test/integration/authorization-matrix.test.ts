@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { OpenApiDocument } from "../../src/http/openapi/types";
-import { writeMergedVersion } from "../../src/storage/shard/extractions";
+import { writeMergedVersion } from "../support/extraction";
 import { shardsOf } from "../../src/storage/shards";
 import { pair } from "../support/declarations";
 import { placedShardOf } from "../support/shards";

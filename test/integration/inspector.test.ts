@@ -2,7 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/hash";
 import { mergeFacts } from "../../src/core/fact-merge";
-import { writeMergedVersion } from "../../src/storage/shard/extractions";
+import { writeMergedVersion } from "../support/extraction";
 import { settledChain } from "../support/chain";
 import { shardOf } from "../support/shards";
 import { register } from "../support/declarations";

@@ -223,6 +223,23 @@ describe("memory extraction through the compactor's model", () => {
     expect(extraction?.body.messages[1]?.content).toMatch(/<slice>\n\[m-venue\] @\S+ \(user\): Ada: we booked the Quinta in Sintra as the venue\./);
   });
 
+  it("writes 400 facts on 400 pages in one extraction within one invocation's D1 queries (the limits are enforced: test/limits-check.ts)", { timeout: 120_000 }, async () => {
+    const { conversation, agentId, token } = await setup("fakex");
+    const seq = await say(token, conversation, "m-many", "Ada: here is the list of every vendor we spoke to this year.");
+    const facts = { facts: Array.from({ length: 400 }, (_, i) => ({ kind: "people", subject: `vendor ${i}`, key: "contact", statement: `Vendor ${i} was contacted by Ada.`, messageIds: ["m-many"] })) };
+    await script([{ content: JSON.stringify(facts), whenSystemIncludes: EXTRACTOR }]);
+    const { run } = await extractedThrough(token, conversation, agentId, seq);
+    expect(run.provider).toBe("openai-compatible");
+    const pages: { path: string }[] = [];
+    for (let after = ""; ; ) {
+      const body = await json<{ pages: { path: string }[] }>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/pages?agent=${agentId}&limit=500&after=${encodeURIComponent(after)}`, { token }));
+      pages.push(...body.pages);
+      if (body.pages.length < 500) break;
+      after = body.pages.at(-1)?.path ?? after;
+    }
+    expect(pages.filter((p) => p.path.startsWith("extracted/people/vendor-"))).toHaveLength(400);
+  });
+
   it("pays no second model call for a run already recorded, however often its job is delivered again", async () => {
     const { conversation, agentId, token } = await setup("fakex");
     const seq = await say(token, conversation, "m-venue", "Ada: we booked the Quinta in Sintra as the venue.");

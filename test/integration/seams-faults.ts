@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { conversationStub } from "../../src/durable/stub";
-import type { D1Call } from "../support/d1-intercept";
-import { interceptD1 } from "../support/d1-intercept";
+import type { D1Call } from "../../bench/worker/d1-intercept";
+import { interceptD1 } from "../../bench/worker/d1-intercept";
 
 /**
  * Faults at the binding edge for the seams tests: a conversation's object is handed an env whose

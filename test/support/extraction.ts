@@ -5,6 +5,8 @@ import { call, eventsPath, json, sourceEvent } from "../integration/helpers";
 import { settledChain, waitFor } from "./chain";
 import { readChainBoundaries } from "./reads";
 import { shardOf } from "./shards";
+import type { MergedPage } from "../../src/storage/shard/extractions";
+import { writeMergedVersions } from "../../src/storage/shard/extractions";
 
 /**
  * Driving a conversation until memory extraction has read a given message: say it, fill the
@@ -68,4 +70,9 @@ export async function extractedThrough(token: string, conversation: string, agen
   const covering = (await fillUntilCovered(token, conversation, agentId, seq)).find((b) => b.body.coveredThrough.seq >= seq);
   if (covering === undefined) throw new Error(`no boundary covers seq ${seq}`);
   return { boundary: covering, run: await extractedBoundary(conversation, covering.body.id) };
+}
+
+/** One page's merged version, as an extraction writes it (`writeMergedVersions` of one page): `conflict` when another writer moved its head. */
+export async function writeMergedVersion(db: D1Database, page: MergedPage & { readonly conversationId: string; readonly agentId: string }, now: Date): Promise<"written" | "conflict"> {
+  return (await writeMergedVersions(db, page.conversationId, page.agentId, [page], now)).has(page.path) ? "written" : "conflict";
 }

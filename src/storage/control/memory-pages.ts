@@ -141,7 +141,7 @@ export async function putPage(db: D1Database, agentId: string, path: string, con
       )
       .bind(agentId, path, version, content, contentHash, content.length, now.toISOString());
     const head = db.prepare(`SELECT p.version AS version, v.deleted AS deleted, v.content_hash AS content_hash FROM ${HEAD} WHERE p.agent_id = ? AND p.path = ?`).bind(agentId, path);
-    const terms = pageTermStatements(db, PAGE_TERMS, { key: [agentId], path }, { version, contentHash }, content, previous);
+    const terms = pageTermStatements(db, PAGE_TERMS, [agentId], [{ path, version, contentHash, content, previous }]);
     const results = await db.batch<{ version: number; deleted?: number; content_hash?: string }>([insert, ...terms, head]);
     const row = results.at(-1)?.results[0];
     if ((results[0]?.results.length ?? 0) === 1) return { version, contentHash, created: true };
@@ -216,7 +216,7 @@ export async function deletePage(db: D1Database, agentId: string, path: string, 
          RETURNING version`,
       )
       .bind(agentId, path, contentHash, now.toISOString(), previous.version);
-    const terms = pageTermStatements(db, PAGE_TERMS, { key: [agentId], path }, { version, contentHash }, undefined, previous);
+    const terms = pageTermStatements(db, PAGE_TERMS, [agentId], [{ path, version, contentHash, content: undefined, previous }]);
     const [written] = await db.batch<{ version: number }>([tombstone, ...terms]);
     if ((written?.results.length ?? 0) === 1) return { version };
     if (attempt >= WRITE_ATTEMPTS) throw new Error(`memory page ${agentId}/${path}: its head kept moving during a delete`);

@@ -1,4 +1,5 @@
 import type { PlannedInsert } from "../../core/append";
+import { chunksBySize } from "../../core/chunks";
 import type { StoredEvent } from "../../core/events";
 import { eventInputSchema } from "../../core/events";
 import { canonicalJson } from "../../core/hash";
@@ -61,18 +62,49 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
     .bind(conversationId, JSON.stringify(keys));
 }
 
-/** One event row; a key that already exists inserts nothing (and fires no trigger). */
-function insertStatement(db: D1Database): D1PreparedStatement {
-  return db.prepare(
-    `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
+/** The values of `EVENT_COLUMNS` after the conversation, in order, for a planned row. */
+function rowValues({ input, hash, seq }: PlannedInsert, recordedAt: string): (string | number)[] {
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, canonicalJson(input.body), hash, recordedAt];
+}
+
+/**
+ * A statement's rows pass as one JSON parameter (D1 takes at most 2 MB a value): more rows than
+ * that holds are cut into statements of at most this much (an event larger alone goes alone).
+ */
+const ROWS_BYTES = 1_000_000;
+
+/**
+ * The statements that insert `planned` in order: a few statements whatever their number (each row
+ * one element of one JSON parameter), so that a batch's skipped runs (a source's per compactor)
+ * cost its invocation no query each. A key that already exists inserts nothing and fires no
+ * trigger; `condition` (SQL over ?1, the conversation) must hold for any row to be inserted.
+ */
+function insertStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string, condition = "true", extra: readonly unknown[] = []): D1PreparedStatement[] {
+  // A row's JSON at most triples in UTF-8.
+  const chunks = chunksBySize(
+    planned.map((row) => rowValues(row, recordedAt)),
+    (values) => JSON.stringify(values).length * 3,
+    ROWS_BYTES,
+  );
+  const column = (i: number) => `json_extract(j.value, '$[${i}]')`;
+  return chunks.map((rows) =>
+    db
+      .prepare(
+        `INSERT INTO events (${EVENT_COLUMNS})
+         SELECT ?1, ${Array.from({ length: 7 }, (_, i) => column(i)).join(", ")} FROM json_each(?2) j
+         WHERE ${condition} ORDER BY j.key
+         ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
+      )
+      .bind(conversationId, JSON.stringify(rows), ...extra),
   );
 }
 
-/** The values of `EVENT_COLUMNS`, in order, for a planned row. */
-function rowValues(conversationId: string, { input, hash, seq }: PlannedInsert, recordedAt: string): (string | number)[] {
-  return [conversationId, seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, canonicalJson(input.body), hash, recordedAt];
-}
+/** Whether each planned row is the one this write stored: at its planned place, with its hash, at this write's time. */
+const written = (planned: readonly PlannedInsert[], rows: ReadonlyMap<string, StoredEvent>, recordedAt: string): boolean[] =>
+  planned.map(({ input, seq, hash }) => {
+    const row = rows.get(input.idempotencyKey);
+    return row !== undefined && row.seq === seq && row.hash === hash && row.recordedAt === recordedAt;
+  });
 
 export interface InsertResult {
   /** Whether each planned row was written (false: its idempotency key already existed). */
@@ -94,11 +126,10 @@ export async function insertEvents(
   /** Statements that must commit with these events or not at all (a boundary with its receipt). */
   together: readonly D1PreparedStatement[] = [],
 ): Promise<InsertResult> {
-  const insert = insertStatement(db);
   const statements = [
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
     ...together,
-    ...planned.map((row) => insert.bind(...rowValues(conversationId, row, recordedAt))),
+    ...insertStatements(db, conversationId, planned, recordedAt),
     ...turnTermStatements(db, conversationId, planned, recordedAt),
     selectByKeys(
       db,
@@ -107,11 +138,8 @@ export async function insertEvents(
     ),
   ];
   const results = await db.batch<EventRow>(statements);
-  // D1 counts the rows an insert's triggers wrote (the turn index, migrations/0013) in its
-  // `changes`; a key that already existed wrote nothing and fired no trigger, so it counts 0.
-  const applied = planned.map((_, i) => (results[i + 1 + together.length]?.meta.changes ?? 0) > 0);
   const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
-  return { applied, rows };
+  return { applied: written(planned, rows, recordedAt), rows };
 }
 
 /** The event a planned row becomes once stored, exactly as `toStoredEvent` reads it back. */
@@ -148,18 +176,19 @@ export async function insertSourceWithRuns(
   recordedAt: string,
   revision: number,
 ): Promise<SourceWrite> {
-  const follower = db.prepare(
-    `INSERT INTO events (${EVENT_COLUMNS})
-     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-     WHERE EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?9 AND idempotency_key = ?10 AND hash = ?11)
-       AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?12
-     ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
-  );
   const statements = [
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
-    insertStatement(db).bind(...rowValues(conversationId, source, recordedAt)),
+    ...insertStatements(db, conversationId, [source], recordedAt),
     ...turnTermStatements(db, conversationId, [source], recordedAt),
-    ...runs.map((run) => follower.bind(...rowValues(conversationId, run, recordedAt), source.seq, source.input.idempotencyKey, source.hash, revision)),
+    // The runs, only if the source is written here, at its planned place, under the preflight's revision.
+    ...insertStatements(
+      db,
+      conversationId,
+      runs,
+      recordedAt,
+      "EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
+      [source.seq, source.input.idempotencyKey, source.hash, revision],
+    ),
     declarationRevisionStatement(db),
     selectByKeys(db, conversationId, [source, ...runs].map((p) => p.input.idempotencyKey)),
   ];
@@ -167,10 +196,7 @@ export async function insertSourceWithRuns(
   const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
   // Written by this batch: the key's row is at the planned sequence number, which was free before
   // it (a statement that inserted nothing does not reliably report 0 changes after one that did).
-  const applied = [source, ...runs].map(({ input, seq, hash }) => {
-    const row = rows.get(input.idempotencyKey);
-    return row !== undefined && row.seq === seq && row.hash === hash && row.recordedAt === recordedAt;
-  });
+  const applied = written([source, ...runs], rows, recordedAt);
   return { applied, rows, revision: revisionOf(results.at(-2)) };
 }
 

@@ -1,3 +1,4 @@
+import { chunksBySize } from "../../core/chunks";
 import { sha256Hex } from "../../core/hash";
 import type { ExtractionEvidence } from "../../core/wakeups";
 import type { PageTermsStore } from "../page-terms";
@@ -23,20 +24,6 @@ export interface PageHead {
   readonly contentHash: string;
 }
 
-/** The page's newest version (live or deleted), or undefined for a page never written. */
-export async function readPageHead(db: D1Database, conversationId: string, agentId: string, path: string): Promise<PageHead | undefined> {
-  const row = await db
-    .prepare(
-      `SELECT v.version AS version, v.content AS content, v.content_hash AS content_hash, v.deleted AS deleted
-       FROM conversation_memory_pages p
-       JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version
-       WHERE p.conversation_id = ? AND p.agent_id = ? AND p.path = ?`,
-    )
-    .bind(conversationId, agentId, path)
-    .first<{ version: number; content: string; content_hash: string; deleted: number }>();
-  return row === null ? undefined : { version: row.version, content: row.deleted === 0 ? row.content : undefined, contentHash: row.content_hash };
-}
-
 /** One source of a fact a version set; the conversation is the page's. */
 export interface ProvenanceRow {
   readonly factKey: string;
@@ -55,50 +42,79 @@ const PAGE_TERMS: PageTermsStore = {
   scope: "('k' || (SELECT id FROM conversation_keys WHERE conversation_id = ?1) || ' a' || (SELECT id FROM agent_keys WHERE agent_id = ?2))",
 };
 
+/** A page an extraction merged: its new content over `head` (undefined: no page yet), with the sources of the facts it sets. */
+export interface MergedPage {
+  readonly path: string;
+  readonly head: PageHead | undefined;
+  readonly content: string;
+  readonly provenance: readonly ProvenanceRow[];
+}
+
 /**
- * Writes `content` as the version after `head` (undefined: no page yet) of the conversation's page
- * with its provenance and its terms (the head's leave the word index), if the page's head is still
- * `head`. `conflict` when another writer moved the head.
+ * The JSON of one write's pages passes as one bound parameter (D1 takes at most 2 MB a value): a
+ * write of more is cut into writes of at most this much, each its own batch of the same five statements.
  */
-export async function writeMergedVersion(
-  db: D1Database,
-  page: {
-    readonly conversationId: string;
-    readonly agentId: string;
-    readonly path: string;
-    readonly head: PageHead | undefined;
-    readonly content: string;
-    readonly provenance: readonly ProvenanceRow[];
-  },
-  now: Date,
-): Promise<"written" | "conflict"> {
-  const { conversationId, agentId, path, head, content } = page;
-  const contentHash = sha256Hex(content);
-  const version = (head?.version ?? 0) + 1;
-  const insert = db
+const WRITE_BYTES = 1_000_000;
+
+/**
+ * Writes each page's content as the version after its `head`, with its provenance and its terms
+ * (the head's leave the word index), where the page's head is still `head`; returns the paths
+ * written (another writer moved the others' heads). Five statements a batch whatever the number
+ * of pages (each page a row of one JSON parameter), so an extraction naming hundreds of pages
+ * stays within a D1 invocation's queries.
+ */
+export async function writeMergedVersions(db: D1Database, conversationId: string, agentId: string, pages: readonly MergedPage[], now: Date): Promise<Set<string>> {
+  const written = new Set<string>();
+  for (const chunk of chunksBySize(pages, writeBytes, WRITE_BYTES)) {
+    const moves = chunk.map((page) => ({ path: page.path, version: (page.head?.version ?? 0) + 1, contentHash: sha256Hex(page.content), content: page.content, previous: page.head }));
+    const rows = JSON.stringify(moves.map((m, i) => ({ path: m.path, version: m.version, hash: m.contentHash, content: m.content, chars: m.content.length, provenance: chunk[i]?.provenance ?? [] })));
+    const insert = db
+      .prepare(
+        `INSERT INTO conversation_memory_versions (conversation_id, agent_id, path, version, content, content_hash, chars, deleted, created_at)
+         SELECT ?1, ?2, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(j.value, '$.content'), json_extract(j.value, '$.hash'), json_extract(j.value, '$.chars'), 0, ?4
+         FROM json_each(?3) j
+         WHERE COALESCE((SELECT version FROM conversation_memory_pages WHERE conversation_id = ?1 AND agent_id = ?2 AND path = json_extract(j.value, '$.path')), 0) = json_extract(j.value, '$.version') - 1
+         RETURNING path`,
+      )
+      .bind(conversationId, agentId, rows, now.toISOString());
+    // Each source, bound to its page's exact version by that version's content hash.
+    const sources = db
+      .prepare(
+        `INSERT OR IGNORE INTO conversation_memory_provenance (conversation_id, agent_id, path, version, fact_key, message_id, seq, event_hash, run_id)
+         SELECT ?1, ?2, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(s.value, '$.factKey'), json_extract(s.value, '$.messageId'),
+                json_extract(s.value, '$.seq'), json_extract(s.value, '$.eventHash'), json_extract(s.value, '$.runId')
+         FROM json_each(?3) j, json_each(j.value, '$.provenance') s
+         WHERE EXISTS (
+           SELECT 1 FROM conversation_memory_versions v
+           WHERE v.conversation_id = ?1 AND v.agent_id = ?2 AND v.path = json_extract(j.value, '$.path') AND v.version = json_extract(j.value, '$.version') AND v.content_hash = json_extract(j.value, '$.hash')
+         )`,
+      )
+      .bind(conversationId, agentId, rows);
+    const [inserted] = await db.batch<{ path: string }>([insert, ...pageTermStatements(db, PAGE_TERMS, [conversationId, agentId], moves), sources]);
+    for (const row of inserted?.results ?? []) written.add(row.path);
+  }
+  return written;
+}
+
+/**
+ * A bound on a page's share of a write's JSON: its content goes once, and its terms and the previous
+ * head's (each at most tripled in UTF-8) twice more, with its provenance.
+ */
+const writeBytes = (page: MergedPage): number => 3 * ((page.content.length + (page.head?.content?.length ?? 0)) * 3 + 200 * (1 + page.provenance.length));
+
+/** The newest version (live or tombstone) of each of these pages, by path; a page never written is absent. */
+export async function readPageHeads(db: D1Database, conversationId: string, agentId: string, paths: readonly string[]): Promise<Map<string, PageHead>> {
+  if (paths.length === 0) return new Map();
+  const { results } = await db
     .prepare(
-      `INSERT INTO conversation_memory_versions (conversation_id, agent_id, path, version, content, content_hash, chars, deleted, created_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8
-       WHERE COALESCE((SELECT version FROM conversation_memory_pages WHERE conversation_id = ?1 AND agent_id = ?2 AND path = ?3), 0) = ?4 - 1
-       RETURNING version`,
+      `SELECT p.path AS path, v.version AS version, v.content AS content, v.content_hash AS content_hash, v.deleted AS deleted
+       FROM json_each(?3) j
+       CROSS JOIN conversation_memory_pages p ON p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = j.value
+       JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version`,
     )
-    .bind(conversationId, agentId, path, version, content, contentHash, content.length, now.toISOString());
-  const rows = page.provenance.map((r) => ({ factKey: r.factKey, messageId: r.messageId, seq: r.seq, eventHash: r.eventHash, runId: r.runId }));
-  const sources = db
-    .prepare(
-      `INSERT OR IGNORE INTO conversation_memory_provenance (conversation_id, agent_id, path, version, fact_key, message_id, seq, event_hash, run_id)
-       SELECT ?1, ?2, ?3, ?4, json_extract(j.value, '$.factKey'), json_extract(j.value, '$.messageId'),
-              json_extract(j.value, '$.seq'), json_extract(j.value, '$.eventHash'), json_extract(j.value, '$.runId')
-       FROM json_each(?6) j
-       WHERE EXISTS (
-         SELECT 1 FROM conversation_memory_versions v
-         WHERE v.conversation_id = ?1 AND v.agent_id = ?2 AND v.path = ?3 AND v.version = ?4 AND v.content_hash = ?5
-       )`,
-    )
-    .bind(conversationId, agentId, path, version, contentHash, JSON.stringify(rows));
-  const terms = pageTermStatements(db, PAGE_TERMS, { key: [conversationId, agentId], path }, { version, contentHash }, content, head);
-  const [inserted] = await db.batch([insert, ...terms, sources]);
-  return (inserted?.results.length ?? 0) === 1 ? "written" : "conflict";
+    .bind(conversationId, agentId, JSON.stringify(paths))
+    .all<{ path: string; version: number; content: string; content_hash: string; deleted: number }>();
+  return new Map(results.map((row) => [row.path, { version: row.version, content: row.deleted === 0 ? row.content : undefined, contentHash: row.content_hash }]));
 }
 
 /** Whether the extraction run was recorded complete: a redelivered job then has nothing to do. */

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
+import { register } from "../support/declarations";
+import { shardOf } from "../support/shards";
+import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
+
+/**
+ * What an operation reads is set by its own work, never by the history before it: each is measured
+ * on a short and a long conversation, the same in every other way, by the D1 meter over the
+ * Worker and the conversation's object.
+ */
+
+interface Reads {
+  readonly statements: number;
+  readonly rowsRead: number;
+}
+
+function parse(header: string | null): Reads {
+  const parts = Object.fromEntries((header ?? "").split("; ").map((part) => part.split("=") as [string, string]));
+  return { statements: Number(parts["statements"]), rowsRead: Number(parts["rows-read"]) };
+}
+
+/** A conversation of `messages` sources (~100 characters each), appended 100 to a batch. */
+async function history(messages: number): Promise<{ conversation: string; token: string; agentId: string }> {
+  const conversation = freshConversation("api:bounded");
+  const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+  const token = await tokenFor(conversation, `agent:${agentId}`);
+  for (let i = 0; i < messages; i += 100) {
+    const events = Array.from({ length: Math.min(100, messages - i) }, (_, k) => sourceEvent(`h-${i + k}`, `h${i + k}`, `Message ${i + k}: the team compares Lisbon and Porto for the offsite, again and again.`));
+    expect((await call("POST", eventsPath(conversation, "/batch"), { token, body: { events } })).status).toBe(201);
+  }
+  return { conversation, token, agentId };
+}
+
+describe("reads bounded by their own work", () => {
+  it("activates a new agent's epoch on a long conversation reading the newest groups that reach its trigger, not the whole log", { timeout: 120_000 }, async () => {
+    const activation = async (messages: number) => {
+      const { conversation, token, agentId } = await history(messages);
+      expect((await register(token, { agentId, sources: [conversation], trigger: 3_000, retain: 1_000 })).status).toBe(201);
+      const res = await call("POST", eventsPath(conversation), { token, body: sourceEvent("first", "first", "The first message this agent sees."), headers: { [D1_METER_HEADER]: "on" } });
+      expect(res.status).toBe(201);
+      const start = await (await shardOf(conversation)).prepare("SELECT start_seq FROM activations WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ start_seq: number }>();
+      // The frontier keeps the newest whole groups reaching the trigger (about 30 messages of ~100 characters).
+      expect(start?.start_seq).toBeGreaterThan(messages - 40);
+      return parse(res.headers.get(D1_READS_HEADER));
+    };
+    const short = await activation(300);
+    const long = await activation(3_000);
+    expect(long.rowsRead, `${JSON.stringify(short)} at 300 messages, ${JSON.stringify(long)} at 3,000`).toBeLessThan(short.rowsRead * 1.3);
+  });
+});
