@@ -86,6 +86,10 @@ export function workers(migrations: Migrations, inject: Inject) {
         // the extractor's replies (valid facts, or invalid output) beside the compactor's.
         OPENAI_API_KEY_FAKEX: "test-key",
         OPENAI_BASE_URL_FAKEX: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/memory-extraction/v1`,
+        // The provider profile "fakelive": the liveness tests' own session, where a plan's model keeps failing.
+        OPENAI_API_KEY_FAKELIVE: "test-key",
+        OPENAI_BASE_URL_FAKELIVE: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/liveness-attempts/v1`,
+        OPENAI_EXTRACTION_FAKELIVE: "offline",
         // The other fake profiles extract offline, so the requests their files read are their
         // compactors' and agents' only; extraction through a model is the "fakex" session's to test.
         OPENAI_EXTRACTION_FAKE: "offline",

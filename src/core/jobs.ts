@@ -23,6 +23,13 @@ export const compactionJobSchema = z.strictObject({
 export type CompactionJob = z.infer<typeof compactionJobSchema>;
 
 /**
+ * Model attempts one plan may fail, whichever copy of its job made them (the watchdog sends its job
+ * again, each copy with retries of its own): one job's deliveries, wrangler.toml's `max_retries` of
+ * 5 and the first. Past them the plan is closed and its chain backs off, and no copy pays again.
+ */
+export const MAX_PLAN_ATTEMPTS = 6;
+
+/**
  * An extraction job, queued once a compaction's boundary settled: the durable facts of that
  * boundary's frozen slice go into the agent's extracted memory pages, with the compactor's
  * provider profile and model (or the offline extractor).

@@ -1,5 +1,7 @@
 import { compactionBackoffBaseSeconds } from "../config";
 import { recordIncident } from "../incidents";
+import { countFailedAttempts } from "../storage/shard/incidents";
+import { MAX_PLAN_ATTEMPTS } from "../core/jobs";
 import { logger } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import { buildBoundary } from "../core/boundary";
@@ -34,8 +36,11 @@ type Settled = Result<Boundary, { code: SettleError; message: string }>;
 /**
  * Whether a planned run can still settle. One that cannot — it completed, it was abandoned, or it is
  * no longer its chain's current plan — is worth no model call: a copy of its job is acked unrun.
+ * `attempts_exhausted`: its plan failed as often as one job's deliveries may try it (copies the
+ * watchdog sent each retry on their own): the caller abandons it instead of paying for another.
  */
-export type RunState = { readonly open: true } | { readonly open: false; readonly reason: "completed" | "abandoned" | SettleError };
+export type RunState = { readonly open: true } | { readonly open: false; readonly reason: "completed" | "abandoned" | "attempts_exhausted" | SettleError };
+
 
 const refuse = (refusal: SettleRefusal): { ok: false; error: { code: SettleError; message: string } } => ({ ok: false, error: settleError(refusal) });
 
@@ -129,7 +134,8 @@ export class Settlement {
     const settled = await this.#settledAs(runId);
     if (settled !== undefined) return { open: false, reason: settled };
     const current = await this.#plan(runId, now);
-    return current.ok ? { open: true } : { open: false, reason: settleError(current.error).code };
+    if (!current.ok) return { open: false, reason: settleError(current.error).code };
+    return (await countFailedAttempts(this.deps.shard, runId)) >= MAX_PLAN_ATTEMPTS ? { open: false, reason: "attempts_exhausted" } : { open: true };
   }
 
   /** How the run closed, if it did: a boundary names it, or a `compactor_abandoned` incident does. */

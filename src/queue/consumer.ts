@@ -8,7 +8,7 @@ import { livePages } from "../api/served-memory";
 import { shardDatabaseOf } from "../storage/shards";
 import { latestRepair, putRepair } from "../storage/r2/repairs";
 import type { CompactionJob, ExtractJob, Job } from "../core/jobs";
-import { jobSchema } from "../core/jobs";
+import { jobSchema, MAX_PLAN_ATTEMPTS } from "../core/jobs";
 import { BATCH_BUDGET_MS, DEADLINE_PASSED, jobDeadlineMs, withinDeadline } from "./deadline";
 import { abandonAlert, deliverAlert } from "./alert";
 import { abandonExtraction, extract, recordExtractionFailure } from "./extract";
@@ -186,8 +186,13 @@ async function handle(env: Env, job: Job, delivery: Delivery, deadLetter: boolea
 async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promise<Outcome> {
   const { attempts } = delivery;
   const stub = conversationStub(env, job.conversationId);
-  // Asked before anything that could pay or write: a settled run's copy is acked as it is.
-  if (!(await stub.runState(job.conversationId, job.runId)).open) return { kind: "done" };
+  // Asked before anything that could pay or write: a settled run's copy is acked as it is, and a
+  // plan whose attempts are spent (by this job or the watchdog's copies of it) is closed, backing off.
+  const state = await stub.runState(job.conversationId, job.runId);
+  if (!state.open) {
+    if (state.reason === "attempts_exhausted") await stub.abandon(job.conversationId, job.runId, `model attempts exhausted: the plan failed ${MAX_PLAN_ATTEMPTS} times`);
+    return { kind: "done" };
+  }
   let spent: Spent = {};
   const failed = async (code: string, message: string, retryAfter: number | null = null): Promise<Outcome> => {
     await stub.recordFailure(job.conversationId, job.runId, attempts, code, message, delivery.id);

@@ -34,14 +34,16 @@ export async function readChainTrouble(
     )
     .bind(conversationId, agentId)
     .first<{ kind: IncidentKind; code: string; message: string; run_id: string | null; created_at: string }>();
-  const attempts =
-    runId === null
-      ? null
-      : await db.prepare("SELECT COALESCE(SUM(count), 0) AS n FROM incidents WHERE run_id = ? AND kind = 'compactor_failure'").bind(runId).first<{ n: number }>();
   return {
     lastFailure: last === null ? null : { kind: last.kind, code: last.code, message: last.message, runId: last.run_id, createdAt: last.created_at },
-    failedAttempts: attempts?.n ?? 0,
+    failedAttempts: runId === null ? 0 : await countFailedAttempts(db, runId),
   };
+}
+
+/** How many attempts of a planned run failed (its `compactor_failure` rows, by `incidents_by_run`). */
+export async function countFailedAttempts(db: D1Database, runId: string): Promise<number> {
+  const row = await db.prepare("SELECT COALESCE(SUM(count), 0) AS n FROM incidents WHERE run_id = ? AND kind = 'compactor_failure'").bind(runId).first<{ n: number }>();
+  return row?.n ?? 0;
 }
 
 /** What an incident says, as the engine records it; storage adds its id, count and times. */
