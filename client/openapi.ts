@@ -234,7 +234,7 @@ export interface paths {
         };
         /**
          * Verify the boundary chain
-         * @description Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed, and each epoch's `anchor`: whether its newest stored boundary is the one the log's newest completed run settled, with the same hash and content hash (a head row deleted or rewritten behind the service's back fails it). It reads the whole log and every packet of every epoch: for a long chain, `verifyLinks` audits it a page at a time.
+         * @description Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed, and each epoch's `anchor`: whether its newest stored boundary is the one the log's newest completed run settled, with the same hash and content hash (a head row deleted or rewritten behind the service's back fails it). It reads the whole log and every packet of every epoch, so a chain of more than 100 boundaries or a log of more than 20,000 events is refused (413 `payload_too_large`, its sizes in `details`): `verifyLinks` audits any length a page at a time.
          */
         get: operations["verifyChain"];
         put?: never;
@@ -3205,6 +3205,20 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
                         };
                     };
                 };

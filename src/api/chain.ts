@@ -7,7 +7,7 @@ import { fail, ok } from "../core/errors";
 import type { BoundaryAuditRow } from "../storage/shard/boundary-audit";
 import type { PlanRecord } from "../storage/shard/plans";
 import { currentDeclaration } from "../storage/control/declarations";
-import { readBoundaryAuditPage, readBoundaryAuditRows } from "../storage/shard/boundary-audit";
+import { readBoundaryAuditPage, readBoundaryAuditRows, readChainSize } from "../storage/shard/boundary-audit";
 import { readChainTrouble } from "../storage/shard/incidents";
 import { readPlansByRunIds } from "../storage/shard/plans";
 import { conversationStub } from "../durable/stub";
@@ -129,6 +129,15 @@ const toAuditRun = (event: StoredEvent): AuditRun[] => (event.kind === "run" ? [
 /** The newest anchor as the receipt it came from, reduced to what the anchor check reads. */
 const anchorRun = (anchor: ChainAnchor): AuditRun => ({ runId: `anchor:${anchor.boundaryId}`, status: "completed", agentId: "", boundaryId: anchor.boundaryId, anchor });
 
+/**
+ * The longest chain and log one `verify` call reads whole: past either, the call is refused and
+ * says to verify page by page (`verifyLinks`), which costs a page's links whatever the length. The
+ * whole log is held in memory and every packet read from R2, one subrequest each: 20,000 events
+ * of a few hundred bytes, and 100 packets, stay well inside one invocation's memory and subrequests.
+ */
+export const VERIFY_WHOLE_MAX_EVENTS = 20_000;
+export const VERIFY_WHOLE_MAX_BOUNDARIES = 100;
+
 /** `{ agent }`: every link re-hashed from D1 events and R2 packets, each reported valid or with the checks it failed. */
 export async function verifyChain(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ChainAudit>> {
   const parsed = validate(agentQuery, query);
@@ -139,6 +148,14 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
 
   const { DOCUMENTS } = env;
   const DB = await shardDatabaseOf(env, conversationId);
+  const size = await readChainSize(DB, conversationId, agentId);
+  if (size.events > VERIFY_WHOLE_MAX_EVENTS || size.boundaries > VERIFY_WHOLE_MAX_BOUNDARIES) {
+    return fail(
+      "payload_too_large",
+      `this chain is too long to verify in one call (${size.events} events, ${size.boundaries} boundaries; at most ${VERIFY_WHOLE_MAX_EVENTS} and ${VERIFY_WHOLE_MAX_BOUNDARIES}): verify it a page at a time with GET …/verify/links?agent=${agentId}, following nextAfter`,
+      { events: size.events, boundaries: size.boundaries, maxEvents: VERIFY_WHOLE_MAX_EVENTS, maxBoundaries: VERIFY_WHOLE_MAX_BOUNDARIES, paged: "verifyLinks" },
+    );
+  }
   const boundaries = await readBoundaryAuditRows(DB, conversationId, agentId);
   const plans = await readPlansByRunIds(DB, [...new Set(boundaries.map((b) => b.runId))]);
   // A long chain is many subrequests, which bounds how long a chain one request can audit:

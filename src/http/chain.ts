@@ -43,12 +43,13 @@ const verifyChainRoute = operation({
     "Recomputes every hash from D1 events and R2 packets and reports each link valid or the checks it failed, and each " +
     "epoch's `anchor`: whether its newest stored boundary is the one the log's newest completed run settled, with the same " +
     "hash and content hash (a head row deleted or rewritten behind the service's back fails it). It reads the " +
-    "whole log and every packet of every epoch: for a long chain, `verifyLinks` audits it a page at a time.",
+    "whole log and every packet of every epoch, so a chain of more than 100 boundaries or a log of more than 20,000 events " +
+    "is refused (413 `payload_too_large`, its sizes in `details`): `verifyLinks` audits any length a page at a time.",
   security: BEARER,
   parameters: [conversation, ...queryParameters(agentQuery, { agent: "the agent whose chain is verified" })],
   responses: {
     200: jsonResponse("the audit: every link with its verdict", "ChainAudit", chainAuditSchema),
-    ...problems(["not_found"], SCOPED_CODES, QUERY_CODES),
+    ...problems(["not_found", "payload_too_large"], SCOPED_CODES, QUERY_CODES),
   },
 });
 

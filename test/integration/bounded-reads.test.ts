@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
 import { register } from "../support/declarations";
-import { shardOf } from "../support/shards";
+import { placedShardOf, shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -47,5 +47,26 @@ describe("reads bounded by their own work", () => {
     const short = await activation(300);
     const long = await activation(3_000);
     expect(long.rowsRead, `${JSON.stringify(short)} at 300 messages, ${JSON.stringify(long)} at 3,000`).toBeLessThan(short.rowsRead * 1.3);
+  });
+});
+
+describe("the whole-chain verify", () => {
+  it("refuses a log too long to read whole, naming its size and the paged call, and still answers a short one", async () => {
+    const conversation = freshConversation("api:bounded");
+    const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [conversation], trigger: 3_000, retain: 1_000 })).status).toBe(201);
+    expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("one", "one", "A short conversation.") })).status).toBe(201);
+    const verify = () => call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/verify?agent=${agentId}`, { token });
+    expect((await verify()).status).toBe(200);
+    // A conversation whose log's high-water mark is past the bound, as 20,001 events would leave it.
+    const long = freshConversation("api:bounded");
+    const longToken = await tokenFor(long, `agent:${agentId}`);
+    await (await placedShardOf(long)).prepare("INSERT INTO conversations (id, created_at, last_seq) VALUES (?, ?, 20001)").bind(long, new Date().toISOString()).run();
+    const refused = await call("GET", `/v1/conversations/${encodeURIComponent(long)}/verify?agent=${agentId}`, { token: longToken });
+    expect(refused.status).toBe(413);
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error).toMatchObject({ code: "payload_too_large", events: 20_001, boundaries: 0, maxEvents: 20_000, maxBoundaries: 100, paged: "verifyLinks" });
+    expect(body.error.message).toContain("/verify/links");
   });
 });

@@ -63,6 +63,15 @@ export async function readBoundaryAuditRows(db: D1Database, conversationId: stri
   return results.map(boundaryAuditRow);
 }
 
+/** How long a chain and its log are: the log's high-water mark, and the agent's boundary rows (every epoch). */
+export async function readChainSize(db: D1Database, conversationId: string, agentId: string): Promise<{ events: number; boundaries: number }> {
+  const row = await db
+    .prepare("SELECT (SELECT last_seq FROM conversations WHERE id = ?1) AS events, (SELECT count(*) FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2) AS boundaries")
+    .bind(conversationId, agentId)
+    .first<{ events: number | null; boundaries: number }>();
+  return { events: row?.events ?? 0, boundaries: row?.boundaries ?? 0 };
+}
+
 /**
  * A page of one epoch's links for the audit: the rows at the first `limit` positions after
  * `after`, with every row of the epoch that can bear on their checks: their predecessors (by id),
