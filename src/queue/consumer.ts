@@ -1,4 +1,5 @@
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
+import { concurrencyLimit } from "../core/concurrency";
 import { describeThrown } from "../core/thrown";
 import { logger } from "../logger";
 import { conversationStub } from "../durable/stub";
@@ -37,10 +38,11 @@ import { deliverText } from "../telegram/dispatch";
  *   and the conversation's object keeps it owed from before the boundary was stored until the
  *   extraction is seen, sending it again when it is not (`durable/extraction-watch`). So a failed
  *   hand-off is neither a retry of the compaction nor an incident.
- * - A batch holds jobs of many conversations and they run side by side: one job's hanging call
- *   never holds up another's (only a conversation's replies, and one chat's notices, wait for the
- *   one before them: that is the order their chat reads them in). Each job has a deadline
- *   (`deadline.ts`), and one still running at it is retried on its own.
+ * - A batch holds jobs of many conversations and they run side by side, five at a time (the
+ *   connections an invocation may hold open: `JOBS_AT_ONCE`); only a conversation's replies, and
+ *   one chat's notices, wait for the one before them (that is the order their chat reads them in).
+ *   Each job has a deadline (`deadline.ts`), counted from when it starts, and one still running at
+ *   it is retried on its own.
  * - Each message is acked or retried on its own. Whatever one job throws (a response body that is
  *   not JSON, a binding's TypeError) is that job's failed attempt, recorded like any other; it
  *   never reaches the batch, whose failure would retry every other job with it.
@@ -62,11 +64,19 @@ interface Delivery {
   readonly sentAt: number;
 }
 
+/**
+ * Jobs of one batch that run at once. A Worker invocation holds at most six outgoing connections
+ * open; a job beyond them would wait for one with its deadline running, pass it, be retried and pay
+ * its model again. Five leave one for the batch's own calls; a job's deadline starts with it.
+ */
+const JOBS_AT_ONCE = 5;
+
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   // wrangler.toml names the dead-letter queue once for the platform and once for this code (`JOB_DEAD_LETTER_QUEUE`).
   const deadLetter = batch.queue === env.JOB_DEAD_LETTER_QUEUE;
   const budgetEnd = Date.now() + BATCH_BUDGET_MS;
   const lanes = new Map<string, Promise<unknown>>();
+  const slot = concurrencyLimit(JOBS_AT_ONCE);
   const outcomes = batch.messages.map((message): Promise<Outcome> => {
     const job = jobSchema.safeParse(message.body);
     if (!job.success) {
@@ -76,7 +86,7 @@ export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Prom
     const delivery: Delivery = { id: message.id, attempts: message.attempts, sentAt: message.timestamp.getTime() };
     const lane = laneOf(job.data);
     const before = lane === undefined ? undefined : lanes.get(lane);
-    const run = (before ?? Promise.resolve()).then(() => bounded(env, job.data, delivery, deadLetter, Math.min(jobDeadlineMs(env), budgetEnd - Date.now())));
+    const run = (before ?? Promise.resolve()).then(() => slot(() => bounded(env, job.data, delivery, deadLetter, Math.min(jobDeadlineMs(env), budgetEnd - Date.now()))));
     if (lane !== undefined) lanes.set(lane, run);
     return run;
   });

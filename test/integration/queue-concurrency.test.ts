@@ -90,6 +90,28 @@ describe("a batch's jobs do not wait for one another", () => {
     expect(await proposalOf(hanging)).toBeDefined();
   });
 
+  it("runs at most five of a batch's jobs at once (a Worker holds six connections), the rest each starting as one ends", async () => {
+    const jobs = [];
+    for (let i = 0; i < 7; i++) jobs.push(await asked({ mode: "builtin" }, "qcstuck"));
+    await fetch(`${stuck}/__script`, { method: "POST", body: JSON.stringify(jobs.map(() => ({ hold: "busy" }))) });
+    const batch = createMessageBatch<Job>("foldline-compaction", jobs.map((a, i) => ({ id: `busy-${i}`, timestamp: new Date(), attempts: 1, body: a.job })));
+    const ctx = createExecutionContext();
+    const consuming = worker.queue(batch, consumerEnv);
+    try {
+      await waitFor(async () => ((await held()).length === 5 ? true : undefined), "five model calls held");
+      // The other two wait for a connection; their deadlines have not started.
+      for (const job of jobs.slice(0, 5)) expect(await proposalOf(job)).toBeUndefined();
+      expect(await held()).toHaveLength(5);
+    } finally {
+      await fetch(`${stuck}/__release`, { method: "POST", body: JSON.stringify({ hold: "busy" }) });
+    }
+    await waitFor(async () => ((await held()).length === 2 ? true : undefined), "the last two model calls, once five ended");
+    await fetch(`${stuck}/__release`, { method: "POST", body: JSON.stringify({ hold: "busy" }) });
+    await consuming;
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(7);
+    for (const job of jobs) expect(await proposalOf(job)).toBeDefined();
+  });
+
   it("a job still running at its deadline (from MODEL_TIMEOUT_MS) is retried with its own backoff, and its batch returns", async () => {
     // A service bot that answers only when the test says: the job outlives any deadline until then.
     let answer: (value: { text: string }) => void = () => undefined;
