@@ -3,7 +3,7 @@ import { hashCanonical } from "./hash";
 import type { Amendment } from "./packet";
 import type { ReconstructionPolicy, Turn } from "./reconstruction";
 import { reconstruct } from "./reconstruction";
-import { renderEnvelope } from "./render";
+import { indentContinuation, renderEnvelope } from "./render";
 import type { NativeMessage } from "./render";
 
 /**
@@ -62,9 +62,9 @@ export function renderAmendmentBody(amendments: readonly Amendment[]): string {
   const lines = amendments.map((a) => {
     switch (a.kind) {
       case "edited":
-        return `- [${a.turnId}] (${a.role}) now reads: ${a.text ?? ""}`;
+        return `- [${a.turnId}] (${a.role}) now reads: ${indentContinuation(a.text ?? "")}`;
       case "added":
-        return `- [${a.turnId}] (${a.role}) was added: ${a.text ?? ""}`;
+        return `- [${a.turnId}] (${a.role}) was added: ${indentContinuation(a.text ?? "")}`;
       case "deleted":
         return `- [${a.turnId}] (${a.role}) was deleted.`;
     }

@@ -41,7 +41,7 @@ function compactorInput(packet: Packet): string {
   const amendments = packet.amendments.map((a) =>
     a.kind === "deleted" || a.text === null
       ? `- [${escapeEnvelopeText(a.turnId)}] ${a.kind}`
-      : `- [${escapeEnvelopeText(a.turnId)}] ${a.kind}: ${escapeEnvelopeText(a.text)}`,
+      : `- [${escapeEnvelopeText(a.turnId)}] ${a.kind}: ${indentContinuation(escapeEnvelopeText(a.text))}`,
   );
   const pages = packet.memoryPages.map((page) =>
     section("page", `<path>${escapeEnvelopeText(page.path)}</path>\n<content>\n${escapeEnvelopeText(page.content)}\n</content>`),

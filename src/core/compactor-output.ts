@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Result } from "./errors";
 import { ok } from "./errors";
+import { joinLines, splitLines } from "./line-breaks";
 import type { CompactionContent, Packet } from "./packet";
 import { OUTPUT_CONTRACT, memoryRefSchema } from "./packet";
 import { renderEnvelope } from "./render";
@@ -78,7 +79,7 @@ export function looksLikeRefusal(text: string): boolean {
 
 /** The first line of the summary, cut at a word boundary to fit the contract's preview. */
 export function derivePreview(summary: string): string {
-  const firstLine = (summary.trim().split("\n", 1)[0] ?? "").trim();
+  const firstLine = (splitLines(summary.trim())[0] ?? "").trim();
   if (firstLine.length <= PREVIEW_MAX_CHARS) return firstLine;
   const room = firstLine.slice(0, PREVIEW_MAX_CHARS - 1);
   const lastSpace = room.search(/\s\S*$/);
@@ -86,7 +87,7 @@ export function derivePreview(summary: string): string {
 }
 
 /** One list item on one line: a newline inside an item must not read as the next item. */
-const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ");
+const oneLine = joinLines;
 
 /**
  * The boundary body the agent will read (inside the untrusted-history envelope): the summary, then

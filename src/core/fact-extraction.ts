@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { sha256Hex } from "./hash";
+import { hasLineBreak, joinLines } from "./line-breaks";
 
 /**
  * Durable facts of a settled frozen slice, for the agent's extracted memory pages (the memory
@@ -43,7 +44,7 @@ export const extractedFactSchema = z.strictObject({
   page: z.string().regex(new RegExp(`^extracted/(?:${FACT_KINDS.join("|")})/[a-z0-9]+(?:-[a-z0-9]+)*$`)).max(80),
   key: factSlugSchema.min(1),
   /** One line: the merge format and the agent's envelope both read statements as single lines. */
-  statement: z.string().min(1).max(MAX_STATEMENT_CHARS).regex(/^[^\r\n]*$/),
+  statement: z.string().min(1).max(MAX_STATEMENT_CHARS).refine((s) => !hasLineBreak(s), "a statement is one line"),
   sources: z.array(factSourceSchema).min(1).max(16),
 });
 export type ExtractedFact = z.infer<typeof extractedFactSchema>;
@@ -145,7 +146,7 @@ export function slugOf(text: string, maxWords = 6): string {
 
 /** Whitespace (newlines included) collapsed, bounded: a statement is one line. */
 export function oneLine(text: string, max = MAX_STATEMENT_CHARS): string {
-  const line = text.replace(/\s+/g, " ").trim();
+  const line = joinLines(text).replace(/\s+/g, " ").trim();
   return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }
 

@@ -1,5 +1,6 @@
 import { NO_SUBSTANTIVE_CONTENT } from "./compactor-output";
 import type { Author } from "./events";
+import { splitLines } from "./line-breaks";
 import { displayName } from "./names";
 import type { Fact } from "./offline-summarizer-facts";
 import { factOf, significantWords, valuesOf } from "./offline-summarizer-facts";
@@ -43,7 +44,8 @@ export function cutAtWord(text: string, max: number): string {
 
 export function sentences(text: string): string[] {
   return text
-    .split(/\n+|(?<=[.!?])\s+/)
+    .split(/(?<=[.!?])\s+/)
+    .flatMap(splitLines)
     .map((s) => s.replace(/\s+/g, " ").trim())
     .filter((s) => s !== "");
 }

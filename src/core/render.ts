@@ -1,4 +1,5 @@
 import type { Author } from "./events";
+import { replaceLineBreaks } from "./line-breaks";
 import { displayName } from "./names";
 import type { Turn } from "./reconstruction";
 
@@ -103,15 +104,13 @@ export function escapeEnvelopeText(text: string): string {
   return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 }
 
-/** Every line break a model may honour. */
-const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
-
 /**
  * Stored text inside a framed list (a slice, the memory envelope): every line after its first
  * starts with a tab, so no line of it can start at the margin, where the list's own items start,
- * and pass for an item of its own.
+ * and pass for an item of its own. Every break of the shared set (core/line-breaks.ts) counts, so no
+ * break a reader honours is left where an item could start.
  */
-export const indentContinuation = (text: string): string => text.replace(LINE_BREAK, "\n\t");
+export const indentContinuation = (text: string): string => replaceLineBreaks(text, "\n\t");
 
 export type EnvelopeKind = "boundary" | "amendment" | "memory";
 
