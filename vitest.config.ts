@@ -165,6 +165,8 @@ const CORE_TESTS = "test/core/**/*.test.ts";
  * spawn one).
  */
 const SCHEMA_TESTS = "test/schema/**/*.test.ts";
+/** The operator's command-line scripts, run by Node as an operator runs them. */
+const SCRIPT_TESTS = "test/scripts/**/*.test.ts";
 
 /** The fault matrix runs on its own, with its own config (`npm run faults`, vitest.faults.config.ts). */
 export const FAULT_TESTS = "test/faults/**/*.test.ts";
@@ -200,11 +202,12 @@ export default defineConfig(async () => {
       projects: [
         "./vitest.core.config.ts",
         { test: { name: "schema", environment: "node", include: [SCHEMA_TESTS] } },
+        { test: { name: "scripts", environment: "node", include: [SCRIPT_TESTS] } },
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
           // One workerd per worker, reused by the files it runs (not restarted for each): every
           // file works in conversations, agents and fake sessions of its own.
-          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, SCHEMA_TESTS, FAULT_TESTS, ALERT_TESTS, ...EXCLUSIVE_TESTS] },
+          test: { ...test, name: "workers", isolate: false, include: ["test/**/*.test.ts"], exclude: [LIVENESS_TESTS, CORE_TESTS, SCHEMA_TESTS, SCRIPT_TESTS, FAULT_TESTS, ALERT_TESTS, ...EXCLUSIVE_TESTS] },
         },
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],

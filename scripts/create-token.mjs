@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run token -- --scope 'api:acme:*' [--scope …] [--name NAME] [--remote]`
-//   Makes an API token, stores only its SHA-256 in D1 (local by default, --remote for the deployed
+// `npm run token -- --scope ops --name NAME [--remote]`
+//   Makes an API token (`ops`: the operator's, for /v1/ops/health and /v1/ops/incidents, which
+//   reads no conversation), stores only its SHA-256 in D1 (local by default, --remote for the deployed
 //   database), and prints the token once. Apply migrations first (`npm start` does it locally).
 // `npm run token -- --list [--remote]`
 //   Lists the tokens on file: name, scopes, when made, whether revoked (never a token or its hash).
@@ -54,11 +56,14 @@ if (values.revoke !== undefined) {
 }
 
 const scopes = values.scope ?? [];
-const SCOPE = /^(\*|(telegram|api|agent):[A-Za-z0-9._:-]*\*?)$/;
+// `ops` is src/core/ops.ts's OPS_SCOPE; the rest are conversation and agent patterns.
+const SCOPE = /^(ops|\*|(telegram|api|agent):[A-Za-z0-9._:-]*\*?)$/;
 if (scopes.length === 0 || !scopes.every((s) => SCOPE.test(s))) {
   console.error("usage: npm run token -- --scope 'api:acme:*' [--scope 'telegram:123:*'] [--name NAME] [--remote]");
+  console.error("       npm run token -- --scope ops --name NAME [--remote]   (an operator's token)");
   console.error("       npm run token -- --list [--remote] | --revoke NAME [--remote]");
-  console.error("a scope is a conversation id, or a prefix ending in *, or * for every conversation");
+  console.error("a scope is a conversation or agent id (telegram:…, api:…, agent:…), or a prefix of one ending in *,");
+  console.error("or * for every conversation, or ops for the operator's routes");
   process.exit(2);
 }
 if (!NAME.test(values.name)) {
