@@ -53,10 +53,21 @@ export async function signBody(secret: string, body: string, timestamp: number):
 /** Exactly `t=<digits>,v1=<64 lowercase hex>`: anything else is refused before any MAC is computed. */
 const HEADER = /^t=(\d{1,15}),v1=([0-9a-f]{64})$/;
 
+/** A clock or a tolerance: a finite, non-negative number of seconds (NaN compares false with everything, so it would accept any age). */
+function seconds(value: unknown, name: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a finite, non-negative number of seconds`);
+  return value;
+}
+
 /**
  * Checks a signature header against the raw body. `nowSeconds` is passed in (rather than read) so
  * a bot can test its handler deterministically. The MAC is compared by `crypto.subtle.verify`,
  * which is constant-time, so response timing reveals nothing about how much of a forgery matched.
+ *
+ * Fails closed on a caller's mistake rather than answering about it: a clock or tolerance that is
+ * not a finite, non-negative number throws a `RangeError` (a `NaN` clock would otherwise pass every
+ * age check and accept a replay forever), a secret that is not a non-empty string or a body that is
+ * not the raw text throws a `TypeError`, whatever the header says.
  * @public The helper a bot's own code imports; Foldline itself only signs.
  */
 export async function verifySignature(
@@ -66,12 +77,16 @@ export async function verifySignature(
   nowSeconds: number,
   toleranceSeconds = DEFAULT_TOLERANCE_SECONDS,
 ): Promise<SignatureCheck> {
-  const match = HEADER.exec(header?.trim() ?? "");
+  if (typeof secret !== "string" || secret === "") throw new TypeError("the secret must be a non-empty string");
+  if (typeof body !== "string") throw new TypeError("the body must be the request's raw text, before it is parsed");
+  const now = seconds(nowSeconds, "nowSeconds");
+  const tolerance = seconds(toleranceSeconds, "toleranceSeconds");
+  const match = typeof header === "string" ? HEADER.exec(header.trim()) : null;
   if (match === null) return { ok: false, reason: "malformed" };
   const [, t = "", v1 = ""] = match;
   const timestamp = Number(t);
   // Both directions: a timestamp from the future is as suspect as an old one (a skewed or forged clock).
-  if (Math.abs(nowSeconds - timestamp) > toleranceSeconds) return { ok: false, reason: "stale" };
+  if (Math.abs(now - timestamp) > tolerance) return { ok: false, reason: "stale" };
   const valid = await crypto.subtle.verify("HMAC", await hmacKey(secret, "verify"), fromHex(v1), signedText(timestamp, body));
   return valid ? { ok: true } : { ok: false, reason: "mismatch" };
 }

@@ -111,6 +111,7 @@ console.log(JSON.stringify({
   valid: await verifySignature(secret, body, header, now),
   tampered: await verifySignature(secret, body + " ", header, now),
   stale: await verifySignature(secret, body, header, now + 301),
+  nanClock: await verifySignature(secret, body, header, Number.NaN).then((c) => c, (e) => e.name),
   methods: Object.keys(client).sort(),
   error: [error instanceof Error, error.name, error.code, error.status, error.retryAfterSeconds],
 }));
@@ -124,6 +125,7 @@ console.log(JSON.stringify({
         valid: { ok: true },
         tampered: { ok: false, reason: "mismatch" },
         stale: { ok: false, reason: "stale" },
+        nanClock: "RangeError",
         methods: ["append", "appendBatch", "compose", "context", "registerAgent", "request", "searchMemory"],
         error: [true, "FoldlineError", "unavailable", 503, 2],
       });

@@ -59,6 +59,33 @@ describe("external bot signatures", () => {
     }
   });
 
+  it("refuses a clock or a tolerance that is not a finite, non-negative number, whatever the header (never fails open)", async () => {
+    const header = await signBody(SECRET, BODY, 0);
+    const malformed = "garbage";
+    for (const now of [Number.NaN, undefined, "x", "0", null, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, {}, 10n]) {
+      for (const h of [header, malformed]) {
+        await expect(verifySignature(SECRET, BODY, h, now as unknown as number), String(now)).rejects.toThrow(RangeError);
+      }
+    }
+    for (const tolerance of [Number.NaN, Number.POSITIVE_INFINITY, -1, "300", null]) {
+      await expect(verifySignature(SECRET, BODY, header, 0, tolerance as unknown as number), String(tolerance)).rejects.toThrow(RangeError);
+    }
+    // Left out, the tolerance is the default; a fractional clock (Date.now() / 1000) is a clock.
+    expect(await verifySignature(SECRET, BODY, header, 0.5, undefined)).toEqual({ ok: true });
+    expect(await verifySignature(SECRET, BODY, header, 300.5)).toEqual({ ok: false, reason: "stale" });
+  });
+
+  it("refuses an empty or non-text secret and a body that is not the raw text", async () => {
+    const header = await signBody(SECRET, BODY, NOW);
+    for (const secret of ["", undefined, null, 42]) {
+      await expect(verifySignature(secret as unknown as string, BODY, header, NOW), String(secret)).rejects.toThrow(TypeError);
+    }
+    for (const body of [undefined, null, JSON.parse(BODY) as unknown, new TextEncoder().encode(BODY)]) {
+      await expect(verifySignature(SECRET, body as string, header, NOW)).rejects.toThrow(TypeError);
+    }
+    expect(await verifySignature(SECRET, BODY, 12 as unknown as string, NOW)).toEqual({ ok: false, reason: "malformed" });
+  });
+
   it("round-trips any body and rejects it once a single character changes", async () => {
     await fc.assert(
       fc.asyncProperty(fc.string({ unit: "binary", maxLength: 2_000 }), fc.string({ minLength: 1, maxLength: 64 }), fc.nat({ max: 4_000_000_000 }), async (body, secret, t) => {
