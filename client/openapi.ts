@@ -1097,6 +1097,7 @@ export interface components {
             /** Format: date-time */
             lastSeenAt: string;
             open: boolean;
+            detail: string | null;
         };
         IncidentPage: {
             incidents: components["schemas"]["Incident"][];

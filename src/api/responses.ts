@@ -126,7 +126,7 @@ export const composeResponseSchema = z.strictObject({
  * same row (same id), and the operator is notified once; it closes when what it concerns works again,
  * and the next occurrence opens a new incident.
  */
-export const incidentSchema = z.strictObject({
+const incidentFields = {
   id: position,
   /** Null for an incident of the conversation's own bookkeeping (a catch-up deadline), not of one agent. */
   agentId: agentIdSchema.nullable(),
@@ -140,7 +140,13 @@ export const incidentSchema = z.strictObject({
   count: z.number().int().positive(),
   lastSeenAt: isoTime,
   open: z.boolean(),
-});
+};
+
+/**
+ * A conversation's incident, for a token scoped to it: `message` is the service's own words (codes,
+ * ids, counts), `detail` what a counterpart said (a bot's or a provider's error text), if anything.
+ */
+export const incidentSchema = z.strictObject({ ...incidentFields, detail: z.string().nullable() });
 
 export const incidentPageSchema = z.strictObject({
   incidents: z.array(incidentSchema),
@@ -148,7 +154,7 @@ export const incidentPageSchema = z.strictObject({
 });
 
 /** An incident of any conversation, as the operator reads the fleet's: with its conversation and the shard that keeps it. */
-export const fleetIncidentSchema = incidentSchema.extend({ conversationId: z.string(), shard: z.string() });
+export const fleetIncidentSchema = z.strictObject({ ...incidentFields, conversationId: z.string(), shard: z.string() });
 
 export const fleetIncidentPageSchema = z.strictObject({
   incidents: z.array(fleetIncidentSchema),

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { opsText } from "./ops-text";
+import type { OpsText } from "./ops-text";
 import { extractionRunId } from "./extraction-plan";
 import type { Wake } from "./wakeups";
 
@@ -77,10 +79,11 @@ export function wakeRun(wake: Wake): string | null {
 }
 
 /** The incident's message: codes, counts and the error's own words (never conversation text), bounded. */
-export function wakeFailureMessage(wake: Wake, failures: number, retryAt: number, error: unknown): string {
-  const said = error instanceof Error ? error.message : String(error);
+export function wakeFailureMessage(wake: Wake, failures: number, retryAt: number, error: unknown): { message: OpsText; detail: string } {
+  const detail = (error instanceof Error ? error.message : String(error)).slice(0, 300);
+  const next = new Date(retryAt).toISOString();
   if (wake.kind === "extraction") {
-    return `the extraction of ${wake.job.boundaryId} could not be sent again ${failures} times in a row, retried with backoff (next at ${new Date(retryAt).toISOString()}): ${said.slice(0, 300)}`;
+    return { message: opsText`the extraction of ${wake.job.boundaryId} could not be sent again ${failures} times in a row, retried with backoff (next at ${next})`, detail };
   }
-  return `the ${wake.kind} deadline failed ${failures} times in a row, retried with backoff (next at ${new Date(retryAt).toISOString()}): ${said.slice(0, 300)}`;
+  return { message: opsText`the ${wake.kind} deadline failed ${failures} times in a row, retried with backoff (next at ${next})`, detail };
 }

@@ -1,4 +1,6 @@
 import { recordIncident } from "../incidents";
+import type { OpsText } from "../core/ops-text";
+import { opsText } from "../core/ops-text";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { ContextSelection } from "../core/context-manifest";
 import type { Result } from "../core/errors";
@@ -201,7 +203,7 @@ export class CompactionEngine {
         runId: plan.runId,
         kind: "compaction_stalled",
         code: "plan_stalled",
-        message: `plan open ${Math.round((now.getTime() - wake.planCreatedAt) / 1000)} s with no boundary; its job was sent ${wake.dispatches} time(s) and is being sent again`,
+        message: opsText`plan open ${Math.round((now.getTime() - wake.planCreatedAt) / 1000)} s with no boundary; its job was sent ${wake.dispatches} time(s) and is being sent again`,
         createdAt: now.toISOString(),
       });
     }
@@ -232,7 +234,7 @@ export class CompactionEngine {
     return this.#settlement.runState(runId, now);
   }
 
-  abandon(runId: string, reason: string, now: Date): Promise<void> {
+  abandon(runId: string, reason: OpsText, now: Date): Promise<void> {
     return this.#reloadingOnFailure(() => this.#settlement.abandon(runId, reason, now));
   }
 

@@ -1,4 +1,5 @@
 import { raiseIncident } from "../incidents";
+import { opsText } from "../core/ops-text";
 import { amendmentEnvelope } from "../core/amendments";
 import type { Group } from "../core/compaction-plan";
 import { renderBoundaryBody } from "../core/compactor-output";
@@ -196,7 +197,16 @@ export class ContextServer {
     const { env, conversationId } = this.deps;
     const { code, cause, check, field, expected, found, message } = reason;
     this.#clear.delete(agentId);
-    await raiseIncident(env, { conversationId, agentId, runId, kind: "resolver_failure", code, message: `${cause}: ${message}`, createdAt: now.toISOString() });
+    await raiseIncident(env, {
+      conversationId,
+      agentId,
+      runId,
+      kind: "resolver_failure",
+      code,
+      message: opsText`${cause}: check ${check} failed on ${field} of boundary ${boundaryId}`,
+      detail: message,
+      createdAt: now.toISOString(),
+    });
     // `reason` is the code the API has always answered with; `cause` and the tagged data say which condition it was.
     return fail("chain_invalid", `no valid summary can be served: ${message}`, { reason: code, cause, check, field, expected, found, boundaryId });
   }

@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { OpsText } from "../core/ops-text";
 import type { HashedInput, PlannedInsert } from "../core/append";
 import { decideAppend } from "../core/append";
 import type { Result } from "../core/errors";
@@ -233,7 +234,8 @@ export class ConversationObject extends DurableObject<Env> {
     });
   }
 
-  async abandon(conversationId: string, runId: string, reason: string): Promise<void> {
+  /** `reason`: what the operator reads (codes, ids, counts: core/ops-text.ts). */
+  async abandon(conversationId: string, runId: string, reason: OpsText): Promise<void> {
     return this.#exclusive(async () => {
       await this.#bound(conversationId, "write");
       await this.#compaction(conversationId).abandon(runId, reason, new Date());

@@ -1,4 +1,5 @@
 import { recordIncident } from "../incidents";
+import { opsText } from "../core/ops-text";
 import { logger } from "../logger";
 import type { PlanFailure } from "../core/compaction-plan";
 import { compactorRunEvent } from "../core/compactor-runs";
@@ -199,7 +200,8 @@ export class Planner {
       runId,
       kind: "plan_failure",
       code: failure.code,
-      message: failure.message,
+      message: opsText`plan ${runId} failed closed at seq ${triggerSeq}: ${failure.code}`,
+      detail: failure.message,
       createdAt: now.toISOString(),
     });
     return "failed";

@@ -1,4 +1,6 @@
 import { compactionBackoffBaseSeconds } from "../config";
+import { opsText } from "../core/ops-text";
+import type { OpsText } from "../core/ops-text";
 import { recordIncident } from "../incidents";
 import { countFailedAttempts } from "../storage/shard/incidents";
 import { MAX_PLAN_ATTEMPTS } from "../core/jobs";
@@ -166,7 +168,18 @@ export class Settlement {
     const unanchored = checkAnchor(plan, await readChainAnchor(shard, conversationId, plan.epochId), chain.head?.hash);
     if (unanchored !== undefined) {
       const refusal = settleError(unanchored);
-      await recordIncident(env, { conversationId, agentId: plan.agentId, runId, kind: "resolver_failure", code: "missing_link", message: refusal.message, createdAt: now.toISOString() });
+      await recordIncident(env, {
+        conversationId,
+        agentId: plan.agentId,
+        runId,
+        kind: "resolver_failure",
+        code: "missing_link",
+        message:
+          unanchored.reason === "unanchored_head"
+            ? opsText`the plan follows ${unanchored.previousBoundaryId || "(none)"}, the log's newest completed run settled ${unanchored.anchoredBoundaryId}`
+            : opsText`the plan's head is not the one the log anchors: ${unanchored.reason}`,
+        createdAt: now.toISOString(),
+      });
       return { ok: false, error: refusal };
     }
     return current;
@@ -223,7 +236,8 @@ export class Settlement {
       runId,
       kind: "compactor_failure",
       code: code.slice(0, 64),
-      message: `attempt ${attempt}: ${message.slice(0, 900)}`,
+      message: opsText`attempt ${attempt}: ${code.slice(0, 64)}`,
+      detail: message,
       createdAt: now.toISOString(),
     });
   }
@@ -234,7 +248,7 @@ export class Settlement {
    * the plan: the record ends in the operator's notice, a send that can fail after the incident row
    * is written, and the dead letter's retry then finds the plan abandoned already.
    */
-  async abandon(runId: string, reason: string, now: Date): Promise<void> {
+  async abandon(runId: string, reason: OpsText, now: Date): Promise<void> {
     const { env, shard, conversationId, wakes } = this.deps;
     const plan = await readPlan(shard, runId);
     if (plan === undefined || plan.conversationId !== conversationId) return;
@@ -261,7 +275,7 @@ export class Settlement {
       runId,
       kind: "compactor_abandoned",
       code: "retries_exhausted",
-      message: reason.slice(0, 1_000),
+      message: reason,
       createdAt: now.toISOString(),
     });
   }

@@ -118,7 +118,7 @@ export async function wakeFailed(env: Env, book: WakeupBook, conversationId: str
         runId: wakeRun(wake),
         kind: "wake_failure",
         code: wake.kind,
-        message: wakeFailureMessage(wake, step.streak.failures, step.retryAt, error),
+        ...wakeFailureMessage(wake, step.streak.failures, step.retryAt, error),
         createdAt: now.toISOString(),
       },
       step.raise,

@@ -1,4 +1,5 @@
 import { unrecalledMemoryRefs, validateCompactorOutput } from "../core/compactor-output";
+import { opsText } from "../core/ops-text";
 import { concurrencyLimit } from "../core/concurrency";
 import { describeThrown } from "../core/thrown";
 import { logger } from "../logger";
@@ -182,7 +183,7 @@ async function handle(env: Env, job: Job, delivery: Delivery, deadLetter: boolea
       return { kind: "done" };
     case "compaction":
       if (!deadLetter) return compact(env, job, delivery);
-      await conversationStub(env, job.conversationId).abandon(job.conversationId, job.runId, `retries exhausted after ${attempts} dead-letter attempt(s)`);
+      await conversationStub(env, job.conversationId).abandon(job.conversationId, job.runId, opsText`retries exhausted after ${attempts} dead-letter attempt(s)`);
       return { kind: "done" };
     case "extract":
       if (!deadLetter) return extract(env, job, attempts);
@@ -200,7 +201,7 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
   // plan whose attempts are spent (by this job or the watchdog's copies of it) is closed, backing off.
   const state = await stub.runState(job.conversationId, job.runId);
   if (!state.open) {
-    if (state.reason === "attempts_exhausted") await stub.abandon(job.conversationId, job.runId, `model attempts exhausted: the plan failed ${MAX_PLAN_ATTEMPTS} times`);
+    if (state.reason === "attempts_exhausted") await stub.abandon(job.conversationId, job.runId, opsText`model attempts exhausted: the plan failed ${MAX_PLAN_ATTEMPTS} times`);
     return { kind: "done" };
   }
   let spent: Spent = {};

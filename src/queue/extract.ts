@@ -1,4 +1,5 @@
 import type { Result } from "../core/errors";
+import { opsText } from "../core/ops-text";
 import { ok } from "../core/errors";
 import type { ExtractedFact } from "../core/fact-extraction";
 import { factsByPage, mergeFacts } from "../core/fact-merge";
@@ -114,7 +115,8 @@ export async function recordExtractionFailure(env: Env, job: ExtractJob, attempt
     runId,
     kind: "extraction_failure",
     code: code.slice(0, 64),
-    message: `attempt ${attempts}: ${message.slice(0, 900)}`,
+    message: opsText`attempt ${attempts}: ${code.slice(0, 64)}`,
+    detail: message,
     createdAt: new Date().toISOString(),
   });
 }
@@ -127,7 +129,7 @@ export async function abandonExtraction(env: Env, job: ExtractJob, attempts: num
     runId: extractionRunId(job.runId),
     kind: "extraction_failure",
     code: "retries_exhausted",
-    message: `extraction of ${job.boundaryId} abandoned after ${attempts} dead-letter attempt(s)`,
+    message: opsText`extraction of ${job.boundaryId} abandoned after ${attempts} dead-letter attempt(s)`,
     createdAt: new Date().toISOString(),
   });
 }

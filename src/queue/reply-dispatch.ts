@@ -1,4 +1,5 @@
 import { directReplyAgents } from "../config";
+import { opsText } from "../core/ops-text";
 import { telegramRoute } from "../core/conversation-id";
 import type { ReplyJob } from "../core/jobs";
 import { recordIncident } from "../incidents";
@@ -68,7 +69,8 @@ export async function dispatchProposal(env: Env, declaration: StoredDeclaration,
     runId: null,
     kind: "delivery_failure",
     code: failure.kind,
-    message: reason.slice(0, 1_000),
+    message: opsText`proposal ${proposalId} not delivered: ${failure.kind}`,
+    detail: reason,
     createdAt: at,
   });
   return { kind: "done" };

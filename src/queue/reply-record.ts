@@ -1,4 +1,5 @@
 import { scopesAllow } from "../core/conversation-id";
+import { opsText } from "../core/ops-text";
 import type { EventInput, StoredEvent } from "../core/events";
 import type { Result } from "../core/errors";
 import { ok } from "../core/errors";
@@ -55,7 +56,8 @@ export async function recordReplyFailure(env: Env, job: ReplyJob, attempts: numb
     runId: k.run,
     kind: "agent_failure",
     code: code.slice(0, 64),
-    message: `attempt ${attempts}: ${message.slice(0, 900)}`,
+    message: opsText`attempt ${attempts}: ${code.slice(0, 64)}`,
+    detail: message,
     createdAt: new Date().toISOString(),
   });
 }

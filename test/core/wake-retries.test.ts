@@ -55,8 +55,11 @@ describe("a deadline that fails", () => {
     const handoff = { kind: "reply_handoff" as const, at: 0, sources: [{ seq: 1, hash: "a".repeat(64) }], failures: 0 };
     expect(wakeAgent(handoff)).toBeNull();
     expect(wakeRun(handoff)).toBeNull();
-    const message = wakeFailureMessage({ kind: "catch_up", at: 0 }, 3, 0, new Error("x".repeat(1_000)));
-    expect(message).toContain("catch_up deadline failed 3 times in a row");
-    expect(message.length).toBeLessThan(500);
+    const { message, detail } = wakeFailureMessage({ kind: "catch_up", at: 0 }, 3, 0, new Error(`said ${"x".repeat(1_000)}`));
+    expect(message).toBe("the catch_up deadline failed 3 times in a row, retried with backoff (next at 1970-01-01T00:00:00.000Z)");
+    // What the error said is the incident's private detail, bounded, never the operator's message.
+    expect(detail).toBe(`said ${"x".repeat(295)}`);
+    const extraction = wakeFailureMessage({ kind: "extraction", at: 0, job: { boundaryId: "b-1" } } as unknown as Parameters<typeof wakeFailureMessage>[0], 2, 0, "down");
+    expect(extraction).toEqual({ message: "the extraction of b-1 could not be sent again 2 times in a row, retried with backoff (next at 1970-01-01T00:00:00.000Z)", detail: "down" });
   });
 });

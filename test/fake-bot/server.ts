@@ -63,6 +63,8 @@ export async function startFakeBot(): Promise<FakeBot> {
         return send(response, 200, { ok: true });
       }
       if (request.method === "POST" && path === "/down") return send(response, 503, { error: "restarting" });
+      // A bot whose error page quotes the message it could not answer, as many frameworks' do.
+      if (request.method === "POST" && path === "/quote") return send(response, 500, { error: `could not answer: ${lastUserText(JSON.parse(raw) as unknown)}` });
       if (request.method !== "POST" || path !== "/reply") return send(response, 404, { error: "not found" });
       const header = request.headers[SIGNATURE_HEADER.toLowerCase()];
       const signature = typeof header === "string" ? header : null;

@@ -50,6 +50,8 @@ export interface ScriptStep {
   readonly id?: string;
   /** `retry-after` header value in seconds (for error statuses). */
   readonly retryAfter?: number;
+  /** The error body's `message` (for error statuses): what a provider says, which may quote the request. */
+  readonly errorMessage?: string;
   /** Wait this long before answering (a slow provider, for timeouts). */
   readonly delayMs?: number;
   /**
@@ -247,9 +249,9 @@ function completion(body: Record<string, unknown>, step: ScriptStep, content: st
   };
 }
 
-function errorBody(status: number): Record<string, unknown> {
+function errorBody(status: number, message = `fake provider answered ${status}`): Record<string, unknown> {
   const type = status === 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error";
-  return { error: { message: `fake provider answered ${status}`, type, code: type, param: null } };
+  return { error: { message, type, code: type, param: null } };
 }
 
 export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> {
@@ -348,7 +350,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     }
     const status = step.status ?? 200;
     call.status = status;
-    if (status !== 200) return send(response, status, errorBody(status), step.retryAfter === undefined ? {} : { "retry-after": String(step.retryAfter) });
+    if (status !== 200) return send(response, status, errorBody(status, step.errorMessage), step.retryAfter === undefined ? {} : { "retry-after": String(step.retryAfter) });
     if (step.rawBody !== undefined) return send(response, 200, step.rawBody);
     const content = step.content === undefined ? defaultContent(body, summaryChars) : step.content;
     call.replyChars = content?.length ?? 0;

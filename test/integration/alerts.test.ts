@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import type { OpsText } from "../../src/core/ops-text";
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
 import { ALERTS_PER_WINDOW } from "../../src/core/alerts";
 import { sha256Hex } from "../../src/core/hash";
@@ -79,7 +80,9 @@ const incident = (conversationId: string, overrides: Partial<Incident> = {}): In
   runId: null,
   kind: "delivery_failure",
   code: "forbidden",
-  message: `provider said: ${MARKER}`,
+  // Planted in both: whatever an incident says, an alert carries its codes and ids, not its words.
+  message: `provider said: ${MARKER}` as OpsText,
+  detail: `provider said: ${MARKER}`,
   createdAt: new Date().toISOString(),
   ...overrides,
 });

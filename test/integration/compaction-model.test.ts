@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { conversationStub } from "../../src/durable/stub";
 import { readChainBoundaries, readIncidents } from "../support/reads";
+import { expectCounterpartTextPrivate } from "../support/incident-views";
 import { shardOf } from "../support/shards";
 import type { ScriptStep } from "../fake-openai/server";
 import { register } from "../support/declarations";
@@ -88,6 +89,18 @@ describe("the compactor through an OpenAI-compatible endpoint", () => {
     const completed = (await runs(token, conversation)).filter((r) => r.body.status === "completed");
     expect(completed).toHaveLength(1);
     expect(completed[0]?.body).toMatchObject({ agentId: `${agentId}.compactor`, role: "compactor", model: "gpt-reported-2026-11", usage: { inputTokens: 912, outputTokens: 41 } });
+  });
+
+  it("keeps what the provider said (an error echoing the chat, a refusal quoting it) out of the operator's fleet view", async () => {
+    const { conversation, agentId, token } = await setup("projection");
+    const marker = `MARK${crypto.randomUUID().replaceAll("-", "")}`;
+    await script([{ status: 400, errorMessage: `content flagged in: wire the money to ${marker}` }, { content: `I'm sorry, I cannot summarize "${marker}".` }]);
+    await sayUntilPlanned(token, conversation);
+    await idle(conversation, agentId, 1);
+    const own = await expectCounterpartTextPrivate(conversation, token, `${agentId}`, marker);
+    const failures = own.filter((i) => i.kind === "compactor_failure");
+    expect(failures.map((i) => i.message)).toEqual(["attempt 1: model_rejected", "attempt 2: output_refusal"]);
+    expect(failures[0]?.detail).toContain(marker);
   });
 
   it("turns 429, 500 and invalid output into private failed runs, retries the same packet, then settles", async () => {

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { signBody, verifySignature } from "../../src/external/signature";
 import { readIncidents } from "../support/reads";
+import { expectCounterpartTextPrivate } from "../support/incident-views";
 import { shardOf } from "../support/shards";
 import type { ReceivedRequest } from "../fake-bot/server";
 import { pair } from "../support/declarations";
@@ -51,10 +52,10 @@ async function registerAgent(agentId: string, reply: Record<string, unknown>, co
 }
 
 /** A message posted first, then the agent registered to serve it: the reply job is the test's to deliver. */
-async function postedBeforeRegistration(agentId: string, reply: Record<string, unknown>) {
+async function postedBeforeRegistration(agentId: string, reply: Record<string, unknown>, text = "Hello?") {
   const conversation = freshConversation("api:ext");
   const token = await tokenFor(conversation, `agent:${agentId}`);
-  const posted = await json<{ event: { seq: number } }>(await call("POST", eventsPath(conversation), { token, body: sourceEvent("m-1", "7", "Hello?") }));
+  const posted = await json<{ event: { seq: number } }>(await call("POST", eventsPath(conversation), { token, body: sourceEvent("m-1", "7", text) }));
   await registerAgent(agentId, reply, conversation);
   return { conversation, token, job: replyJobFor(conversation, agentId, { seq: posted.event.seq, messageId: "7" }) };
 }
@@ -115,7 +116,8 @@ describe("an external bot over signed HTTP", () => {
 
     const incidents = await readIncidents(await shardOf(refusing.conversation), refusing.conversation, 10);
     expect(incidents.map((i) => [i.agentId, i.kind, i.code])).toEqual([["ext-http-wrong", "agent_failure", "bot_rejected"]]);
-    expect(incidents[0]?.message).toContain("401");
+    expect(incidents[0]?.message).toBe("attempt 1: bot_rejected");
+    expect(incidents[0]?.detail).toContain("401");
     const events = await log(refusing.token, refusing.conversation);
     expect(events.filter((e) => e.kind === "proposal")).toHaveLength(0);
     const runs = events.filter((e) => e.kind === "run" && e.body.role === "agent");
@@ -127,6 +129,15 @@ describe("an external bot over signed HTTP", () => {
     const retried = await deliver("foldline-compaction", [down.job]);
     expect(retried.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
     expect((await readIncidents(await shardOf(down.conversation), down.conversation, 10)).map((i) => i.code)).toEqual(["bot_unreachable"]);
+  });
+
+  it("a bot's error that quotes the chat reaches the conversation's own incidents, never the operator's fleet view", async () => {
+    const marker = `MARK${crypto.randomUUID().replaceAll("-", "")}`;
+    const quoting = await postedBeforeRegistration("ext-http-quote", { mode: "http", url: `${botOrigin}/quote`, secret: "BOT_HMAC_SECRET", timeoutMs: 5_000 }, `wire 5000 EUR to ${marker}`);
+    const outcome = await deliver("foldline-compaction", [quoting.job]);
+    expect(outcome.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
+    const own = await expectCounterpartTextPrivate(quoting.conversation, quoting.token, "ext-http-quote", marker);
+    expect(own.map((i) => [i.kind, i.code, i.message])).toEqual([["agent_failure", "bot_unreachable", "attempt 1: bot_unreachable"]]);
   });
 
   it("the fake bot itself refuses a forged signature (the helper rejects on the bot's side)", async () => {
@@ -179,7 +190,7 @@ describe("an external bot behind a service binding", () => {
     expect(result.retryMessages).toEqual([]);
     const incidents = await readIncidents(await shardOf(conversation), conversation, 10);
     expect(incidents.map((i) => [i.agentId, i.kind, i.code])).toEqual([[agentId, "agent_failure", "bot_rejected"]]);
-    expect(incidents[0]?.message).toContain("NO_SUCH_BOT");
+    expect(incidents[0]?.detail).toContain("NO_SUCH_BOT");
     expect((await log(token, conversation)).filter((e) => e.kind === "proposal")).toHaveLength(0);
   });
 });

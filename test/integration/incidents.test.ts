@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { opsText } from "../../src/core/ops-text";
 import { closeIncidents, insertIncidentStatement, raiseIncident } from "../../src/storage/shard/incidents";
 import { register } from "../support/declarations";
 import { placedShardOf } from "../support/shards";
@@ -51,7 +52,7 @@ async function recordIncident(conversation: string, code: string): Promise<void>
     runId: null,
     kind: "compactor_failure",
     code,
-    message: `attempt 1: ${code}`,
+    message: opsText`attempt 1: ${code}`,
     createdAt: new Date().toISOString(),
   }).run();
 }
@@ -86,7 +87,7 @@ describe("GET /v1/conversations/{conversation}/incidents", () => {
     // A failed plan is an event: one incident, seen once, not open.
     expect(incident).toMatchObject({ agentId, runId: failedRun?.body.runId, kind: "plan_failure", code: "tail_group_too_large", count: 1, open: false });
     expect(incident?.lastSeenAt).toBe(incident?.createdAt);
-    expect(Object.keys(incident ?? {}).sort()).toEqual(["agentId", "code", "count", "createdAt", "id", "kind", "lastSeenAt", "message", "open", "runId"]);
+    expect(Object.keys(incident ?? {}).sort()).toEqual(["agentId", "code", "count", "createdAt", "detail", "id", "kind", "lastSeenAt", "message", "open", "runId"]);
     expect(incident?.message.length).toBeGreaterThan(0);
     expect(Number.isNaN(Date.parse(incident?.createdAt ?? ""))).toBe(false);
     // Private evidence, never the conversation's content.
@@ -157,7 +158,7 @@ describe("an incident that repeats while open (migration 0017)", () => {
     runId: null,
     kind: "resolver_failure" as const,
     code: "divergent_hash",
-    message: "packet_unreadable: the head's packet was altered",
+    message: opsText`packet_unreadable: the head's packet was altered`,
     createdAt,
   });
 
@@ -167,7 +168,7 @@ describe("an incident that repeats while open (migration 0017)", () => {
     const token = await tokenFor(conversation);
     const first = await raiseIncident(db, condition(conversation, "2026-12-01T10:00:00.000Z"));
     expect(first).toMatchObject({ count: 1, notified: false });
-    const again = await raiseIncident(db, { ...condition(conversation, "2026-12-01T10:05:00.000Z"), message: "a later wording" });
+    const again = await raiseIncident(db, { ...condition(conversation, "2026-12-01T10:05:00.000Z"), message: opsText`a later wording` });
     expect(again).toEqual({ ...first, count: 2 });
     // Another agent, or another code, is another incident.
     await raiseIncident(db, { ...condition(conversation, "2026-12-01T10:06:00.000Z"), code: "fork" });

@@ -1,4 +1,5 @@
 import { env, exports } from "cloudflare:workers";
+import type { OpsText } from "../../src/core/ops-text";
 import { jsx } from "hono/jsx";
 import { describe, expect, it } from "vitest";
 import { FleetPage } from "../../src/http/inspector/views/fleet-page";
@@ -100,7 +101,7 @@ describe("/inspector/fleet", () => {
     // Failures: five hours back a failed run on one shard and a refused delivery on the other; two
     // hours back a chain the resolver refuses, seen twice and still open. Each message carries the marker.
     const agentId = `fleet-${crypto.randomUUID().slice(0, 8)}`;
-    const incident = { agentId, runId: null, code: "chain_invalid", message: `about ${marker}` };
+    const incident = { agentId, runId: null, code: "chain_invalid", message: `about ${marker}` as OpsText, detail: `about ${marker}` };
     await insertIncidentStatement(shard0.db, { ...incident, conversationId: busier, kind: "compactor_failure", createdAt: inHour(5, 40) }).run();
     await insertIncidentStatement(shard1.db, { ...incident, conversationId: busy, kind: "delivery_failure", createdAt: inHour(5, 45) }).run();
     const refused = { ...incident, conversationId: busy, kind: "resolver_failure" as const };

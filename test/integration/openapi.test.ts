@@ -1,5 +1,6 @@
 /// <reference types="vite/client" />
 import { exports } from "cloudflare:workers";
+import { opsText } from "../../src/core/ops-text";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import readme from "../../README.md?raw";
@@ -387,7 +388,8 @@ describe("success responses", () => {
       runId: null,
       kind: "compactor_failure",
       code: "model_error",
-      message: "attempt 1: model_error",
+      message: opsText`attempt 1: model_error`,
+      detail: "the provider said: overloaded",
       createdAt: new Date().toISOString(),
     }).run();
     const incidents = await check<{ incidents: unknown[] }>("listIncidents", await call("GET", `${conversationPath}/incidents`, { token }));

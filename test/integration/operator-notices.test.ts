@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { opsText } from "../../src/core/ops-text";
 import { describe, expect, inject, it } from "vitest";
 import type { Incident } from "../../src/incidents";
 import { incidentNotice } from "../../src/incidents";
@@ -15,7 +16,7 @@ const incident = (overrides: Partial<Incident>): Incident => ({
   runId: "cmp_1",
   kind: "plan_failure",
   code: "tail_group_too_large",
-  message: "the newest group has 90000 characters",
+  message: opsText`the newest group has 90000 characters`,
   createdAt: "2026-11-30T00:00:00.000Z",
   ...overrides,
 });

@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { opsText } from "../../src/core/ops-text";
 import { describe, expect, it } from "vitest";
 import { fleetHealth } from "../../src/api/ops";
 import { EXPECTED_MIGRATIONS } from "../../src/core/ops";
@@ -105,11 +106,11 @@ describe("GET /v1/ops/incidents", () => {
       const shard = shards[shardIndex];
       if (shard === undefined) throw new Error("three shards");
       const conversationId = freshConversation("api:ops");
-      await insertIncidentStatement(shard.db, { conversationId, agentId: agent, runId: null, kind, code: "c", message: "m", createdAt: when(minute) }).run();
+      await insertIncidentStatement(shard.db, { conversationId, agentId: agent, runId: null, kind, code: "c", message: opsText`m`, createdAt: when(minute) }).run();
       seeded.push([minute, shard.name, kind, conversationId]);
     }
     const stalled = freshConversation("api:ops");
-    const condition = { conversationId: stalled, agentId, runId: null, kind: "resolver_failure" as const, code: "chain_invalid", message: "m", createdAt: when(0) };
+    const condition = { conversationId: stalled, agentId, runId: null, kind: "resolver_failure" as const, code: "chain_invalid", message: opsText`m`, createdAt: when(0) };
     await raiseIncident(shards[2]?.db as D1Database, condition);
     await raiseIncident(shards[2]?.db as D1Database, { ...condition, createdAt: when(6) });
 

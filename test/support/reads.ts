@@ -19,10 +19,14 @@ export async function readChainBoundaries(db: D1Database, conversationId: string
   return results.map(toBoundary);
 }
 
-export async function readIncidents(db: D1Database, conversationId: string, limit: number): Promise<{ id: number; agentId: string; runId: string | null; kind: string; code: string; message: string; createdAt: string }[]> {
+export async function readIncidents(
+  db: D1Database,
+  conversationId: string,
+  limit: number,
+): Promise<{ id: number; agentId: string; runId: string | null; kind: string; code: string; message: string; detail: string | null; createdAt: string }[]> {
   const { results } = await db
-    .prepare("SELECT id, agent_id, run_id, kind, code, message, created_at FROM incidents WHERE conversation_id = ? ORDER BY id DESC LIMIT ?")
+    .prepare("SELECT id, agent_id, run_id, kind, code, message, detail, created_at FROM incidents WHERE conversation_id = ? ORDER BY id DESC LIMIT ?")
     .bind(conversationId, limit)
-    .all<{ id: number; agent_id: string; run_id: string | null; kind: string; code: string; message: string; created_at: string }>();
-  return results.map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, createdAt: r.created_at }));
+    .all<{ id: number; agent_id: string; run_id: string | null; kind: string; code: string; message: string; detail: string | null; created_at: string }>();
+  return results.map((r) => ({ id: r.id, agentId: r.agent_id, runId: r.run_id, kind: r.kind, code: r.code, message: r.message, detail: r.detail, createdAt: r.created_at }));
 }

@@ -1,3 +1,5 @@
+import type { OpsText } from "../../core/ops-text";
+
 /**
  * Incidents: private operational evidence, never summarized into the chat they concern. An event (a
  * failed attempt, a refused delivery) is one row; a condition that holds across calls (a chain the
@@ -54,9 +56,16 @@ export interface IncidentInput {
   readonly runId: string | null;
   readonly kind: IncidentKind;
   readonly code: string;
-  readonly message: string;
+  /** What the operator reads, across tenants: codes, ids and counts only (core/ops-text.ts). */
+  readonly message: OpsText;
+  /** What a counterpart said (a bot's or a provider's error text), kept for the conversation's own readers only. */
+  readonly detail?: string | undefined;
   readonly createdAt: string;
 }
+
+/** The most of a counterpart's text an incident keeps. */
+export const MAX_DETAIL_CHARS = 1_000;
+const detailColumn = (detail: string | undefined): string | null => (detail === undefined || detail === "" ? null : detail.slice(0, MAX_DETAIL_CHARS));
 
 /**
  * `agent_id` is NOT NULL so that it can be part of the open-incident key (migration 0017: NULLs are
@@ -70,10 +79,10 @@ const agentOf = (column: string): string | null => (column === NO_AGENT ? null :
 export function insertIncidentStatement(db: D1Database, incident: IncidentInput): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?7, 0)`,
+      `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open, detail)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?7, 0, ?8)`,
     )
-    .bind(incident.conversationId, agentColumn(incident.agentId), incident.runId, incident.kind, incident.code, incident.message, incident.createdAt);
+    .bind(incident.conversationId, agentColumn(incident.agentId), incident.runId, incident.kind, incident.code, incident.message, incident.createdAt, detailColumn(incident.detail));
 }
 
 /** The row a raised incident landed in: new (`count` equals what was raised) or an open one seen again. */
@@ -94,13 +103,13 @@ export interface RaisedRow {
 function raiseIncidentStatement(db: D1Database, incident: IncidentInput, occurrences = 1): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, 1)
+      `INSERT INTO incidents (conversation_id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open, detail)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, 1, ?9)
        ON CONFLICT (conversation_id, agent_id, kind, code) WHERE open = 1
        DO UPDATE SET count = count + excluded.count, last_seen_at = MAX(last_seen_at, excluded.last_seen_at)
        RETURNING id, count, notified_at`,
     )
-    .bind(incident.conversationId, agentColumn(incident.agentId), incident.runId, incident.kind, incident.code, incident.message, incident.createdAt, occurrences);
+    .bind(incident.conversationId, agentColumn(incident.agentId), incident.runId, incident.kind, incident.code, incident.message, incident.createdAt, occurrences, detailColumn(incident.detail));
 }
 
 export async function raiseIncident(db: D1Database, incident: IncidentInput, occurrences = 1): Promise<RaisedRow> {
@@ -145,6 +154,11 @@ export interface IncidentRecord {
   readonly open: boolean;
 }
 
+/** An incident as the conversation's own readers see it: with what a counterpart said, if anything. */
+export interface PrivateIncidentRecord extends IncidentRecord {
+  readonly detail: string | null;
+}
+
 /** An `incidents` row as stored. */
 export interface IncidentRow {
   id: number;
@@ -187,13 +201,13 @@ export async function readIncidentPage(
   conversationId: string,
   after: number,
   limit: number,
-): Promise<{ incidents: IncidentRecord[]; more: boolean }> {
+): Promise<{ incidents: PrivateIncidentRecord[]; more: boolean }> {
   const { results } = await db
     .prepare(
-      `SELECT id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open FROM incidents
+      `SELECT id, agent_id, run_id, kind, code, message, created_at, count, last_seen_at, open, detail FROM incidents
        WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?`,
     )
     .bind(conversationId, after, limit + 1)
-    .all<IncidentRow>();
-  return { incidents: results.slice(0, limit).map(incidentOf), more: results.length > limit };
+    .all<IncidentRow & { detail: string | null }>();
+  return { incidents: results.slice(0, limit).map((row) => ({ ...incidentOf(row), detail: row.detail })), more: results.length > limit };
 }
