@@ -76,10 +76,10 @@ export function conversationInScope(principal: ApiPrincipal, conversation: unkno
  * proposes held by one) is it too. Only existence-free refusals stay `forbidden`: a token without the
  * agent scope at all, and the caller's own proposed patterns outside its scopes.
  */
-export function agentNotFound(agentId: string): AppError {
+export function agentNotFound(): AppError {
   return {
     code: "not_found",
-    message: `no agent ${agentId} that this token may act on (ids are global: one declared with sources outside this token's scopes can be neither read nor reused)`,
+    message: "no agent of that id that this token may act on (ids are global: one declared with sources outside this token's scopes can be neither read nor reused)",
   };
 }
 
@@ -96,7 +96,7 @@ function agentRefused(refusal: AgentRefusal): AppError {
         message: "this token is not scoped to that agent (it needs agent:<id> and conversation scopes that contain every source the agent serves)",
       };
     case "stored_sources":
-      return agentNotFound(refusal.agentId);
+      return agentNotFound();
     case "proposed_sources":
       return {
         code: "forbidden",
@@ -134,7 +134,7 @@ async function scopedAgent(db: D1Database, principal: ApiPrincipal, agent: unkno
   const early = agentAccess(principal.scopes, parsed.data, undefined);
   if (early !== undefined) return { ok: false, error: agentRefused(early) };
   const stored = await currentDeclaration(db, parsed.data);
-  if (options.declared && stored === undefined) return { ok: false, error: agentNotFound(parsed.data) };
+  if (options.declared && stored === undefined) return { ok: false, error: agentNotFound() };
   const refusal = agentAccess(principal.scopes, parsed.data, stored?.registration.agent.sources, options.proposed);
   return refusal === undefined ? ok(parsed.data) : { ok: false, error: agentRefused(refusal) };
 }

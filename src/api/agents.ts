@@ -64,7 +64,7 @@ export async function registerAgent(env: Env, principal: ApiPrincipal, agentId: 
   // act on gets (`agentNotFound`), so a taken id tells it no more than a refused agent does: not
   // whose it is, not which of the two ids, not whether as an agent or a compactor.
   if (holders.some((holder) => mayActOn(principal.scopes, holder))) return fail("id_in_use", `another declaration already uses one of ${ids.join(", ")}; choose other ids`);
-  if (holders.length > 0) return { ok: false, error: agentNotFound(agentId) };
+  if (holders.length > 0) return { ok: false, error: agentNotFound() };
   for (const doc of registration.agent.documents) {
     if (!(await documentExists(db, scoped.value, doc.name, doc.hash))) {
       return fail("unknown_document", `document ${doc.name}@${doc.hash} was never uploaded for this agent`);
@@ -128,7 +128,7 @@ async function publishedOrRefusal(env: Env, revision: number): Promise<Result<vo
 /** `GET /v1/agents/{agent}`: the current declaration pair. */
 export async function readAgent(db: D1Database, agentId: string): Promise<Result<Wire<typeof currentAgentSchema>>> {
   const declaration = await currentDeclaration(db, agentId);
-  if (declaration === undefined) return { ok: false, error: agentNotFound(agentId) };
+  if (declaration === undefined) return { ok: false, error: agentNotFound() };
   return ok({
     agentId: declaration.agentId,
     revision: declaration.revision,
@@ -145,12 +145,19 @@ export function documentName(name: unknown): Result<string> {
   return parsed.success ? ok(parsed.data) : fail("validation_failed", "name: 1–128 letters, digits, . _ -");
 }
 
-/** `PUT /v1/agents/{agent}/documents/{name}`: an immutable document, stored under its content's SHA-256. */
-export async function uploadDocument(env: Env, agentId: string, name: string, input: unknown): Promise<Result<Wire<typeof documentSummarySchema>>> {
+/** What an upload answers: the name, the content's SHA-256 and its length, all of them the request's own. */
+export function documentReceipt(name: string, input: unknown): Result<Wire<typeof documentSummarySchema> & { readonly content: string }> {
   const request = validate(documentBodySchema, input);
   if (!request.ok) return request;
   const { content } = request.value;
-  const hash = sha256Hex(content);
+  return ok({ name, hash: sha256Hex(content), chars: content.length, content });
+}
+
+/** `PUT /v1/agents/{agent}/documents/{name}`: an immutable document, stored under its content's SHA-256. */
+export async function uploadDocument(env: Env, agentId: string, name: string, input: unknown): Promise<Result<Wire<typeof documentSummarySchema>>> {
+  const receipt = documentReceipt(name, input);
+  if (!receipt.ok) return receipt;
+  const { content, hash } = receipt.value;
   const key = trustedDocumentKey(agentId, name, hash);
   await putDocument(env.DOCUMENTS, key, content);
   await insertDocument(env.DB, agentId, name, hash, key, content.length, new Date().toISOString());

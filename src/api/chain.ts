@@ -1,4 +1,5 @@
 import type { AuditBoundary, AuditRun, LinkPage, PacketRead } from "../core/chain-audit";
+import { NOT_SERVING_MESSAGE } from "../core/agent-access";
 import { auditChain, auditLinkPage, frozenSliceRanges, packetLocation, parseBoundaryBody } from "../core/chain-audit";
 import type { ChainAnchor, StoredEvent } from "../core/events";
 import { auditRunOf } from "../core/chain-audit-link";
@@ -6,8 +7,10 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { BoundaryAuditRow } from "../storage/shard/boundary-audit";
 import type { PlanRecord } from "../storage/shard/plans";
+import type { StoredDeclaration } from "../storage/control/declarations";
 import { currentDeclaration } from "../storage/control/declarations";
-import { readBoundaryAuditPage, readBoundaryAuditRows, readChainSize } from "../storage/shard/boundary-audit";
+import { scopesAllow } from "../core/conversation-id";
+import { hasChainIn, readBoundaryAuditPage, readBoundaryAuditRows, readChainSize } from "../storage/shard/boundary-audit";
 import { readChainTrouble } from "../storage/shard/incidents";
 import { readPlansByRunIds } from "../storage/shard/plans";
 import { conversationStub } from "../durable/stub";
@@ -91,13 +94,28 @@ async function chainHealth(env: Env, conversationId: string, agentId: string, no
   };
 }
 
+/**
+ * The declaration of an agent whose chain in this conversation a token for it may read: one that
+ * serves the conversation now, or has boundaries in it from when it did. Any other id, declared for
+ * other conversations or by nobody, gets the one answer `NOT_SERVING_MESSAGE`: a conversation's
+ * reader learns nothing of agents elsewhere, not even that their id is held (their epoch id would
+ * fingerprint every re-declaration).
+ */
+async function chainAgent(env: Env, conversationId: ScopedConversationId, agentId: string): Promise<Result<StoredDeclaration>> {
+  const declaration = await currentDeclaration(env.DB, agentId);
+  if (declaration === undefined) return fail("not_found", NOT_SERVING_MESSAGE);
+  if (scopesAllow(declaration.registration.agent.sources, conversationId)) return ok(declaration);
+  return (await hasChainIn(await shardDatabaseOf(env, conversationId), conversationId, agentId)) ? ok(declaration) : fail("not_found", NOT_SERVING_MESSAGE);
+}
+
 /** `{ agent }`: every boundary of the agent in this conversation, every epoch, oldest first, and the chain's health. */
 export async function listChain(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ChainListing>> {
   const parsed = validate(agentQuery, query);
   if (!parsed.ok) return parsed;
   const agentId = parsed.value.agent;
-  const declaration = await currentDeclaration(env.DB, agentId);
-  if (declaration === undefined) return fail("not_found", "no declaration for this agent");
+  const chained = await chainAgent(env, conversationId, agentId);
+  if (!chained.ok) return chained;
+  const declaration = chained.value;
   const rows = await readBoundaryAuditRows(await shardDatabaseOf(env, conversationId), conversationId, agentId);
   const currentEpochId = declaration.epoch.id;
   const health = await chainHealth(env, conversationId, agentId, new Date());
@@ -143,8 +161,9 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
   const parsed = validate(agentQuery, query);
   if (!parsed.ok) return parsed;
   const agentId = parsed.value.agent;
-  const declaration = await currentDeclaration(env.DB, agentId);
-  if (declaration === undefined) return fail("not_found", "no declaration for this agent");
+  const chained = await chainAgent(env, conversationId, agentId);
+  if (!chained.ok) return chained;
+  const declaration = chained.value;
 
   const { DOCUMENTS } = env;
   const DB = await shardDatabaseOf(env, conversationId);
@@ -183,8 +202,9 @@ export async function verifyLinks(env: Env, conversationId: ScopedConversationId
   const parsed = validate(linkPageQuery, query);
   if (!parsed.ok) return parsed;
   const { agent: agentId, after, limit } = parsed.value;
-  const declaration = await currentDeclaration(env.DB, agentId);
-  if (declaration === undefined) return fail("not_found", "no declaration for this agent");
+  const chained = await chainAgent(env, conversationId, agentId);
+  if (!chained.ok) return chained;
+  const declaration = chained.value;
   const epochId = parsed.value.epoch ?? declaration.epoch.id;
 
   const { DOCUMENTS } = env;

@@ -1,4 +1,5 @@
 import type { ComposeRequest } from "../core/compose";
+import { NOT_SERVING_MESSAGE } from "../core/agent-access";
 import { buildChatRequest } from "../core/compose";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -9,7 +10,7 @@ import { readTrustedDocuments } from "../storage/r2/documents";
 /** Reads the agent's subscribed documents (hash-verified) and builds the provider request. */
 export async function compose(env: Env, request: ComposeRequest, selection: ContextSelection) {
   const declaration = await currentDeclaration(env.DB, request.agent);
-  if (declaration === undefined) return fail("not_found", `agent ${request.agent} has no declaration`);
+  if (declaration === undefined) return fail("not_found", NOT_SERVING_MESSAGE);
   const { agent } = declaration.registration;
   const trusted = await readTrustedDocuments(env.DOCUMENTS, agent);
   if (!trusted.ok) return fail(trusted.error.code, trusted.error.message);

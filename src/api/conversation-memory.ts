@@ -1,4 +1,5 @@
 import type { Result } from "../core/errors";
+import { NOT_SERVING_MESSAGE } from "../core/agent-access";
 import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
 import { parsePage } from "../core/fact-merge";
@@ -38,10 +39,10 @@ async function reading(env: Env, principal: ApiPrincipal, conversationId: Scoped
   const agentId = agentScopeHeld(principal, agent);
   if (!agentId.ok) return agentId;
   const declaration = await currentDeclaration(env.DB, agentId.value);
-  if (declaration === undefined) return fail("not_found", `agent ${agentId.value} has no declaration serving this conversation`);
+  if (declaration === undefined) return fail("not_found", NOT_SERVING_MESSAGE);
   const reader = agentReader(conversationId, declaration.registration.agent, principal.scopes);
   const refusal = servingRefusal(reader);
-  if (refusal !== undefined) return { ok: false, error: memoryRefused(agentId.value, refusal) };
+  if (refusal !== undefined) return { ok: false, error: memoryRefused(refusal) };
   return ok({ agentId: agentId.value, reader, shard: await shardDatabaseOf(env, conversationId) });
 }
 

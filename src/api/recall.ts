@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NOT_SERVING_MESSAGE } from "../core/agent-access";
 import { scopesAllow } from "../core/conversation-id";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
@@ -11,7 +12,7 @@ import { currentDeclaration } from "../storage/control/declarations";
 import { readConversationFactSources } from "../storage/shard/conversation-memory";
 import type { ApiPrincipal } from "../storage/control/tokens";
 import type { ScopedConversationId } from "./access";
-import { agentInScope } from "./access";
+import { agentInScope, agentNotFound } from "./access";
 import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
 import { recallCandidates } from "./served-memory";
 import { validate } from "./validation";
@@ -90,10 +91,10 @@ export async function searchMemory(env: Env, principal: ApiPrincipal, conversati
   const agentId = await agentInScope(db, principal, parsed.value.agent);
   if (!agentId.ok) return agentId;
   const declaration = await currentDeclaration(db, agentId.value);
-  const agent = declaration?.registration.agent;
-  if (agent === undefined || !agent.enabled || !scopesAllow(agent.sources, conversationId)) {
-    return fail("not_found", `agent ${agentId.value} has no enabled declaration serving this conversation`);
-  }
+  // An id nobody declared answers as one declared outside the caller's scopes (`agentInScope`).
+  if (declaration === undefined) return { ok: false, error: agentNotFound() };
+  const { agent } = declaration.registration;
+  if (!agent.enabled || !scopesAllow(agent.sources, conversationId)) return fail("not_found", NOT_SERVING_MESSAGE);
   const shard = await shardDatabaseOf(env, conversationId);
   const reader = agentReader(conversationId, agent, principal.scopes);
   const budget = agent.context.memoryBudgetChars ?? DEFAULT_MEMORY_BUDGET_CHARS;

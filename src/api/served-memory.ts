@@ -1,4 +1,5 @@
 import type { AppError } from "../core/errors";
+import { NOT_SERVING_MESSAGE } from "../core/agent-access";
 import type { MemoryReader, MemoryRefusal } from "../core/memory-privacy";
 import { pageAuthor, pageRefusal, servingRefusal } from "../core/memory-privacy";
 import type { RecallCandidate, RecalledPageHit } from "../core/recall-rank";
@@ -38,10 +39,10 @@ export interface AgentMemoryReader extends MemoryReader {
  * The wire form of a refusal, where a route answers one (a conversation's pages). The agent's
  * sources are not named: a caller learns that the agent does not serve this conversation, not where it does.
  */
-export function memoryRefused(agentId: string, refusal: MemoryRefusal): AppError {
+export function memoryRefused(refusal: MemoryRefusal): AppError {
   switch (refusal.reason) {
     case "not_served":
-      return { code: "not_found", message: `agent ${agentId} has no declaration serving this conversation` };
+      return { code: "not_found", message: NOT_SERVING_MESSAGE };
     case "not_readable":
       return { code: "forbidden", message: "this token is not scoped to the conversation the memory comes from" };
     case "other_conversation":

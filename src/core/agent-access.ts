@@ -10,6 +10,13 @@ import { scopesAllow, scopesContain } from "./conversation-id";
  * running as declared.
  */
 
+/**
+ * What a conversation route answers for an agent that does not serve the conversation, whether it
+ * is declared elsewhere or not at all: one message, echoing no id, so a token for the conversation
+ * learns nothing about which agent ids are held (404 `not_found`).
+ */
+export const NOT_SERVING_MESSAGE = "no agent of that id serves this conversation";
+
 export type AgentRefusal =
   | { readonly reason: "agent_scope"; readonly agentId: string }
   /**

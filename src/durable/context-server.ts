@@ -1,4 +1,5 @@
 import { raiseIncident } from "../incidents";
+import { NOT_SERVING_MESSAGE } from "../core/agent-access";
 import { opsText } from "../core/ops-text";
 import { amendmentEnvelope } from "../core/amendments";
 import type { Group } from "../core/compaction-plan";
@@ -65,7 +66,7 @@ export class ContextServer {
     const { conversationId } = this.deps;
     const declaration = await currentDeclaration(this.deps.env.DB, agentId);
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, conversationId)) {
-      return fail("not_found", `agent ${agentId} has no enabled declaration serving this conversation`);
+      return fail("not_found", NOT_SERVING_MESSAGE);
     }
     const chain = await this.book.readChain(declaration, now);
     const verified = await this.#verify(declaration, chain, now);

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { documentBodySchema, documentName, readAgent, readAgentDocument, registerAgent, uploadDocument } from "../api/agents";
+import { declaredAgentInScope } from "../api/access";
+import { documentBodySchema, documentName, documentReceipt, readAgent, readAgentDocument, registerAgent, uploadDocument } from "../api/agents";
 import { currentAgentSchema, documentSummarySchema, registeredAgentSchema, trustedDocumentSchema } from "../api/responses";
 import { registrationSchema } from "../core/declarations";
 import { scopedAgent } from "./auth";
@@ -97,16 +98,20 @@ export const agents = new OpenAPIHono<AppEnv>()
   })
   .openapi(putDocument, async (c) => {
     const agentId = await scopedAgent(c);
-    if (!agentId.ok) return problem(c, agentId.error);
+    // An id held by an agent the caller may not act on answers exactly as a free id does (the
+    // request's own receipt), and stores nothing: documents go up before a first registration, so a
+    // free id must take them, and a refusal here alone would tell which ids are held.
+    if (!agentId.ok && agentId.error.code !== "not_found") return problem(c, agentId.error);
     const name = documentName(c.req.param("name"));
     if (!name.ok) return problem(c, name.error);
     const body = await readJson(c, anyJson);
     if (!body.ok) return problem(c, body.error);
-    const uploaded = await uploadDocument(c.env, agentId.value, name.value, body.value);
-    return uploaded.ok ? c.json(uploaded.value, 201) : problem(c, uploaded.error);
+    const uploaded = agentId.ok ? await uploadDocument(c.env, agentId.value, name.value, body.value) : documentReceipt(name.value, body.value);
+    return uploaded.ok ? c.json({ name: uploaded.value.name, hash: uploaded.value.hash, chars: uploaded.value.chars }, 201) : problem(c, uploaded.error);
   })
   .openapi(getDocument, async (c) => {
-    const agentId = await scopedAgent(c);
+    // Read back only for a declared agent: an id nobody declared answers as one held elsewhere.
+    const agentId = await declaredAgentInScope(c.env.DB, c.get("principal"), c.req.param("agent"));
     if (!agentId.ok) return problem(c, agentId.error);
     const document = await readAgentDocument(c.env, agentId.value, c.req.param("name"), c.req.param("hash"));
     return document.ok ? c.json(document.value) : problem(c, document.error);

@@ -96,7 +96,6 @@ describe("declaring an agent stays inside the caller's scopes", () => {
       ["PUT", `/v1/agents/${agentId}`, registration(agentId, [`${tenant}:a:*`])],
       ["GET", `/v1/agents/${agentId}/memory`, undefined],
       ["PUT", `/v1/agents/${agentId}/memory/notes/a`, { content: "planted" }],
-      ["PUT", `/v1/agents/${agentId}/documents/identity`, { content: "planted" }],
     ] as const) {
       const res = await call(method, path, { token: narrow, ...(body === undefined ? {} : { body }) });
       expect(res.status, `${method} ${path}`).toBe(404);
@@ -104,6 +103,11 @@ describe("declaring an agent stays inside the caller's scopes", () => {
       expect(text, `${method} ${path}`).toContain("not_found");
       expect(text, `${method} ${path}`).not.toContain(`${tenant}:*`);
     }
+    // A document upload answers as it would for a free id (its own receipt) and stores nothing.
+    const planted = await call("PUT", `/v1/agents/${agentId}/documents/identity`, { token: narrow, body: { content: "planted" } });
+    expect(planted.status).toBe(201);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM documents WHERE agent_id = ?").bind(agentId).first<{ n: number }>()).toEqual({ n: 0 });
+    expect((await env.DOCUMENTS.list({ prefix: `documents/${agentId}/` })).objects).toEqual([]);
     expect(await declarationRows(agentId)).toBe(2);
     // The agent keeps running as the wider token declared it: a message in the wider range is preflighted.
     const conversation = `${tenant}:b:chat`;

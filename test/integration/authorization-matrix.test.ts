@@ -36,7 +36,12 @@ const EXPECTED: Record<Kind, Record<Caller, number | "allowed">> = {
 };
 
 /** Operations whose conversation is checked before their agent: a token without the conversation is refused there. */
-const CONVERSATION_FIRST: Partial<Record<string, Partial<Record<Caller, number>>>> = { searchMemory: { agentOnly: 403 } };
+const CONVERSATION_FIRST: Partial<Record<string, Partial<Record<Caller, number>>>> = {
+  searchMemory: { agentOnly: 403 },
+  // A document upload for an agent the caller may not act on answers as one for a free id does (the
+  // request's own receipt, 201) and stores nothing: the snapshot check below holds it to that.
+  putDocument: { agentOnly: 201, narrower: 201 },
+};
 
 /** Conversation routes that also act as the agent (its memory pages): they need both scopes. */
 const NEEDS_AGENT = new Set(["searchMemory"]);
@@ -213,6 +218,79 @@ describe("authorization matrix over /openapi.json", () => {
       }
     }
     expect(refused).toBeGreaterThan(operations.length);
+  });
+
+  // Existence oracles: tenant A holds a pattern of agent ids (`agent:<prefix>*`) that another
+  // tenant's agent and an id nobody declared both fall under. On every route that takes an agent
+  // id (in the path, the query or the body), A must get the same bytes back for both: status, code
+  // and message, so A cannot tell which ids are held, nor fingerprint another tenant's declaration.
+  // Registering the id (`putAgent`) is the one exception, and necessarily so: ids are global, and
+  // claiming a free one succeeds where a held one is refused.
+  it("answers tenant A the same for tenant B's agent as for an id nobody declared, on every route that takes an agent", { timeout: 240_000 }, async () => {
+    const document = (await (await exports.default.fetch("http://foldline.test/openapi.json")).json()) as OpenApiDocument;
+    const id = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+    const prefix = `or${id}`;
+    const tenantA = `api:ora-${id}`;
+    const tenantB = `api:orb-${id}`;
+    const admin = await tokenFor("*");
+    const theirs = { conversation: `${tenantB}:main`, agentId: `${prefix}b` };
+    expect((await call("PUT", `/v1/agents/${theirs.agentId}`, { token: admin, body: registration(theirs) })).status).toBe(201);
+    expect((await call("POST", eventsPath(theirs.conversation), { token: admin, body: sourceEvent("seed", "seed", "hello") })).status).toBe(201);
+    const doc = await json<{ hash: string }>(await call("PUT", `/v1/agents/${theirs.agentId}/documents/identity`, { token: admin, body: { content: "identity" } }));
+    for (const page of ["kept", "doomed"]) expect((await call("PUT", `/v1/agents/${theirs.agentId}/memory/notes/${page}`, { token: admin, body: { content: page } })).status).toBe(201);
+    await seedFact(theirs.conversation, theirs.agentId);
+    const ownConversation = `${tenantA}:main`;
+    expect((await call("POST", eventsPath(ownConversation), { token: admin, body: sourceEvent("seed", "seed", "hello") })).status).toBe(201);
+
+    const tokenA = await tokenFor(`${tenantA}:*`, `agent:${prefix}*`);
+    const tokens = { otherTenant: tokenA, agentOnly: tokenA, conversationOnly: tokenA, narrower: tokenA, wildcard: tokenA };
+    const about = (agentId: string): World => ({ conversation: ownConversation, agentId, documentHash: doc.hash, tokens, probe: FACT.probe });
+    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method: method.toUpperCase(), operation })));
+    const takesAgent = operations.filter(({ path, operation }) => {
+      if (path.startsWith("/v1/ops/")) return false;
+      const named = path.includes("{agent}") || operation.parameters.some((p) => p.name === "agent");
+      // A body schema is a reference into the document's components: resolved, does it have an `agent`?
+      const body = JSON.stringify(operation.requestBody ?? {});
+      const ref = /"\$ref":"#\/components\/schemas\/([^"]+)"/.exec(body)?.[1];
+      const schema = JSON.stringify(ref === undefined ? body : document.components.schemas[ref]);
+      return named || /"properties":\{[^]*"agent":/.test(schema);
+    });
+    expect(takesAgent.map((o) => o.operation.operationId).sort()).toEqual(
+      [
+        "compose",
+        "deleteMemoryPage",
+        "getAgent",
+        "getContext",
+        "getConversationMemoryPage",
+        "getDocument",
+        "getMemoryPage",
+        "listChain",
+        "listConversationMemoryPages",
+        "listMemoryPages",
+        "putAgent",
+        "putDocument",
+        "putMemoryPage",
+        "searchMemory",
+        "verifyChain",
+        "verifyLinks",
+      ].sort(),
+    );
+    const differ: string[] = [];
+    for (const { method, operation } of takesAgent) {
+      if (operation.operationId === "putAgent") continue;
+      const build = REQUESTS[operation.operationId];
+      if (build === undefined) continue;
+      calls += 1;
+      const answers: string[] = [];
+      for (const agentId of [theirs.agentId, `${prefix}free`]) {
+        const { path, body } = build(about(agentId));
+        const res = await call(method, path, { token: tokenA, ...(body === undefined ? {} : { body }) });
+        // Byte for byte: not even the id asked about is echoed back.
+        answers.push(`${res.status} ${await res.text()}`);
+      }
+      if (answers[0] !== answers[1]) differ.push(`${operation.operationId}: B's ${answers[0]} | free ${answers[1]}`);
+    }
+    expect(differ).toEqual([]);
   });
 
   // The privacy rule over every route: the same requests, about a sibling conversation of the

@@ -53,14 +53,14 @@ describe("reads bounded by their own work", () => {
 describe("the whole-chain verify", () => {
   it("refuses a log too long to read whole, naming its size and the paged call, and still answers a short one", async () => {
     const conversation = freshConversation("api:bounded");
+    const long = freshConversation("api:bounded");
     const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
-    const token = await tokenFor(conversation, `agent:${agentId}`);
-    expect((await register(token, { agentId, sources: [conversation], trigger: 3_000, retain: 1_000 })).status).toBe(201);
+    const token = await tokenFor(conversation, long, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [conversation, long], trigger: 3_000, retain: 1_000 })).status).toBe(201);
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("one", "one", "A short conversation.") })).status).toBe(201);
     const verify = () => call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/verify?agent=${agentId}`, { token });
     expect((await verify()).status).toBe(200);
     // A conversation whose log's high-water mark is past the bound, as 20,001 events would leave it.
-    const long = freshConversation("api:bounded");
     const longToken = await tokenFor(long, `agent:${agentId}`);
     await (await placedShardOf(long)).prepare("INSERT INTO conversations (id, created_at, last_seq) VALUES (?, ?, 20001)").bind(long, new Date().toISOString()).run();
     const refused = await call("GET", `/v1/conversations/${encodeURIComponent(long)}/verify?agent=${agentId}`, { token: longToken });

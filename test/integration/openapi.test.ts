@@ -331,13 +331,14 @@ describe("success responses", () => {
       "putDocument",
       await call("PUT", `/v1/agents/${agentId}/documents/identity`, { token, body: { content: "You are the concierge of the offsite." } }),
     );
-    await check("getDocument", await call("GET", `/v1/agents/${agentId}/documents/identity/${uploaded.hash}`, { token }));
     const base = pair({ agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true });
     const documents = [{ name: uploaded.name, hash: uploaded.hash }];
     const registration = { agent: { ...base.agent, documents }, compactor: { ...base.compactor, documents } };
     await check("putAgent", await call("PUT", `/v1/agents/${agentId}`, { token, body: registration }));
     await check("putAgent", await call("PUT", `/v1/agents/${agentId}`, { token, body: registration }));
     await check("getAgent", await call("GET", `/v1/agents/${agentId}`, { token }));
+    // Read back once the agent is declared (an undeclared id's documents answer not_found).
+    await check("getDocument", await call("GET", `/v1/agents/${agentId}/documents/identity/${uploaded.hash}`, { token }));
 
     // Enough history for a compaction, every event kind a client may append, and replays.
     const line = (i: number) =>
