@@ -128,7 +128,7 @@ export async function listConversations(
   await Promise.all(
     [...byShard].map(async ([name, ids]) => {
       const shard = shards.get(name);
-      if (shard === undefined) throw new ShardConfigurationError(`conversations placed on ${name}, which this Worker does not bind`);
+      if (shard === undefined) throw new ShardConfigurationError(`conversations placed on ${name}, which this Worker does not bind`, { reason: "shard_unbound", shard: name });
       for (const row of (await summaryStatement(shard, ids).all<SummaryRow>()).results) summaries.set(row.conversation_id, row);
     }),
   );

@@ -301,6 +301,28 @@ describe("/inspector scopes", () => {
   });
 });
 
+describe("/inspector on a shard this Worker does not bind", () => {
+  it("answers 503 unavailable, naming the shard, as the API does: the list and the conversation's page", async () => {
+    const prefix = freshPrefix();
+    const conversation = `${prefix}:on-unbound`;
+    // Placed on a shard the configuration names but this Worker does not bind (a partial deploy).
+    await env.DB.prepare("INSERT INTO conversation_placements (conversation_id, shard, placed_at) VALUES (?, 'DB_SHARD_9', ?)").bind(conversation, new Date().toISOString()).run();
+    const auth = { headers: { authorization: `Bearer ${await tokenFor(`${prefix}:*`)}` } };
+    const api = await call("GET", eventsPath(conversation), { token: await tokenFor(`${prefix}:*`) });
+    expect(api.status).toBe(503);
+    expect(await api.json()).toMatchObject({ error: { code: "unavailable", reason: "shard_unbound", shard: "DB_SHARD_9" } });
+    for (const path of ["/inspector", pagePath(conversation)]) {
+      const res = await request(path, auth);
+      expect(res.status, path).toBe(503);
+      expect(res.headers.get("retry-after"), path).toMatch(/^\d+$/);
+      const html = await res.text();
+      expect(html, path).toContain("unavailable");
+      expect(html, path).toContain("DB_SHARD_9");
+      expect(html, path).not.toContain("uncaught");
+    }
+  });
+});
+
 describe("/inspector/conversations/:conversation", () => {
   it("shows a settled chain: verdict and links, the bar against the policy, escaped history, raw JSON", async () => {
     const { prefix, conversation, agentId, token, chain } = await settledConversation();
