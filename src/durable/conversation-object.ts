@@ -12,7 +12,7 @@ import { logger, attachMetrics } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import type { ReadPlacement, Shard } from "../storage/shards";
-import { heldPlacement, placeConversation, readPlacement } from "../storage/shards";
+import { confirmPlacement, heldPlacement, placeConversation, readPlacement } from "../storage/shards";
 import type { SourceWrite } from "../storage/shard/events";
 import { insertSourceWithRuns, storedForm } from "../storage/shard/events";
 import type { StoredDeclaration } from "../storage/control/declarations";
@@ -366,7 +366,12 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async #locate(conversationId: string, intent: BindIntent): Promise<ReadPlacement> {
     const recorded = await this.ctx.storage.get<string>("shard");
-    if (recorded !== undefined) return { shard: heldPlacement(this.env, conversationId, recorded), placed: true };
+    if (recorded !== undefined) {
+      const shard = heldPlacement(this.env, conversationId, recorded);
+      // A write is where a lost placement row is written back (docs/OPERATIONS.md); a read never writes.
+      if (intent !== "read") await confirmPlacement(this.env, conversationId, recorded);
+      return { shard, placed: true };
+    }
     const found = intent === "read" ? await readPlacement(this.env, conversationId) : { shard: await placeConversation(this.env, conversationId), placed: true };
     if (found.placed) await this.ctx.storage.put({ conversationId, shard: found.shard.name });
     return found;

@@ -130,19 +130,40 @@ export async function placeConversation(env: Env, conversationId: string, now = 
   const [recorded, home] = await Promise.all([findPlacement(env, conversationId), unrecordedHome(env, conversationId)]);
   if (recorded !== undefined) return shardNamed(env, conversationId, recorded);
   const choice = home ?? chooseShard(conversationId, openShards(env));
+  return shardNamed(env, conversationId, await recordPlacement(env, conversationId, choice.name, now));
+}
+
+/**
+ * Inserts the placement row unless one exists and reads back the one that stands, in one batch, so
+ * two writers placing one conversation at once agree on whichever row was written first.
+ */
+async function recordPlacement(env: Env, conversationId: string, name: string, now: Date): Promise<string> {
   const [, read] = await env.DB.batch<{ shard: string }>([
-    env.DB.prepare("INSERT INTO conversation_placements (conversation_id, shard, placed_at) VALUES (?, ?, ?) ON CONFLICT (conversation_id) DO NOTHING").bind(
-      conversationId,
-      choice.name,
-      now.toISOString(),
-    ),
+    env.DB.prepare("INSERT INTO conversation_placements (conversation_id, shard, placed_at) VALUES (?, ?, ?) ON CONFLICT (conversation_id) DO NOTHING").bind(conversationId, name, now.toISOString()),
     env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversationId),
   ]);
   const placed = read?.results[0]?.shard;
   // The batch inserts the row unless one exists and then reads it: no row is a defect, not a configuration.
   if (placed === undefined) throw new Error(`placing conversation ${JSON.stringify(conversationId)} wrote no row`);
   hold(conversationId, placed);
-  return shardNamed(env, conversationId, placed);
+  return placed;
+}
+
+/**
+ * For a conversation's object that kept its shard in its own storage: the control database's row
+ * says the same, written back if it was lost (a control database restored from before the
+ * conversation began), at the object's first write after it wakes. One read when the row stands;
+ * a row naming another shard is a configuration an operator must reconcile (`split`).
+ */
+export async function confirmPlacement(env: Env, conversationId: string, name: string, now = new Date()): Promise<void> {
+  // The row itself, not what this isolate holds: the object's own shard was just held.
+  const row = await env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversationId).first<{ shard: string }>();
+  const found = row?.shard ?? (await recordPlacement(env, conversationId, name, now));
+  if (found === name) return;
+  throw new ShardConfigurationError(`conversation ${JSON.stringify(conversationId)} is kept on ${name} by its object and placed on ${found} by the control database`, {
+    reason: "split",
+    shard: `${name}, ${found}`,
+  });
 }
 
 /** Where a conversation is read from, and whether it was placed there (`readPlacement`). */

@@ -9,6 +9,7 @@ import { chooseShard, findPlacement, forgetPlacements, openShards, placeConversa
 import { register } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { waitFor } from "../support/chain";
+import { restart } from "../support/anchored-chain";
 import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -203,6 +204,25 @@ describe("conversations on shards", () => {
     expect((await placeConversation(closed, conversation)).name).toBe("DB_SHARD_1");
     forgetPlacements();
     expect(await findPlacement(closed, conversation)).toBe("DB_SHARD_1");
+  });
+
+  it("writes a lost placement row back with the next write, through the conversation's object, which keeps its shard", async () => {
+    const conversation = conversationOn("DB_SHARD_1");
+    const token = await tokenFor(conversation);
+    expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("k1", "1", "message 1") })).status).toBe(201);
+    const guard = await env.DB.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'conversation_placements' AND sql LIKE '%BEFORE DELETE%'").first<{ name: string; sql: string }>();
+    if (guard === null) throw new Error("no delete guard on conversation_placements");
+    await env.DB.batch([
+      env.DB.prepare(`DROP TRIGGER ${guard.name}`),
+      env.DB.prepare("DELETE FROM conversation_placements WHERE conversation_id = ?").bind(conversation),
+      env.DB.prepare(guard.sql),
+    ]);
+    forgetPlacements();
+    // The object wakes again (an eviction, a deploy) with its shard in its own storage.
+    await restart(conversation);
+    expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("k2", "2", "message 2") })).status).toBe(201);
+    const row = await env.DB.prepare("SELECT shard FROM conversation_placements WHERE conversation_id = ?").bind(conversation).first<{ shard: string }>();
+    expect(row).toEqual({ shard: "DB_SHARD_1" });
   });
 
   it("refuses, typed, to place a conversation with no placement row that two shards hold", async () => {
