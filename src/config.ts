@@ -168,3 +168,18 @@ export function opsAlertTarget(env: Env): AlertTarget {
   const secret: unknown = Reflect.get(env, "OPS_ALERT_SECRET");
   return alertTarget(typeof url === "string" ? url : "", typeof secret === "string" ? secret : undefined);
 }
+
+/** The shortest monitor token taken: 32 characters of the token alphabet, as guessable as an API token is not. */
+const MONITOR_TOKEN = /^[A-Za-z0-9_-]{32,256}$/;
+
+/**
+ * The health monitor's credential, the Worker secret `OPS_MONITOR_TOKEN`: a bearer token that reads
+ * `GET /v1/ops/health` and nothing else, checked against the secret itself, never against the
+ * control database, so a monitor is told which database is down when the control database is.
+ * Unset, or shorter than 32 characters of `A-Z a-z 0-9 _ -`: no monitor token is accepted.
+ */
+export function opsMonitorToken(env: Env): string | undefined {
+  const token: unknown = Reflect.get(env, "OPS_MONITOR_TOKEN");
+  return typeof token === "string" && MONITOR_TOKEN.test(token) ? token : undefined;
+}
+

@@ -4,7 +4,7 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import { agentIdSchema } from "../core/events";
 import type { FleetPosition } from "../core/ops";
-import { EXPECTED_MIGRATIONS, ageSeconds, continuation, decodeCursor, encodeCursor, mergeFleetPage, migrationCurrent, opsAllowed } from "../core/ops";
+import { EXPECTED_MIGRATIONS, ageSeconds, continuation, decodeCursor, encodeCursor, mergeFleetPage, migrationCurrent, opsAllowed, opsHealthAllowed } from "../core/ops";
 import { classifyThrown } from "../core/transient";
 import { INCIDENT_KINDS } from "../storage/shard/incidents";
 import { newestMigration, oldestOpenPlan, readFleetIncidents, shardTrouble } from "../storage/shard/ops";
@@ -26,6 +26,11 @@ const PROBE_MS = 5_000;
 /** `forbidden` for a token that is not an operator's; conversation scopes alone never are. */
 export function opsRefusal(principal: ApiPrincipal): Result<void> {
   return opsAllowed(principal.scopes) ? ok(undefined) : fail("forbidden", "this needs a token with the ops scope (or *)");
+}
+
+/** `opsRefusal` for the fleet's health, which the health monitor's credential may read too. */
+export function opsHealthRefusal(principal: ApiPrincipal): Result<void> {
+  return opsHealthAllowed(principal.scopes) ? ok(undefined) : fail("forbidden", "this needs a token with the ops scope (or *), or the health monitor's token");
 }
 
 type Probe<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: "timeout" | "unavailable" | "failed" };

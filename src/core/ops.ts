@@ -22,6 +22,17 @@ export function opsAllowed(scopes: readonly string[]): boolean {
 }
 
 /**
+ * The scope of the health monitor's credential (`OPS_MONITOR_TOKEN`), which no stored token can
+ * hold (a scope names a conversation, an agent, `ops` or `*`): it reads health, not incidents.
+ */
+export const OPS_HEALTH_SCOPE = "ops-health";
+
+/** Whether a caller may read the fleet's health: an operator, or the health monitor. */
+export function opsHealthAllowed(scopes: readonly string[]): boolean {
+  return opsAllowed(scopes) || scopes.includes(OPS_HEALTH_SCOPE);
+}
+
+/**
  * Where an incident stands in the fleet's order: newest `lastSeenAt` first (an incident that
  * repeats while open moves up), then by shard in binding order, then newest id first. Every
  * incident has exactly one place, so a page boundary is a position, and the next page starts after it.

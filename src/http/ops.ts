@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { fleetHealth, fleetIncidentQuery, fleetIncidents, opsRefusal } from "../api/ops";
+import { fleetHealth, fleetIncidentQuery, fleetIncidents, opsHealthRefusal, opsRefusal } from "../api/ops";
 import { fleetIncidentPageSchema, opsHealthSchema } from "../api/responses";
 import { problem } from "./errors";
 import { BEARER, operation, queryParameters } from "./openapi/operation";
@@ -52,7 +52,7 @@ const incidentsRoute = operation({
 
 export const ops = new OpenAPIHono<AppEnv>()
   .openapi(healthRoute, async (c) => {
-    const allowed = opsRefusal(c.get("principal"));
+    const allowed = opsHealthRefusal(c.get("principal"));
     if (!allowed.ok) return problem(c, allowed.error);
     return c.json(await fleetHealth(c.env, new Date()));
   })

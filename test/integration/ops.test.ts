@@ -1,4 +1,6 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import worker from "../../src/index";
 import { opsText } from "../../src/core/ops-text";
 import { describe, expect, it } from "vitest";
 import { fleetHealth } from "../../src/api/ops";
@@ -153,3 +155,43 @@ describe("GET /v1/ops/incidents", () => {
     expect((await call("GET", "/v1/ops/incidents", { token: await tokenFor("api:*") })).status).toBe(403);
   });
 });
+
+describe("GET /v1/ops/health with the control database down", () => {
+  const MONITOR = "mon_" + "k".repeat(40);
+  const down = (): D1Database => {
+    const fail = () => Promise.reject(new Error("D1_ERROR: Network connection lost."));
+    const statement = () => ({ bind: () => statement(), first: fail, all: fail, run: fail, raw: fail });
+    return { prepare: statement, batch: fail, exec: fail } as unknown as D1Database;
+  };
+  const health = async (deployed: Env, token: string): Promise<Response> => {
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(new Request("http://foldline.test/v1/ops/health", { headers: { authorization: `Bearer ${token}` } }), deployed, ctx);
+    await waitOnExecutionContext(ctx);
+    return res;
+  };
+
+  it("tells a monitor holding OPS_MONITOR_TOKEN which database is down; an ops token is 503 (it needs the control database to be checked)", async () => {
+    const deployed = { ...env, DB: down(), OPS_MONITOR_TOKEN: MONITOR } as unknown as Env;
+    const seen = await health(deployed, MONITOR);
+    expect(seen.status).toBe(200);
+    const body = await json<Health>(seen);
+    expect(body.ok).toBe(false);
+    expect(body.databases.find((d) => d.binding === "DB")).toMatchObject({ reachable: false, error: "unavailable" });
+    expect(body.databases.filter((d) => d.role === "shard").every((d) => d.reachable)).toBe(true);
+    // An ordinary token is checked against the control database, which cannot answer.
+    expect((await health(deployed, await tokenFor("ops"))).status).toBe(503);
+  });
+
+  it("gives the monitor's secret nothing but health, and nothing at all when it is short or unset", async () => {
+    const deployed = { ...env, OPS_MONITOR_TOKEN: MONITOR } as unknown as Env;
+    expect((await health(deployed, MONITOR)).status).toBe(200);
+    expect((await health(deployed, `${MONITOR}x`)).status).toBe(401);
+    const ctx = createExecutionContext();
+    const incidents = await worker.fetch(new Request("http://foldline.test/v1/ops/incidents", { headers: { authorization: `Bearer ${MONITOR}` } }), deployed, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(incidents.status).toBe(401);
+    expect((await health({ ...env, OPS_MONITOR_TOKEN: "short" } as unknown as Env, "short")).status).toBe(401);
+    expect((await health(env, MONITOR)).status).toBe(401);
+  });
+});
+
