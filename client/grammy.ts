@@ -29,7 +29,9 @@ export interface FoldlineOptions {
   readonly agent: string;
   /**
    * Called when a message the bot sent could not be recorded (Foldline unreachable, a refused
-   * event). The message is in the chat, so the call that sent it still succeeds; default: `console.error`.
+   * event), and when an update conflicts with what Foldline holds under its id (`method: "update"`,
+   * see `FoldlineContext.conflict`). The message is in the chat, so the call that sent it still
+   * succeeds; default: `console.error`.
    */
   readonly onRecordError?: (error: unknown, sent: { readonly method: string; readonly conversation: string }) => void;
 }
@@ -50,6 +52,14 @@ export interface FoldlineContext {
    * holds no message or edit to record.
    */
   readonly recorded: AppendedEvent | undefined;
+  /**
+   * Set when this update could not be recorded because Foldline holds another event under its
+   * update id (`idempotency_conflict`: Telegram starts update ids afresh after a week without
+   * updates, so an old id can come back with a new message). The update is then not in the
+   * conversation's history (`recorded` is undefined), the bot's replies to it are recorded as
+   * answering no message, and `onRecordError` was told. The handlers still run: the user asked.
+   */
+  readonly conflict: FoldlineError | undefined;
   /** One OpenAI chat-completions body: the agent's trusted documents, the verified history (the update's message is already in it), then `prompt`. */
   compose(prompt: string | ComposeRequest["prompt"], options?: ComposeOptions): Promise<ComposeResponse>;
   /** The agent's verified context: provider-ready messages and the private manifest. */
@@ -201,12 +211,13 @@ function noChat(): never {
   throw new FoldlineError({ code: "unsupported", message: "this update belongs to no chat, so it has no conversation: ctx.foldline is for updates in a chat" });
 }
 
-function bound(client: FoldlineClient, agent: string, conversation: string | undefined, recorded: AppendedEvent | undefined): FoldlineContext {
+function bound(client: FoldlineClient, agent: string, conversation: string | undefined, recorded: AppendedEvent | undefined, conflict: FoldlineError | undefined): FoldlineContext {
   const inChat = (): string => conversation ?? noChat();
   return {
     conversation,
     agent,
     recorded,
+    conflict,
     // Async, so an update outside a chat rejects like any other failed call rather than throwing.
     compose: async (prompt, options = {}) =>
       client.compose(inChat(), { agent, prompt: typeof prompt === "string" ? { text: prompt } : prompt, ...(options.query === undefined ? {} : { query: options.query }) }),
@@ -225,11 +236,12 @@ function placeOf(ctx: Context): TelegramPlace | undefined {
 
 export function foldline(options: FoldlineOptions): MiddlewareFn<Context & FoldlineFlavor> {
   const { client, agent } = options;
-  const report = options.onRecordError ?? ((error: unknown, sent: { readonly method: string; readonly conversation: string }) => console.error(`foldline: ${sent.method} in ${sent.conversation} was sent but not recorded`, error));
+  const report = options.onRecordError ?? ((error: unknown, sent: { readonly method: string; readonly conversation: string }) => console.error(`foldline: ${sent.method === "update" ? "an update" : `${sent.method}, sent,`} in ${sent.conversation} was not recorded`, error));
   return async (ctx, next) => {
     const botId = String(ctx.me.id);
     const mapped = telegramUpdateEvent(botId, ctx.update, pluginKeys.update(ctx.update.update_id));
     let recorded: AppendedEvent | undefined;
+    let conflict: FoldlineError | undefined;
     let answering: Recorder["answering"];
     if (mapped.kind === "event") {
       try {
@@ -237,15 +249,19 @@ export function foldline(options: FoldlineOptions): MiddlewareFn<Context & Foldl
         // Telegram delivers the update again, so it is recorded once and answered once.
         recorded = await client.append(mapped.conversationId, mapped.event);
       } catch (error) {
-        // The same update_id with other content: the first delivery is the record, as for the webhook.
+        // The same update_id with other content: what Foldline holds under it stays the record (as
+        // for the webhook), and retrying cannot change that. The handlers run, told so; nothing
+        // records their replies as answering a message the record does not hold.
         if (!(error instanceof FoldlineError && error.code === "idempotency_conflict")) throw error;
+        conflict = error;
+        report(error, { method: "update", conversation: mapped.conversationId });
       }
       const { event } = mapped;
-      answering = { conversation: mapped.conversationId, messageId: event.kind === "source" ? event.body.messageId : event.body.targetMessageId };
+      if (conflict === undefined) answering = { conversation: mapped.conversationId, messageId: event.kind === "source" ? event.body.messageId : event.body.targetMessageId };
     }
     const place = placeOf(ctx);
     const conversation = mapped.kind === "event" ? mapped.conversationId : place === undefined ? undefined : conversationOf(botId, place);
-    ctx.foldline = bound(client, agent, conversation, recorded);
+    ctx.foldline = bound(client, agent, conversation, recorded, conflict);
     // On this update's `ctx.api` only (grammY builds one per update), so a reply knows the message it answers.
     ctx.api.config.use(recordingTransformer({ client, agent, botId, answering }, report));
     await next();

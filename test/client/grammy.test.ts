@@ -178,6 +178,30 @@ describe("foldline/grammy: what comes in", () => {
     expect(await log(client, conversationOf(chat))).toHaveLength(1);
   });
 
+  it("tells the handler when an update conflicts with what Foldline holds under its id, records its replies as answering nothing, and reports it", async () => {
+    const { chat, agentId, client, bot, recordErrors } = await setup();
+    const seen: { recorded: unknown; conflict: string | undefined }[] = [];
+    bot.on("message:text", async (ctx) => {
+      seen.push({ recorded: ctx.foldline.recorded, conflict: ctx.foldline.conflict?.code });
+      await ctx.reply("Noted.");
+    });
+    // Telegram starts update ids afresh after a week without updates: an id already recorded comes back with another message.
+    const first = update({ message: message(chat, 70, "The budget is 4000 euros.") });
+    await bot.handleUpdate(first);
+    await bot.handleUpdate({ ...first, message: message(chat, 71, "Cancel the hotel.") } as unknown as Update);
+
+    expect(seen.map((s) => s.conflict)).toEqual([undefined, "idempotency_conflict"]);
+    expect(seen[1]?.recorded).toBeUndefined();
+    expect(recordErrors).toEqual([expect.objectContaining({ code: "idempotency_conflict" })]);
+    const events = await log(client, conversationOf(chat));
+    expect(events.filter((e) => e.kind === "source").map((e) => e.kind === "source" && e.body.text)).toEqual(["The budget is 4000 euros."]);
+    // The first reply answers message 70; the second answers nothing the record holds, so it names none.
+    expect(events.filter((e) => e.kind === "proposal").map((e) => e.body)).toEqual([
+      { proposalId: "tg-5001", agentId, replyToMessageId: "70", text: "Noted." },
+      { proposalId: "tg-5002", agentId, text: "Noted." },
+    ]);
+  });
+
   it("records nothing for an update without a message, and still binds ctx.foldline to its chat", async () => {
     const { chat, client, bot } = await setup();
     const conversations: (string | undefined)[] = [];
