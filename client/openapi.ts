@@ -1131,6 +1131,10 @@ export interface components {
                 lastSeq: number;
                 missing: number[];
                 altered: number[];
+                range: {
+                    fromSeq: number;
+                    throughSeq: number;
+                };
             };
         };
         ListedBoundary: {

@@ -18,9 +18,9 @@ import type { Wire } from "./responses";
 import type { chainHealthSchema } from "./responses-chain";
 import { readChainAnchor, readSliceLog } from "../storage/shard/context-reads";
 import { readDocument } from "../storage/r2/documents";
-import { readAllEvents, readEventsByKeys, readHead, readLogShape } from "../storage/shard/events";
-import type { LogAudit } from "../core/log-audit";
-import { auditLog, withLogAudit } from "../core/log-audit";
+import { readAllEvents, readEventsByKeys, readHead, readLogGaps } from "../storage/shard/events";
+import type { LogAudit, LogRange } from "../core/log-audit";
+import { auditLog, auditLogRange, pageLogRange, withLogAudit } from "../core/log-audit";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
 import { agentQuery, linkPageQuery } from "./queries";
@@ -125,7 +125,7 @@ export async function listChain(env: Env, conversationId: ScopedConversationId, 
 export type ChainAudit = ReturnType<typeof auditChain> & { readonly log: LogAudit };
 
 /** A page of links with the log's audit (`verifyLinks`). */
-export type VerifiedLinkPage = LinkPage & { readonly log: LogAudit };
+export type VerifiedLinkPage = LinkPage & { readonly log: LogAudit & { readonly range: LogRange } };
 
 /**
  * The packet of each boundary, read back from R2 and re-hashed. One at a time: each read holds a
@@ -220,7 +220,9 @@ export async function verifyLinks(env: Env, conversationId: ScopedConversationId
   const runs = [...[...receipts.values()].flatMap(toAuditRun), ...(anchor === undefined ? [] : [anchorRun(anchor)])];
   const log = await readSliceLog(DB, conversationId, frozenSliceRanges(packets.values()));
   const linkPage = auditLinkPage({ conversationId, agentId, currentEpochId: declaration.epoch.id, boundaries: page.rows, plans, packets, runs, log }, epochId, after, page.through, page.nextAfter);
-  // Every page judges the whole log's gaps (sequence numbers only) and the hashes of the events it read.
-  const shape = await readLogShape(DB, conversationId);
-  return ok(withLogAudit(linkPage, auditLog(shape.lastSeq, shape.seqs, log)));
+  // Every page judges the gaps of its own part of the log (the pages of an epoch together judge all
+  // of it) and the hashes of the events it read.
+  const lastSeq = await readHead(DB, conversationId);
+  const range = pageLogRange(page.rows, epochId, after, page.through, page.nextAfter === null, lastSeq);
+  return ok(withLogAudit(linkPage, auditLogRange(lastSeq, range, await readLogGaps(DB, conversationId, range), log)));
 }

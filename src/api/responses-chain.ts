@@ -138,5 +138,13 @@ export const linkPageSchema = z.strictObject({
   links: z.array(linkAuditSchema),
   /** The position to pass as `after` for the next page; null after the epoch's last link. */
   nextAfter: position.nullable(),
-  log: logAuditSchema,
+  /** The audit of this page's part of the log (`range`): an epoch's pages together cover the whole log, each sequence number once. */
+  log: logAuditSchema.extend({
+    range: z.strictObject({
+      /** The first sequence number this page answers for: 1 on an epoch's first page, else just past the coverage of the link before the page. */
+      fromSeq: position,
+      /** The last one: the coverage of the page's last link, or the high-water mark on the epoch's last page (below `fromSeq`: an empty range). */
+      throughSeq: z.number().int().nonnegative(),
+    }),
+  }),
 });

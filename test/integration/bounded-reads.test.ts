@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
 import { register } from "../support/declarations";
+import { chainOf } from "../support/anchored-chain";
 import { placedShardOf, shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
@@ -68,5 +69,28 @@ describe("the whole-chain verify", () => {
     const body = (await refused.json()) as { error: { code: string; message: string } };
     expect(body.error).toMatchObject({ code: "payload_too_large", events: 20_001, boundaries: 0, maxEvents: 20_000, maxBoundaries: 100, paged: "verifyLinks" });
     expect(body.error.message).toContain("/verify/links");
+  });
+});
+
+describe("a page of the paged verify", () => {
+  it("reads its own links' part of the log, not the whole log", { timeout: 180_000 }, async () => {
+    const secondPage = async (messages: number) => {
+      const { conversation, token, agentId } = await history(messages);
+      expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, admitSensitive: true })).status).toBe(201);
+      await chainOf(token, conversation, agentId, 3);
+      const path = `/v1/conversations/${encodeURIComponent(conversation)}/verify/links?${new URLSearchParams({ agent: agentId, after: "1", limit: "1" })}`;
+      const res = await call("GET", path, { token, headers: { [D1_METER_HEADER]: "on" } });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { valid: boolean }).valid).toBe(true);
+      return parse(res.headers.get(D1_READS_HEADER));
+    };
+    // The page's links cover what one or two rounds of 30 messages froze (how much each froze follows
+    // how fast the queue ran), whatever came before the agent: a few hundred rows with their slices
+    // and what they need from before them, against the 3,000 messages before them (a page read every
+    // sequence number of the log: 3,488 rows here, 788 after 300 messages).
+    const short = await secondPage(300);
+    const long = await secondPage(3_000);
+    expect(long.rowsRead, `${JSON.stringify(short)} after 300 messages, ${JSON.stringify(long)} after 3,000`).toBeLessThan(1_000);
+    expect(short.rowsRead).toBeLessThan(1_000);
   });
 });

@@ -74,10 +74,31 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const report = await verify(token, conversation, agentId);
     expect(report.valid).toBe(false);
     expect(report.log).toMatchObject({ ok: false, missing: found.missing ?? [], altered: found.altered ?? [] });
-    // Every link still passes: the finding is the log's, and every page of the paged audit says so too.
+    // Every link still passes: the finding is the log's, and the paged audit says so too.
     expect(failedLinkChecks(report)).toEqual([]);
     const listed: VerifiedLinkPage[] = await pages(token, conversation, agentId, 50);
     expect(listed.every((p) => p.valid === false && p.log.ok === false)).toBe(true);
+    await expectPagesShareTheLog(token, conversation, agentId, report);
+  };
+
+  /**
+   * A page at a time, each page judges its own part of the log: the ranges follow one another from
+   * the first event to the high-water mark, and what the pages find together is what the whole
+   * audit finds, each on the page whose range holds it.
+   */
+  const expectPagesShareTheLog = async (token: string, conversation: string, agentId: string, report: ChainAudit): Promise<void> => {
+    const listed: VerifiedLinkPage[] = await pages(token, conversation, agentId, 1);
+    expect(listed.length).toBeGreaterThanOrEqual(1);
+    let next = 1;
+    for (const page of listed) {
+      expect(page.log.range.fromSeq).toBe(next);
+      next = page.log.range.throughSeq + 1;
+      for (const seq of [...page.log.missing, ...page.log.altered]) expect(seq).toBeGreaterThanOrEqual(page.log.range.fromSeq);
+      for (const seq of page.log.missing) expect(seq).toBeLessThanOrEqual(page.log.range.throughSeq);
+      expect(page.valid).toBe(page.log.ok && page.anchor.ok && page.links.every((l) => l.valid));
+    }
+    expect(next).toBe(report.log.lastSeq + 1);
+    expect(listed.flatMap((p) => p.log.missing)).toEqual(report.log.missing);
   };
 
   it("names a deleted tail turn", async () => {
@@ -131,5 +152,21 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const rows = await logRows(conversation);
     expect(report.log).toEqual({ ok: true, lastSeq: rows.length, missing: [], altered: [] });
     expect((await pages(token, conversation, agentId, 50)).every((p) => p.valid && p.log.ok)).toBe(true);
+    await expectPagesShareTheLog(token, conversation, agentId, report);
+  });
+
+  it("names a deleted event on the page whose part of the log held it, the middle of the chain included", async () => {
+    const { conversation, agentId, token, chain } = await anchoredChain(3);
+    const [, second] = chain;
+    if (second === undefined) throw new Error("no second boundary");
+    const covered = (await logRows(conversation)).filter((r) => r.kind === "run" && r.seq > (chain[0]?.coveredThroughSeq ?? 0) && r.seq <= second.coveredThroughSeq).at(0);
+    if (covered === undefined) throw new Error("no run event under the second link");
+    const shard = await shardOf(conversation);
+    await behindTheServicesBack(shard, "events", [remove(shard, conversation, covered.seq)]);
+    const report = await verify(token, conversation, agentId);
+    expect(report.log).toMatchObject({ ok: false, missing: [covered.seq] });
+    await expectPagesShareTheLog(token, conversation, agentId, report);
+    const holding = (await pages(token, conversation, agentId, 1)).filter((p) => !p.log.ok);
+    expect(holding.map((p) => p.links.map((l) => l.position))).toEqual([[2]]);
   });
 });

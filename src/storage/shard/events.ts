@@ -3,6 +3,8 @@ import { chunksBySize } from "../../core/chunks";
 import type { StoredEvent } from "../../core/events";
 import { eventInputSchema } from "../../core/events";
 import { canonicalJson } from "../../core/hash";
+import type { LogGap, LogRange } from "../../core/log-audit";
+import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
 import { declarationRevisionStatement, revisionOf } from "../control/declarations";
 import { turnTermStatements } from "./turn-terms";
 
@@ -44,13 +46,32 @@ export async function readHead(db: D1Database, conversationId: string): Promise<
   return row?.last_seq ?? 0;
 }
 
-/** The high-water mark and every sequence number the log holds (the index alone serves it): what `auditLog` needs to find gaps. */
-export async function readLogShape(db: D1Database, conversationId: string): Promise<{ lastSeq: number; seqs: number[] }> {
-  const [mark, held] = await db.batch<{ seq: number }>([
-    db.prepare("SELECT last_seq AS seq FROM conversations WHERE id = ?").bind(conversationId),
-    db.prepare("SELECT seq FROM events WHERE conversation_id = ? ORDER BY seq").bind(conversationId),
-  ]);
-  return { lastSeq: mark?.results[0]?.seq ?? 0, seqs: (held?.results ?? []).map((row) => row.seq) };
+/**
+ * The runs of missing sequence numbers in `[fromSeq, throughSeq]` (the first `LOG_FINDINGS_LISTED`
+ * of them), for one page of the paged audit: one statement, which counts the range from the
+ * primary key and looks for gaps only when the count falls short, and returns a row per gap, never
+ * a row per event.
+ */
+export async function readLogGaps(db: D1Database, conversationId: string, range: LogRange): Promise<LogGap[]> {
+  if (range.fromSeq > range.throughSeq) return [];
+  const { results } = await db
+    .prepare(
+      `WITH short (yes) AS MATERIALIZED (SELECT COUNT(*) < ?3 - ?2 + 1 FROM events WHERE conversation_id = ?1 AND seq BETWEEN ?2 AND ?3),
+       gap (start) AS (
+         SELECT ?2 WHERE (SELECT yes FROM short) AND NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?2)
+         UNION ALL
+         SELECT e.seq + 1 FROM events e
+         WHERE (SELECT yes FROM short) AND e.conversation_id = ?1 AND e.seq >= ?2 AND e.seq < ?3
+           AND NOT EXISTS (SELECT 1 FROM events f WHERE f.conversation_id = ?1 AND f.seq = e.seq + 1)
+       )
+       SELECT start, COALESCE((SELECT MIN(n.seq) FROM events n WHERE n.conversation_id = ?1 AND n.seq > gap.start AND n.seq <= ?3), ?3 + 1) AS next
+       FROM gap
+       ORDER BY start
+       LIMIT ?4`,
+    )
+    .bind(conversationId, range.fromSeq, range.throughSeq, LOG_FINDINGS_LISTED)
+    .all<LogGap>();
+  return results;
 }
 
 function selectByKeys(db: D1Database, conversationId: string, keys: readonly string[]): D1PreparedStatement {
