@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * The boundary chain
-         * @description Every boundary of the agent in this conversation, across epochs, oldest first. Previews only: boundaries are sensitive. `health` says whether the chain is moving: the plan in flight (its age, how often its job was sent, its failed attempts, when its watchdog fires next), the re-plan time of a chain backing off after a dead-letter, and the newest compaction failure.
+         * @description The agent's boundaries in this conversation, across epochs, oldest first, a page at a time (`limit`, 1–200, 100 unless asked; pass `nextAfter` as `after` for the next page). Previews only: boundaries are sensitive. `health` says whether the chain is moving: the plan in flight (its age, how often its job was sent, its failed attempts, when its watchdog fires next), the re-plan time of a chain backing off after a dead-letter, and the newest compaction failure.
          */
         get: operations["listChain"];
         put?: never;
@@ -660,6 +660,7 @@ export interface components {
             agentId: string;
             currentEpochId: string;
             boundaries: components["schemas"]["ListedBoundary"][];
+            nextAfter: string | null;
             health: components["schemas"]["ChainHealth"] | null;
         };
         ChatRequest: {
@@ -3013,6 +3014,10 @@ export interface operations {
             query: {
                 /** @description the agent whose chain is listed */
                 agent: string;
+                /** @description the id of the last boundary already listed (the previous page's `nextAfter`); absent: from the oldest */
+                after?: string;
+                /** @description how many boundaries to list, 1–200 (100) */
+                limit?: number;
             };
             header?: never;
             path: {
@@ -3023,7 +3028,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description every boundary, oldest first */
+            /** @description a page of boundaries, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -125,9 +125,18 @@ export class Api {
     return { bytes: response.bytes, ...d1 };
   }
 
-  /** @param {string} conversation @param {string} agentId */
+  /** The whole listing, its pages followed (`nextAfter`) and joined. @param {string} conversation @param {string} agentId */
   async chain(conversation, agentId) {
-    return (await this.expect(`chain of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/chain?agent=${encodeURIComponent(agentId)}`)).json();
+    /** @type {any} */
+    let listing;
+    const boundaries = [];
+    for (let after = null; listing === undefined || after !== null; ) {
+      const query = `agent=${encodeURIComponent(agentId)}&limit=200${after === null ? "" : `&after=${encodeURIComponent(after)}`}`;
+      listing = await (await this.expect(`chain of ${conversation}`, [200], "GET", `${Api.conversationPath(conversation)}/chain?${query}`)).json();
+      boundaries.push(...listing.boundaries);
+      after = listing.nextAfter;
+    }
+    return { ...listing, boundaries, nextAfter: null };
   }
 
   /** @param {string} conversation @param {string} agentId */

@@ -10,7 +10,7 @@ import type { PlanRecord } from "../storage/shard/plans";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { currentDeclaration } from "../storage/control/declarations";
 import { scopesAllow } from "../core/conversation-id";
-import { hasChainIn, readBoundaryAuditPage, readBoundaryAuditRows, readChainSize } from "../storage/shard/boundary-audit";
+import { hasChainIn, readBoundaryAuditPage, readBoundaryAuditRows, readBoundaryListPage, readChainSize } from "../storage/shard/boundary-audit";
 import { readChainTrouble } from "../storage/shard/incidents";
 import { readPlansByRunIds } from "../storage/shard/plans";
 import { conversationStub } from "../durable/stub";
@@ -23,7 +23,7 @@ import type { LogAudit, LogRange } from "../core/log-audit";
 import { auditLog, auditLogRange, pageLogRange, withLogAudit } from "../core/log-audit";
 import { validate } from "./validation";
 import type { ScopedConversationId } from "./access";
-import { agentQuery, linkPageQuery } from "./queries";
+import { agentQuery, chainListQuery, linkPageQuery } from "./queries";
 import { shardDatabaseOf } from "../storage/shards";
 
 /**
@@ -61,6 +61,8 @@ export interface ChainListing {
   readonly agentId: string;
   readonly currentEpochId: string;
   readonly boundaries: ReturnType<typeof boundaryView>[];
+  /** The id to pass as `after` for the next page; null after the last. */
+  readonly nextAfter: string | null;
   readonly health: ChainHealth | null;
 }
 
@@ -108,18 +110,24 @@ async function chainAgent(env: Env, conversationId: ScopedConversationId, agentI
   return (await hasChainIn(await shardDatabaseOf(env, conversationId), conversationId, agentId)) ? ok(declaration) : fail("not_found", NOT_SERVING_MESSAGE);
 }
 
-/** `{ agent }`: every boundary of the agent in this conversation, every epoch, oldest first, and the chain's health. */
+/**
+ * `{ agent, after?, limit? }`: a page of the agent's boundaries in this conversation, every epoch,
+ * oldest first, after the boundary `after`, with `nextAfter` to pass for the next page; and the
+ * chain's health.
+ */
 export async function listChain(env: Env, conversationId: ScopedConversationId, query: unknown): Promise<Result<ChainListing>> {
-  const parsed = validate(agentQuery, query);
+  const parsed = validate(chainListQuery, query);
   if (!parsed.ok) return parsed;
-  const agentId = parsed.value.agent;
+  const { agent: agentId, after, limit } = parsed.value;
   const chained = await chainAgent(env, conversationId, agentId);
   if (!chained.ok) return chained;
   const declaration = chained.value;
-  const rows = await readBoundaryAuditRows(await shardDatabaseOf(env, conversationId), conversationId, agentId);
+  const rows = await readBoundaryListPage(await shardDatabaseOf(env, conversationId), conversationId, agentId, after, limit);
+  const listed = rows.slice(0, limit);
   const currentEpochId = declaration.epoch.id;
   const health = await chainHealth(env, conversationId, agentId, new Date());
-  return ok({ conversationId, agentId, currentEpochId, boundaries: rows.map((row) => boundaryView(row, currentEpochId)), health });
+  const nextAfter = rows.length > limit ? (listed.at(-1)?.id ?? null) : null;
+  return ok({ conversationId, agentId, currentEpochId, boundaries: listed.map((row) => boundaryView(row, currentEpochId)), nextAfter, health });
 }
 
 export type ChainAudit = ReturnType<typeof auditChain> & { readonly log: LogAudit };

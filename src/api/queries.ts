@@ -16,6 +16,15 @@ export const pageQuery = z.object({
 /** Routes about one agent's view of a conversation (context, chain, verify). */
 export const agentQuery = z.object({ agent: agentIdSchema });
 
+/**
+ * A page of the chain listing (`listChain`): `after` is the id of the last boundary already
+ * listed (absent: from the oldest), `limit` how many to list.
+ */
+export const chainListQuery = agentQuery.extend({
+  after: z.string().min(1).max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(100),
+});
+
 /** `GET …/context`: the agent, and an optional query that adds the memory envelope. */
 export const contextQuery = agentQuery.extend({ query: recallQueryTextSchema.optional() });
 

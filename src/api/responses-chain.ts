@@ -65,7 +65,10 @@ export const chainListingSchema = z.strictObject({
   conversationId: conversationIdSchema,
   agentId: agentIdSchema,
   currentEpochId: id,
+  /** A page of the boundaries, oldest first (`limit`, 100 unless asked). */
   boundaries: z.array(listedBoundarySchema),
+  /** The id to pass as `after` for the next page; null after the last boundary. */
+  nextAfter: id.nullable(),
   health: chainHealthSchema.nullable(),
 });
 

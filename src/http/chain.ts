@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { listChain, verifyChain, verifyLinks } from "../api/chain";
-import { agentQuery, linkPageQuery } from "../api/queries";
+import { agentQuery, chainListQuery, linkPageQuery } from "../api/queries";
 import { chainAuditSchema, chainListingSchema, linkPageSchema } from "../api/responses-chain";
 import { scopedConversation } from "./auth";
 import { problem } from "./errors";
@@ -25,12 +25,20 @@ const listChainRoute = operation({
   tags: ["chain"],
   summary: "The boundary chain",
   description:
-    "Every boundary of the agent in this conversation, across epochs, oldest first. Previews only: boundaries are sensitive. " +
+    "The agent's boundaries in this conversation, across epochs, oldest first, a page at a time (`limit`, 1–200, 100 unless " +
+    "asked; pass `nextAfter` as `after` for the next page). Previews only: boundaries are sensitive. " +
     "`health` says whether the chain is moving: the plan in flight (its age, how often its job was sent, its failed attempts, " +
     "when its watchdog fires next), the re-plan time of a chain backing off after a dead-letter, and the newest compaction failure.",
   security: BEARER,
-  parameters: [conversation, ...queryParameters(agentQuery, { agent: "the agent whose chain is listed" })],
-  responses: { 200: jsonResponse("every boundary, oldest first", "ChainListing", chainListingSchema), ...problems(["not_found"], SCOPED_CODES, QUERY_CODES) },
+  parameters: [
+    conversation,
+    ...queryParameters(chainListQuery, {
+      agent: "the agent whose chain is listed",
+      after: "the id of the last boundary already listed (the previous page's `nextAfter`); absent: from the oldest",
+      limit: "how many boundaries to list, 1–200 (100)",
+    }),
+  ],
+  responses: { 200: jsonResponse("a page of boundaries, oldest first", "ChainListing", chainListingSchema), ...problems(["not_found"], SCOPED_CODES, QUERY_CODES) },
 });
 
 const verifyChainRoute = operation({

@@ -63,6 +63,31 @@ export async function readBoundaryAuditRows(db: D1Database, conversationId: stri
   return results.map(boundaryAuditRow);
 }
 
+/**
+ * A page of one agent's boundaries in one conversation, every epoch, oldest first (by creation,
+ * then position and id), after the boundary `after` (absent: from the oldest; one this chain does
+ * not hold: nothing). Reads `limit + 1` rows from the `boundaries_by_time` index, so that the caller
+ * knows whether a next page exists, whatever the chain's length.
+ */
+export async function readBoundaryListPage(db: D1Database, conversationId: string, agentId: string, after: string | undefined, limit: number): Promise<BoundaryAuditRow[]> {
+  const statement =
+    after === undefined
+      ? db.prepare(`SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 ORDER BY created_at, position, id LIMIT ?3`).bind(conversationId, agentId, limit + 1)
+      : db
+          .prepare(
+            // The cursor's row first, then a range of the index from it: a row value compared with
+            // a row of a table the loop already holds is served from the index.
+            `SELECT ${BOUNDARY_AUDIT_COLUMNS.split(", ").map((column) => `b.${column}`).join(", ")}
+             FROM (SELECT created_at, position, id FROM boundaries WHERE id = ?3 AND conversation_id = ?1 AND agent_id = ?2) AS cursor
+             JOIN boundaries AS b ON b.conversation_id = ?1 AND b.agent_id = ?2 AND (b.created_at, b.position, b.id) > (cursor.created_at, cursor.position, cursor.id)
+             ORDER BY b.created_at, b.position, b.id
+             LIMIT ?4`,
+          )
+          .bind(conversationId, agentId, after, limit + 1);
+  const { results } = await statement.all<BoundaryAuditSqlRow>();
+  return results.map(boundaryAuditRow);
+}
+
 /** How long a chain and its log are: the log's high-water mark, and the agent's boundary rows (every epoch). */
 /** Whether the agent has any boundary in the conversation (its chain there, of any epoch). */
 export async function hasChainIn(db: D1Database, conversationId: string, agentId: string): Promise<boolean> {

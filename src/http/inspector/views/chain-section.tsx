@@ -160,6 +160,11 @@ export const BoundaryList: FC<{ conversationId: string; listing: Result<ChainLis
           </tbody>
         </table>
       )}
+      {listing.value.nextAfter === null ? null : (
+        <p class="muted" data-testid="boundaries-more">
+          The oldest {boundaries.length} shown; the rest are listed a page at a time by <code>GET …/chain?agent=&amp;after={listing.value.nextAfter}</code>.
+        </p>
+      )}
     </section>
   );
 };
