@@ -831,6 +831,9 @@ export interface components {
                     chars: number;
                 }[];
             };
+            unread?: {
+                throughSeq: number;
+            };
             documents: components["schemas"]["DocumentSummary"][];
         };
         ComposeRequest: {
@@ -919,6 +922,9 @@ export interface components {
                     seq: number;
                     chars: number;
                 }[];
+            };
+            unread?: {
+                throughSeq: number;
             };
         };
         ContextMessage: {

@@ -66,6 +66,12 @@ export const contextManifestSchema = z.strictObject({
   policy: contextPolicySchema,
   /** The recalled-memory envelope of a call with a query (absent without one): pages and turns served. */
   memory: memoryManifestSchema.optional(),
+  /**
+   * Present when the exact history served does not reach back to the log's start although caps
+   * left room: the log through `throughSeq` was not read for this context (an agent that does not
+   * admit sensitive content is served admitted turns read back a bounded stretch of the log).
+   */
+  unread: z.strictObject({ throughSeq: seq }).optional(),
 });
 
 export type ContextManifest = z.infer<typeof contextManifestSchema>;
@@ -101,6 +107,8 @@ export interface ManifestInput {
   /** What a call with a query recalled; absent without a query. */
   readonly memory?: MemoryManifest | undefined;
   readonly policy: ContextManifest["policy"];
+  /** The newest sequence number of the log not read for the exact history served; undefined: none left unread. */
+  readonly unreadThroughSeq?: number | undefined;
 }
 
 export function buildContextManifest(input: ManifestInput): ContextManifest {
@@ -145,5 +153,6 @@ export function buildContextManifest(input: ManifestInput): ContextManifest {
     totals: { chars: selection.totalChars, messages: selection.messages.length },
     policy: input.policy,
     ...(input.memory === undefined ? {} : { memory: input.memory }),
+    ...(input.unreadThroughSeq === undefined ? {} : { unread: { throughSeq: input.unreadThroughSeq } }),
   };
 }

@@ -27,6 +27,15 @@ const WINDOW_PAGE = 1_000;
  */
 const FRONTIER_CHARS_PER_EVENT = 50;
 
+/**
+ * The longest range, in events, an activation frontier is looked for in (or eight times the first
+ * range, for a trigger so large that is longer): where the newest admitted turns are too sparse to
+ * reach the trigger within it (an agent that does not admit sensitive content in a chat where
+ * nearly everything is), the epoch starts at the range's oldest group, or just past the range when
+ * it holds none. Activation reads, holds and windows at most this much, whatever the history.
+ */
+const FRONTIER_MAX_EVENTS = 4_096;
+
 /** The declarations serving the conversation, as of a declarations revision. */
 export interface HeldServing {
   readonly revision: number;
@@ -179,11 +188,14 @@ export class ChainBook {
     const { shard, conversationId } = this.deps;
     const { policy } = declaration.registration.compactor;
     const through = throughSeq ?? (await readHead(shard, conversationId));
-    for (let span = Math.max(16, Math.ceil(policy.triggerInputChars / FRONTIER_CHARS_PER_EVENT)); ; span *= 2) {
+    const first = Math.max(16, Math.ceil(policy.triggerInputChars / FRONTIER_CHARS_PER_EVENT));
+    const longest = Math.max(FRONTIER_MAX_EVENTS, 8 * first);
+    for (let span = first; ; span = Math.min(2 * span, longest)) {
       const after = Math.max(0, through - span);
       const turns = reconstruct(await readSliceLog(shard, conversationId, [{ after, through }]), foldPolicy(declaration));
       const groups = groupTurns(turns.filter((t) => t.group > after));
       if (after === 0 || groups.reduce((chars, group) => chars + group.chars, 0) >= policy.triggerInputChars) return frontierStartSeq(groups, policy);
+      if (span === longest) return groups.length === 0 ? after + 1 : frontierStartSeq(groups, policy);
     }
   }
 

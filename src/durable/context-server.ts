@@ -33,6 +33,12 @@ import { TURN_KINDS, foldPolicy, tail } from "./hot-chain";
 
 /** Log events per page when reading covered history back for an agent that is never served a boundary. */
 const HISTORY_PAGE = 500;
+/**
+ * At most this many pages of the log are read back for an agent's admitted history (4,000
+ * events): however sparse its admitted turns, a context call's reads stay bounded, and the
+ * manifest says where the reading stopped (`unread`).
+ */
+const HISTORY_MAX_PAGES = 8;
 
 /**
  * Serving: an agent's context from its chain's hot state, the head verified on every call against
@@ -88,14 +94,25 @@ export class ContextServer {
       );
     }
     const envelopes = [boundary?.envelope, envelope].filter((m) => m !== undefined);
-    const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart } : await this.#admittedHistory(chain);
+    const history = agent.admitSensitive ? { groups: tail(chain), after: chain.windowStart, unreadThroughSeq: undefined } : await this.#admittedHistory(chain);
     const asOf = asOfSeq === undefined ? ok(history.groups) : groupsAsOf(history.groups, asOfSeq, history.after);
     if (!asOf.ok) return fail("not_found", `no context as of sequence ${asOfSeq ?? 0}: ${asOf.error.reason}`, { ...asOf.error });
     const selected = await selectWithMemory({ control: this.deps.env.DB, shard: this.deps.shard, shards: shardsOf(this.deps.env).map((s) => s.db) }, { conversationId, agent, scopes, query, envelopes, groups: asOf.value });
     if (!selected.ok) return fail(selected.error.code, selected.error.message);
     const { selection, memory } = selected.value;
     const amendment = envelope === undefined ? undefined : { items: amendments, envelope };
-    const manifest = buildContextManifest({ conversationId, agentId, epochId: declaration.epoch.id, boundary, amendment, withheld, selection, memory, policy: agent.context });
+    const manifest = buildContextManifest({
+      conversationId,
+      agentId,
+      epochId: declaration.epoch.id,
+      boundary,
+      amendment,
+      withheld,
+      selection,
+      memory,
+      policy: agent.context,
+      unreadThroughSeq: history.unreadThroughSeq,
+    });
     return ok({ messages: selection.messages, manifest });
   }
 
@@ -150,22 +167,26 @@ export class ContextServer {
    * agent's caps (the selector then trims newest-first, reporting the rest in `manifest.omitted`),
    * so the read is bounded by the caps, not by the conversation.
    */
-  async #admittedHistory(chain: HotChain): Promise<{ groups: Group[]; after: number }> {
+  async #admittedHistory(chain: HotChain): Promise<{ groups: Group[]; after: number; unreadThroughSeq: number | undefined }> {
     const fold = foldPolicy(chain.declaration);
     if (chain.history?.windowStart !== chain.windowStart) {
       const caps = chain.declaration.registration.agent.context;
       const events: StoredEvent[] = [];
       let after = chain.windowStart;
-      while (after > 0) {
+      let filled = false;
+      for (let pages = 0; after > 0 && !filled && pages < HISTORY_MAX_PAGES; pages++) {
         const page = await listEventsBefore(this.deps.shard, this.deps.conversationId, after + 1, HISTORY_PAGE);
         events.unshift(...page.filter((event) => TURN_KINDS.has(event.kind)).reverse());
         after = page.length < HISTORY_PAGE ? 0 : (page.at(-1)?.seq ?? 1) - 1;
         const older = groupsAfter(events, after, fold);
-        if (older.reduce((n, g) => n + g.chars, 0) > caps.maxChars || older.reduce((n, g) => n + g.turns.length, 0) > caps.maxMessages) break;
+        filled = older.reduce((n, g) => n + g.chars, 0) > caps.maxChars || older.reduce((n, g) => n + g.turns.length, 0) > caps.maxMessages;
       }
-      chain.history = { windowStart: chain.windowStart, after, events };
+      // Stopped by the page bound with the log not read to its start and the caps not filled:
+      // the manifest names what was left unread.
+      chain.history = { windowStart: chain.windowStart, after, events, unreadThroughSeq: after > 0 && !filled ? after : undefined };
     }
-    return { groups: groupsAfter([...chain.history.events, ...chain.window], chain.history.after, fold), after: chain.history.after };
+    const { history } = chain;
+    return { groups: groupsAfter([...history.events, ...chain.window], history.after, fold), after: history.after, unreadThroughSeq: history.unreadThroughSeq };
   }
 
   /** The head's packet, read from R2 and hash-checked, unless the same object (by etag) already was. */

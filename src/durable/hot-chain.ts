@@ -51,7 +51,7 @@ export interface HotChain {
    * `windowStart`, read once per window start (they are immutable; what later speaks about them is
    * in the window).
    */
-  history: { windowStart: number; after: number; events: StoredEvent[] } | undefined;
+  history: { windowStart: number; after: number; events: StoredEvent[]; unreadThroughSeq: number | undefined } | undefined;
   /** The head packet last verified against R2, by object etag, so selection re-reads it only when it changed. */
   verifiedPacket: { key: string; etag: string; packet: Packet } | undefined;
 }

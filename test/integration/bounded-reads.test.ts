@@ -94,3 +94,44 @@ describe("a page of the paged verify", () => {
     expect(short.rowsRead).toBeLessThan(1_000);
   });
 });
+
+describe("the admitted history of an agent that does not admit sensitive content", () => {
+  it("reads back a bounded stretch of the log however sparse the admitted turns, and says where its reading stopped", { timeout: 300_000 }, async () => {
+    const served = async (messages: number) => {
+      const conversation = freshConversation("api:bounded");
+      const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+      const token = await tokenFor(conversation, `agent:${agentId}`);
+      // The oldest message is the one admitted turn; everything after it is sensitive.
+      expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("admitted", "admitted", "The one message anyone may read.") })).status).toBe(201);
+      for (let i = 0; i < messages; i += 100) {
+        const events = Array.from({ length: Math.min(100, messages - i) }, (_, k) => sourceEvent(`s-${i + k}`, `s${i + k}`, `Private ${i + k}: my card number is on the back of the envelope.`, { sensitive: true }));
+        expect((await call("POST", eventsPath(conversation, "/batch"), { token, body: { events } })).status).toBe(201);
+      }
+      expect((await register(token, { agentId, sources: [conversation], trigger: 3_000, retain: 1_000, admitSensitive: false })).status).toBe(201);
+      const activating = await call("POST", eventsPath(conversation), { token, body: sourceEvent("first", "first", "The first message this agent sees."), headers: { [D1_METER_HEADER]: "on" } });
+      expect(activating.status).toBe(201);
+      const res = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/context?agent=${agentId}`, { token, headers: { [D1_METER_HEADER]: "on" } });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { messages: { content: string }[]; manifest: { unread?: { throughSeq: number } } };
+      const activation = parse(activating.headers.get(D1_READS_HEADER));
+      return { activation, reads: parse(res.headers.get(D1_READS_HEADER)), text: body.messages.map((m) => m.content).join("\n"), unread: body.manifest.unread };
+    };
+    const short = await served(300);
+    // The whole log was read back: the one admitted turn is served, and nothing is unread.
+    expect(short.text).toContain("The one message anyone may read.");
+    expect(short.unread).toBeUndefined();
+    const long = await served(8_000);
+    const longer = await served(16_000);
+    // The context call reads back at most 8 pages of 500 events (16 and 32 of them hold these
+    // histories), and activation its frontier's longest range (4,096 events), not the history.
+    const said = `${JSON.stringify(short.reads)} after 300 sensitive messages, ${JSON.stringify(long.reads)} after 8,000, ${JSON.stringify(longer.reads)} after 16,000`;
+    expect(long.reads.statements, said).toBeLessThanOrEqual(short.reads.statements + 8);
+    expect(longer.reads.statements, said).toBe(long.reads.statements);
+    expect(longer.activation.rowsRead, `activation: ${JSON.stringify(long.activation)} after 8,000, ${JSON.stringify(longer.activation)} after 16,000`).toBeLessThan(long.activation.rowsRead * 1.2);
+    expect(longer.unread?.throughSeq).toBeGreaterThan(long.unread?.throughSeq ?? Infinity);
+    // The reading stopped short of the oldest message, and the manifest says where.
+    expect(long.text).not.toContain("The one message anyone may read.");
+    expect(long.unread?.throughSeq).toBeGreaterThan(1);
+    expect(long.text).toContain("The first message this agent sees.");
+  });
+});
