@@ -87,6 +87,9 @@ export function workers(migrations: Migrations, inject: Inject) {
         OPENAI_API_KEY_FAKEX: "test-key",
         OPENAI_BASE_URL_FAKEX: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/memory-extraction/v1`,
         // The provider profile "fakelive": the liveness tests' own session, where a plan's model keeps failing.
+        OPENAI_API_KEY_FAKERQ: "test-key",
+        OPENAI_BASE_URL_FAKERQ: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/reply-queue/v1`,
+        OPENAI_EXTRACTION_FAKERQ: "offline",
         OPENAI_API_KEY_FAKELIVE: "test-key",
         OPENAI_BASE_URL_FAKELIVE: `${new URL(inject("fakeOpenAiBaseUrl")).origin}/s/liveness-attempts/v1`,
         OPENAI_EXTRACTION_FAKELIVE: "offline",
@@ -242,7 +245,8 @@ export default defineConfig(async () => {
                     // Incident summaries are queued too, so the recorder shows what the operator is told.
                     OPERATOR_CHAT: LIVENESS_OPERATOR_CHAT,
                   },
-                  queueProducers: { JOB_QUEUE: { queueName: LIVENESS_QUEUE } },
+                  // Both queues into the recorder: what the operator is told travels on the reply queue.
+                  queueProducers: { JOB_QUEUE: { queueName: LIVENESS_QUEUE }, REPLY_QUEUE: { queueName: LIVENESS_QUEUE } },
                   serviceBindings: { ...base.miniflare.serviceBindings, QUEUE_RECORDER: "queue-recorder" },
                   workers: [
                     ...base.miniflare.workers,

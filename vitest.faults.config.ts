@@ -21,7 +21,8 @@ export default defineConfig(async () => {
           ...base,
           miniflare: {
             ...base.miniflare,
-            queueProducers: { JOB_QUEUE: { queueName: FAULTS_QUEUE } },
+            // Both queues into the recorder: replies travel on the reply queue.
+            queueProducers: { JOB_QUEUE: { queueName: FAULTS_QUEUE }, REPLY_QUEUE: { queueName: FAULTS_QUEUE } },
             // What the queue took, readable by the matrix (the reply hand-off's invariant).
             serviceBindings: { ...base.miniflare.serviceBindings, QUEUE_RECORDER: "queue-recorder" },
             workers: [...base.miniflare.workers, { name: "queue-recorder", modules: true, script: QUEUE_RECORDER_SCRIPT, compatibilityDate: "2026-11-01", queueConsumers: { [FAULTS_QUEUE]: { maxBatchTimeout: 0 } } }],

@@ -25,7 +25,7 @@ export async function recordIncident(env: Env, incident: Incident): Promise<void
   logger.warn("incident", incidentFields(incident));
   await queueAlert(env, incident, stored.meta.last_row_id, 1);
   const notice = incidentNotice(env, incident);
-  if (notice !== undefined) await env.JOB_QUEUE.send(notice);
+  if (notice !== undefined) await env.REPLY_QUEUE.send(notice);
 }
 
 /**
@@ -46,7 +46,7 @@ export async function raiseIncident(env: Env, incident: Incident, occurrences = 
   if (row.notified) return row;
   const notice = incidentNotice(env, incident);
   if (notice === undefined) return row;
-  await env.JOB_QUEUE.send(notice);
+  await env.REPLY_QUEUE.send(notice);
   await markIncidentNotified(db, row.id, incident.createdAt);
   return { ...row, notified: true };
 }

@@ -190,6 +190,7 @@ export function limitedEnv(env: Env): Env {
     ...Object.fromEntries(Object.entries(services).map(([name, service]) => [name, subrequests(service as object)])),
     DOCUMENTS: subrequests(env.DOCUMENTS),
     JOB_QUEUE: limitedQueue(env.JOB_QUEUE),
+    REPLY_QUEUE: limitedQueue(env.REPLY_QUEUE),
     CONVERSATION: limitedObjects(env.CONVERSATION),
   };
 }

@@ -165,6 +165,7 @@ export function meteredEnv(env: Env): Env {
     ...mapDatabases(env, (db, name) => meteredD1(db, ledger.d1, name)),
     DOCUMENTS: countedBucket(env.DOCUMENTS),
     JOB_QUEUE: countedQueue(env.JOB_QUEUE),
+    REPLY_QUEUE: countedQueue(env.REPLY_QUEUE),
     CONVERSATION: countedObjects(env.CONVERSATION),
   };
 }

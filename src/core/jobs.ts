@@ -3,9 +3,10 @@ import { incidentAlertSchema } from "./alerts";
 import { TELEGRAM_BOT_ID } from "./conversation-id";
 
 /**
- * The jobs of the one Worker queue (`JOB_QUEUE`): compactions, extractions, replies, operator
- * notices and alerts. The Durable Object produces them and the queue consumer validates each
- * message against `jobSchema`.
+ * The jobs the Worker runs off the request path: compactions, extractions and alerts on
+ * `JOB_QUEUE`, and what a chat reads (replies, operator notices) on `REPLY_QUEUE`, so that a chat's
+ * replies never wait behind a batch held by a slow compaction or alert receiver. One consumer runs
+ * both, and validates each message against `jobSchema`.
  */
 
 /** A compaction job names its packet; the packet, not the message, carries the input. */

@@ -78,7 +78,7 @@ export class ReplyHandoff {
   }
 
   async #send(jobs: readonly ReplyJob[]): Promise<void> {
-    for (const batch of sendBatches(jobs)) await this.deps.env.JOB_QUEUE.sendBatch(batch.map((body) => ({ body })));
+    for (const batch of sendBatches(jobs)) await this.deps.env.REPLY_QUEUE.sendBatch(batch.map((body) => ({ body })));
   }
 
   /** The deadline, due again after the backoff of one more failure (kept as it was when even that cannot be written). */

@@ -73,8 +73,10 @@ interface Delivery {
 const JOBS_AT_ONCE = 5;
 
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  // wrangler.toml names the dead-letter queue once for the platform and once for this code (`JOB_DEAD_LETTER_QUEUE`).
-  const deadLetter = batch.queue === env.JOB_DEAD_LETTER_QUEUE;
+  // wrangler.toml names each dead-letter queue once for the platform and once for this code
+  // (`JOB_DEAD_LETTER_QUEUE`, `REPLY_DEAD_LETTER_QUEUE`). Both queues carry jobs of any type this
+  // consumer runs alike: which queue a job is sent to decides only what it may wait behind.
+  const deadLetter = batch.queue === env.JOB_DEAD_LETTER_QUEUE || batch.queue === env.REPLY_DEAD_LETTER_QUEUE;
   const budgetEnd = Date.now() + BATCH_BUDGET_MS;
   const lanes = new Map<string, Promise<unknown>>();
   const slot = concurrencyLimit(JOBS_AT_ONCE);

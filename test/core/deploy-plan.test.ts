@@ -15,7 +15,7 @@ describe("deployResources", () => {
       ["DB_SHARD_1", "foldline-shard-1"],
     ]);
     expect(found.buckets).toEqual(["foldline-documents"]);
-    expect(found.queues).toEqual(["foldline-compaction", "foldline-compaction-dlq"]);
+    expect(found.queues).toEqual(["foldline-compaction", "foldline-compaction-dlq", "foldline-replies", "foldline-replies-dlq"]);
   });
 });
 
@@ -33,6 +33,8 @@ describe("deployPlan", () => {
       { kind: "ensure_bucket", name: "foldline-documents" },
       { kind: "ensure_queue", name: "foldline-compaction" },
       { kind: "ensure_queue", name: "foldline-compaction-dlq" },
+      { kind: "ensure_queue", name: "foldline-replies" },
+      { kind: "ensure_queue", name: "foldline-replies-dlq" },
     ]);
   });
 
@@ -43,7 +45,7 @@ describe("deployPlan", () => {
       { name: "foldline-shard-1", uuid: "33333333-3333-3333-3333-333333333333" },
     ];
     const deployed = withDatabaseIds(toml, new Map([["DB", account[0]?.uuid ?? ""], ["DB_SHARD_0", account[1]?.uuid ?? ""], ["DB_SHARD_1", account[2]?.uuid ?? ""]]));
-    expect(deployPlan(deployResources(deployed), account).map((s) => s.kind)).toEqual(["ensure_bucket", "ensure_queue", "ensure_queue"]);
+    expect(deployPlan(deployResources(deployed), account).map((s) => s.kind)).toEqual(["ensure_bucket", "ensure_queue", "ensure_queue", "ensure_queue", "ensure_queue"]);
     const grown = `${deployed}\n[[d1_databases]]\nbinding = "DB_SHARD_2"\ndatabase_name = "foldline-shard-2"\ndatabase_id = "00000000-0000-0000-0000-000000000012"\nmigrations_dir = "migrations/shard"\n`;
     expect(deployPlan(deployResources(grown), account).filter((s) => s.kind === "create_d1" || s.kind === "set_id")).toEqual([
       { kind: "create_d1", name: "foldline-shard-2" },

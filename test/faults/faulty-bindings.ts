@@ -27,7 +27,7 @@ export interface BindingCall {
   /** 1-based position among the calls made while the plan was armed. */
   readonly index: number;
   readonly side: Side;
-  /** `DB`, `DB_SHARD_1`, `DOCUMENTS`, `JOB_QUEUE`, `CONVERSATION`. */
+  /** `DB`, `DB_SHARD_1`, `DOCUMENTS`, `JOB_QUEUE`, `REPLY_QUEUE`, `CONVERSATION`. */
   readonly binding: string;
   /** `batch`, `run`, `put`, `send`, … */
   readonly method: string;
@@ -200,5 +200,5 @@ export function faultStorage(storage: DurableObjectStorage, plan: FaultPlan): vo
 export function faultyEnv(env: Env, plan: FaultPlan, side: Side): Env {
   const databases = mapDatabases(env, (db, name) => faultyD1(db, name, plan, side));
   const objects = side === "worker" ? { CONVERSATION: faultyNamespace(env.CONVERSATION, "CONVERSATION", plan, side) } : {};
-  return { ...databases, ...objects, DOCUMENTS: faultyR2(env.DOCUMENTS, "DOCUMENTS", plan, side), JOB_QUEUE: faultyQueue(env.JOB_QUEUE, "JOB_QUEUE", plan, side) };
+  return { ...databases, ...objects, DOCUMENTS: faultyR2(env.DOCUMENTS, "DOCUMENTS", plan, side), JOB_QUEUE: faultyQueue(env.JOB_QUEUE, "JOB_QUEUE", plan, side), REPLY_QUEUE: faultyQueue(env.REPLY_QUEUE, "REPLY_QUEUE", plan, side) };
 }

@@ -77,14 +77,14 @@ describe("the reply hand-off", () => {
     let failed = 0;
     const restore = await changeObjectEnv(conversation, (objectEnv) => ({
       ...objectEnv,
-      JOB_QUEUE: {
-        send: (...args: Parameters<Queue["send"]>) => objectEnv.JOB_QUEUE.send(...args),
+      REPLY_QUEUE: {
+        send: (...args: Parameters<Queue["send"]>) => objectEnv.REPLY_QUEUE.send(...args),
         sendBatch: async (...args: Parameters<Queue["sendBatch"]>) => {
           // The first hand-off is taken by the queue, and its answer lost; the second is refused.
           failed += 1;
-          if (failed === 1) await objectEnv.JOB_QUEUE.sendBatch(...args);
+          if (failed === 1) await objectEnv.REPLY_QUEUE.sendBatch(...args);
           if (failed <= 2) throw new Error("Queue send failed: Network connection lost.");
-          return objectEnv.JOB_QUEUE.sendBatch(...args);
+          return objectEnv.REPLY_QUEUE.sendBatch(...args);
         },
       } as Queue,
     }));

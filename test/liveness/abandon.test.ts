@@ -24,13 +24,13 @@ describe("abandoning a dead-lettered plan", () => {
     let notices = 0;
     const restore = await changeObjectEnv(conversation, (objectEnv) => ({
       ...objectEnv,
-      JOB_QUEUE: {
+      REPLY_QUEUE: {
         send: async (...args: Parameters<Queue["send"]>) => {
           const [body] = args;
           if ((body as { type?: string }).type === "notice" && ++notices === 1) throw new Error("Queue send failed: Network connection lost.");
-          return objectEnv.JOB_QUEUE.send(...args);
+          return objectEnv.REPLY_QUEUE.send(...args);
         },
-        sendBatch: (...args: Parameters<Queue["sendBatch"]>) => objectEnv.JOB_QUEUE.sendBatch(...args),
+        sendBatch: (...args: Parameters<Queue["sendBatch"]>) => objectEnv.REPLY_QUEUE.sendBatch(...args),
       } as Queue,
     }));
     try {

@@ -40,12 +40,12 @@ async function contextStatus(token: string, conversation: string, agentId: strin
 
 /**
  * The operator notices about `conversation` that reached the queue before a marker sent now: the
- * marker is queued after every notice already sent, and the local queue delivers in order, so once
+ * marker is queued on the reply queue after every notice already sent, and the local queue delivers in order, so once
  * it arrived nothing sent before it is still on the way (an ordering, not a wait).
  */
 async function noticesSoFar(conversation: string, kind: string): Promise<string[]> {
   const marker = { type: "test-marker", id: crypto.randomUUID() };
-  await env.JOB_QUEUE.send(marker);
+  await env.REPLY_QUEUE.send(marker);
   const sent = await waitFor(async () => {
     const all = await (await env.QUEUE_RECORDER.fetch("http://queue-recorder/")).json<unknown[]>();
     const at = all.findIndex((job) => (job as { id?: unknown }).id === marker.id);
