@@ -37,6 +37,7 @@ import { locomoTotalsTable } from "./lib/locomo-report.mjs";
 import { runMainWorker } from "./lib/main-worker.mjs";
 import { runMemoryPhase } from "./lib/memory-phase.mjs";
 import { FAKE_SUMMARY_CHARS } from "./lib/scenario.mjs";
+import { runScalePhase } from "./lib/scale-phase.mjs";
 import { runScriptsPhase } from "./lib/scripts-phase.mjs";
 import { runShardPhase } from "./lib/shard-phase.mjs";
 import { round } from "./lib/stats.mjs";
@@ -55,12 +56,15 @@ const { values: args } = parseArgs({
     // The sections on Workers of their own: `memory` runs only §9 and §10 and writes results/memory.{md,json};
     // `shards` runs only §11 and writes results/shards.{md,json}; `locomo` runs only §12 (LoCoMo, which
     // runs only when asked for) and writes results/locomo.{md,json}; `scripts` runs only §14 and writes
-    // results/scripts.{md,json}.
+    // results/scripts.{md,json}; `scale` runs only §13 (which runs only when asked for) and writes
+    // results/scale.{md,json}.
     only: { type: "string" },
+    // §13's long conversation, in events (a million takes about an hour here).
+    "scale-events": { type: "string", default: "100000" },
   },
 });
-if (args.only !== undefined && !["memory", "shards", "locomo", "scripts"].includes(args.only)) {
-  console.error("--only: memory (§9 and §10), shards (§11), locomo (§12) or scripts (§14), the sections that run on Workers of their own");
+if (args.only !== undefined && !["memory", "shards", "locomo", "scale", "scripts"].includes(args.only)) {
+  console.error("--only: memory (§9 and §10), shards (§11), locomo (§12), scale (§13) or scripts (§14), the sections that run on Workers of their own");
   process.exit(2);
 }
 if (args.source !== "worktree" && args.source !== "head") {
@@ -144,6 +148,7 @@ async function main() {
       args.only === undefined || args.only === "memory" ? "§9: the offline extractive compactor, on a Worker of its own with no model key" : null,
       args.only === undefined || args.only === "shards" ? "§11: none runs (each row's trigger is 2,000,000 characters; no key either)" : null,
       args.only === "locomo" ? "§12: the offline extractive compactor and the offline extractor, on a Worker of its own with no model key" : null,
+      args.only === "scale" ? "§13: the offline extractive compactor and the offline extractor, on a Worker of its own with no model key" : null,
       args.only === undefined || args.only === "scripts" ? "§14: none runs (trigger 2,000,000 characters; no key either)" : null,
     ]
       .filter((part) => part !== null)
@@ -182,6 +187,12 @@ async function main() {
     if (args.only === undefined || args.only === "shards") {
       await phase("shards", async () => {
         results.metrics.shards = await runShardPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
+      });
+    }
+    // §13 (scale) only when asked for: it loads a conversation of --scale-events events.
+    if (args.only === "scale") {
+      await phase("scale", async () => {
+        results.metrics.scale = await runScalePhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick, events: Number(args["scale-events"]) });
       });
     }
     // §14 after the others, on a Worker of its own: an append's cost by script and length.

@@ -3,6 +3,7 @@ import { compactorInputSection, compactorInputTargets } from "./compactor-input-
 import { costSection } from "./cost-report.mjs";
 import { locomoSection, locomoTargets } from "./locomo-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
+import { scaleSection, scaleTargets } from "./scale-report.mjs";
 import { scriptsSection, scriptsTargets } from "./scripts-report.mjs";
 import { shardSection } from "./shard-report.mjs";
 
@@ -117,6 +118,12 @@ export function renderMarkdown(r) {
   if (r.only === "locomo") {
     out.push("> **Only §12 (`--only locomo`)**: the other sections did not run (§12 runs only when asked for).", "", "## Targets", "", table(["target", "measured", "verdict"], locomoTargets(m.locomo)), "");
     section("12. LoCoMo: evidence for questions about long real conversations", "locomo", () => locomoSection(m.locomo));
+    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
+    return `${out.join("\n").trim()}\n`;
+  }
+  if (r.only === "scale") {
+    out.push("> **Only §13 (`--only scale`)**: the other sections did not run (§13 runs only when asked for).", "", "## Targets", "", table(["target", "measured", "verdict"], scaleTargets(m.scale)), "");
+    section("13. Scale: each operation on a long conversation against a short one", "scale", () => scaleSection(m.scale));
     if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
     return `${out.join("\n").trim()}\n`;
   }

@@ -1,0 +1,64 @@
+// The report's scale section (§13): each operation's cost on a long conversation against a short
+// one (lib/scale-phase.mjs), its table and the judged ratios, all from the run's numbers.
+
+/** An operation on the long conversation costs at most this many times its cost on the short one. */
+const SCALE_TARGET = 2;
+
+const n = (/** @type {number | null | undefined} */ v, digits = 0) =>
+  v === null || v === undefined || !Number.isFinite(v) ? "–" : v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** @param {string[]} header @param {(string | number)[][]} rows */
+const table = (header, rows) => [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+
+/** What each operation is. */
+const OPERATIONS = /** @type {Record<string, string>} */ ({
+  append: "`POST …/events`, one source (preflight and its skipped run)",
+  context: "`GET …/context?agent=`",
+  recall: "`GET …/context?agent=&query=` (memory envelope)",
+  search: "`GET …/memory/search?agent=&q=`",
+  eventsPage: "`GET …/events?after=&limit=100` (the middle of the log)",
+  chainPage: "`GET …/chain?agent=&limit=10`",
+  verifyFirstPage: "`GET …/verify/links`, the first link",
+  verifyMiddlePage: "`GET …/verify/links`, a middle link",
+  verifyLastPage: "`GET …/verify/links`, the last link (through the high-water mark)",
+  activation: "a new agent's first message (its epoch activated on this history)",
+});
+
+/**
+ * The section's row of the Targets table: every operation's statements and rows read at the long
+ * length within 2× the short one's.
+ * @param {any} s the scale metrics, or undefined when the section did not run
+ */
+export function scaleTargets(s) {
+  if (s === undefined) return [];
+  const [short, long] = s.lengths;
+  const over = Object.entries(s.ratios).filter(([, r]) => /** @type {any} */ (r).statements > SCALE_TARGET || /** @type {any} */ (r).rowsRead > SCALE_TARGET);
+  return [
+    [
+      `every operation (§13) at ${n(long?.events)} events within ${SCALE_TARGET}× its D1 statements and rows read at ${n(short?.events)}`,
+      over.length === 0 ? "all within" : over.map(([name, r]) => `${name}: ${n(/** @type {any} */ (r).statements, 2)}× statements, ${n(/** @type {any} */ (r).rowsRead, 2)}× rows`).join("; "),
+      over.length === 0 ? "**met**" : "**not met**",
+    ],
+  ];
+}
+
+/** @param {any} s the scale metrics */
+export function scaleSection(s) {
+  const [short, long] = s.lengths;
+  const lengthLine = (/** @type {any} */ l) => `${n(l.events)} events (${n(l.sources)} sources, ${n(l.boundaries)} boundaries; loaded and caught up in ${n(l.loadSeconds, 1)} s)`;
+  const rows = Object.keys(OPERATIONS)
+    .filter((name) => short.operations[name] !== undefined && long.operations[name] !== undefined)
+    .map((name) => {
+      const a = short.operations[name];
+      const b = long.operations[name];
+      const r = s.ratios[name];
+      return [OPERATIONS[name] ?? name, `${n(a.statements, 1)} / ${n(b.statements, 1)}`, `${n(a.rowsRead, 1)} / ${n(b.rowsRead, 1)}`, `${n(a.bytesRead)} / ${n(b.bytesRead)}`, `${n(a.p50Ms, 1)} / ${n(b.p50Ms, 1)}`, `${n(r.statements, 2)}× / ${n(r.rowsRead, 2)}×`];
+    });
+  return [
+    `Two conversations on one Worker of their own (offline compactor and extractor), differing only in length: ${lengthLine(short)} and ${lengthLine(long)}. One agent serves both from their first message (trigger ${n(s.policy.triggerInputChars)}, retain ${n(s.policy.retainInputChars)}), so each source was preflighted and each chain compacted as it grew; each conversation was loaded through \`POST …/events/batch\`, 100 sources a request. Each operation ran ${s.samples} times on each (a new agent's activation ${s.activations} times, one agent each), through the D1 meter: statements, rows read and bytes read by the Worker and the conversation's object, means; time p50 at the client, this machine's (load average ${s.loadAverageAtStart.join(" / ")} at the start, ${s.loadAverageAtEnd.join(" / ")} at the end).`,
+    "",
+    table(["operation", "statements (short / long)", "rows read", "bytes read", "p50 ms", "long ÷ short (statements / rows)"], rows),
+    "",
+    `The target is ${SCALE_TARGET}× on statements and rows read: what an operation reads follows its own work (a page, a slice, a trigger's worth of turns), not the history before it.`,
+  ].join("\n");
+}
