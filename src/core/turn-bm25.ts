@@ -31,6 +31,26 @@ export interface ConversationTermCounts {
   readonly rowsWith: ReadonlyMap<string, number>;
 }
 
+/**
+ * How many of a conversation's matches of one term recall reads at most: a term held by more of its
+ * turns is read among its newest this many, so what a search costs follows the query, not the
+ * conversation's length. A conversation of a few hundred turns (a LoCoMo one) holds no term more
+ * often, and is searched exactly as without it.
+ */
+export const TERM_SCAN = 1_000;
+
+/**
+ * The number of a conversation's turns holding a term, from a scan of at most `TERM_SCAN` of its
+ * matches, newest first: the count itself when the scan ended before the limit; otherwise the
+ * matches' density over the stretch of the log they span (from `oldestSeq` to `lastSeq`) carried
+ * over the whole log, at least what was counted and at most the conversation's `rows`.
+ */
+export function estimatedRowsWith(counted: number, oldestSeq: number, lastSeq: number, rows: number): number {
+  if (counted < TERM_SCAN) return counted;
+  const span = Math.max(1, lastSeq - oldestSeq + 1);
+  return Math.min(rows, Math.max(counted, Math.round((counted * lastSeq) / span)));
+}
+
 /** Okapi bm25's parameters as FTS5 fixes them (recall-rank's own bm25 over pages and entries uses them too). */
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;

@@ -1,7 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { byConversationBm25, conversationBm25, countsWithContext, indexTokens, TURN_COLUMN_WEIGHTS, type IndexedTurn } from "../../src/core/turn-bm25";
+import { byConversationBm25, conversationBm25, countsWithContext, estimatedRowsWith, indexTokens, TERM_SCAN, TURN_COLUMN_WEIGHTS, type IndexedTurn } from "../../src/core/turn-bm25";
 
 /**
  * Recall's bm25 over one conversation is compared with FTS5's own: a table of the turn index's
@@ -127,5 +127,23 @@ describe("countsWithContext", () => {
 describe("indexTokens", () => {
   it("splits, folds and stems as unicode61 with porter: accents off Latin letters only, case folded, marks kept in the word", () => {
     expect(indexTokens("Na\u0308ive CAF\u00c9s, Ёлка x_y 3.14 emoji\u{1F600}here")).toEqual(["naiv", "cafe", "ёлка", "x", "y", "3", "14", "emoji", "here"]);
+  });
+});
+
+describe("estimatedRowsWith", () => {
+  it("is the count itself when the scan ended before its limit", () => {
+    expect(estimatedRowsWith(0, 0, 5_000, 3_000)).toBe(0);
+    expect(estimatedRowsWith(TERM_SCAN - 1, 10, 5_000, 3_000)).toBe(TERM_SCAN - 1);
+  });
+
+  it("carries the density of a full scan over the whole log, at least the count and at most the conversation's turns", () => {
+    // 1,000 matches over the newest 2,000 of 10,000 events: about 5,000 over the whole log.
+    expect(estimatedRowsWith(TERM_SCAN, 8_001, 10_000, 8_000)).toBe(5_000);
+    // A term in every turn: capped at the conversation's turns.
+    expect(estimatedRowsWith(TERM_SCAN, 9_001, 10_000, 4_000)).toBe(4_000);
+    // The scan spans the whole log: the count.
+    expect(estimatedRowsWith(TERM_SCAN, 1, 1_000, 5_000)).toBe(TERM_SCAN);
+    // A span that cannot be (the oldest after the mark) counts as one event, never divides by zero.
+    expect(estimatedRowsWith(TERM_SCAN, 2_000, 1_000, 5_000)).toBe(5_000);
   });
 });

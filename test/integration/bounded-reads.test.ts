@@ -135,3 +135,30 @@ describe("the admitted history of an agent that does not admit sensitive content
     expect(long.text).toContain("The first message this agent sees.");
   });
 });
+
+describe("recall over a long conversation", () => {
+  it("reads a bounded number of each term's matches, however many turns hold it", { timeout: 300_000 }, async () => {
+    const searched = async (messages: number) => {
+      const conversation = freshConversation("api:bounded");
+      const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+      const token = await tokenFor(conversation, `agent:${agentId}`);
+      expect((await register(token, { agentId, sources: [conversation], trigger: 2_000_000, retain: 1_000_000, admitSensitive: true })).status).toBe(201);
+      // Every message holds the query's words: each term is in every turn.
+      for (let i = 0; i < messages; i += 100) {
+        const events = Array.from({ length: Math.min(100, messages - i) }, (_, k) => sourceEvent(`r-${i + k}`, `r${i + k}`, `Message ${i + k}: the offsite hotel in Porto costs ${1_000 + i + k} euros.`));
+        expect((await call("POST", eventsPath(conversation, "/batch"), { token, body: { events } })).status).toBe(201);
+      }
+      const res = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?${new URLSearchParams({ agent: agentId, q: "offsite hotel Porto" })}`, {
+        token,
+        headers: { [D1_METER_HEADER]: "on" },
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { results: unknown[] };
+      expect(body.results.length).toBeGreaterThan(0);
+      return parse(res.headers.get(D1_READS_HEADER));
+    };
+    const long = await searched(3_000);
+    const longer = await searched(6_000);
+    expect(longer.rowsRead, `${JSON.stringify(long)} at 3,000 messages, ${JSON.stringify(longer)} at 6,000`).toBeLessThan(long.rowsRead * 1.2);
+  });
+});

@@ -1,7 +1,7 @@
 import type { RecalledTurnHit } from "../../core/recall-rank";
 import { matchExpression, recallTerms } from "../../core/search-text";
 import { SEARCH_SNIPPET, snippetOf } from "../../core/snippet";
-import { byConversationBm25, countsWithContext, TURN_COLUMN_WEIGHTS } from "../../core/turn-bm25";
+import { byConversationBm25, countsWithContext, estimatedRowsWith, TERM_SCAN, TURN_COLUMN_WEIGHTS } from "../../core/turn-bm25";
 import type { PlacedTurn, Window } from "../../core/turn-context";
 import { lendContext } from "../../core/turn-context";
 
@@ -11,10 +11,12 @@ import { lendContext } from "../../core/turn-context";
  * be served, core/turn-context lends each candidate the words of its neighbours, and core/turn-bm25
  * ranks them by bm25 over the conversation.
  *
- * One round trip of two statements: the matches with the places around each (and the text of every
- * turn among them, from the log), and how many rows the conversation's index holds and how many
- * hold each term. Both are scoped by the conversation's rowid range in the index, so what a search
- * costs follows the conversation and its matches, not the shard.
+ * Two statements, one after the other: how many rows the conversation's index holds and how many
+ * hold each term, each term's matches read newest first and at most `TERM_SCAN` of them (so a
+ * common term is counted, and then searched, among its newest matches only); then the matches
+ * with the places around each (and the text of every turn among them, from the log). Both are
+ * scoped by the conversation's rowid range in the index, so what a search costs follows the query
+ * and its matches, never the shard, and never the conversation's length.
  */
 
 /** Whose view a turn search takes: the agent's admitted history agents and sensitivity. */
@@ -49,13 +51,29 @@ const TURN_OF_ROW = `t.id = COALESCE(
     (SELECT e.id FROM turn_index e WHERE e.conversation_id = ?2 AND e.edit_seq = (turn_terms.rowid & 4294967295)),
     (SELECT o.id FROM turn_index o WHERE o.conversation_id = ?2 AND o.seq = (turn_terms.rowid & 4294967295) AND o.edit_seq IS NULL))`;
 
-const SEARCH = `
-WITH matches AS MATERIALIZED (
-  SELECT t.seq AS seq, bm25(turn_terms, ${OWN_WEIGHTS}) AS rank
+/** The index's matches of `match` within `rowids`, each with its place (`t`) and its bm25 over the shard's table. */
+const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, bm25(turn_terms, ${OWN_WEIGHTS}) AS rank
   FROM turn_terms CROSS JOIN turn_index t
-  WHERE turn_terms MATCH ?1 AND ${RANGE} AND t.conversation_id = ?2 AND ${TURN_OF_ROW} AND ${SERVABLE}
-  ORDER BY rank, t.seq DESC
-  LIMIT ?6
+  WHERE turn_terms MATCH ${match} AND ${rowids} AND t.conversation_id = ?2 AND ${TURN_OF_ROW} AND ${SERVABLE}`;
+
+/** From sequence number ?7 to the end of the conversation's block of the index. */
+const RECENT = `turn_terms.rowid BETWEEN ((SELECT id << 32 FROM conversation_keys WHERE conversation_id = ?2) | ?7) AND (SELECT (id << 32) | 4294967295 FROM conversation_keys WHERE conversation_id = ?2)`;
+
+/**
+ * The matches the search ranks: every match of the query (?1) when no term is held by
+ * `TERM_SCAN` turns or more; otherwise the matches among the query's newest `TERM_SCAN` (from ?7),
+ * and every match of its rarer terms (?8, when it has any), so a turn holding a rare word is found
+ * however old it is while a common one costs a bounded read.
+ */
+const MATCHES = {
+  exact: `${ranked("?1", RANGE)} ORDER BY rank, t.seq DESC LIMIT ?6`,
+  recent: `${ranked("?1", RECENT)} ORDER BY rank, t.seq DESC LIMIT ?6`,
+  recentAndRare: `SELECT seq, MIN(rank) AS rank FROM (${ranked("?1", RECENT)} UNION ALL ${ranked("?8", RANGE)}) GROUP BY seq ORDER BY rank, seq DESC LIMIT ?6`,
+} as const;
+
+const search = (matches: string): string => `
+WITH matches AS MATERIALIZED (
+  ${matches}
 ),
 windows AS MATERIALIZED (
   SELECT m.seq AS seq, m.rank AS rank,
@@ -106,20 +124,24 @@ export async function searchTurns(db: D1Database, conversationId: string, text: 
   const match = matchExpression(text, OWN_COLUMNS);
   if (match === undefined || limit <= 0) return [];
   const terms = recallTerms(text);
-  const [found, counted] = await db.batch<Row | { term: string | null; n: number }>([
-    db.prepare(SEARCH).bind(match, conversationId, JSON.stringify(view.historyAgents), view.admitSensitive ? 1 : 0, view.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit),
-    // Each term is a run of letters, marks and digits (search-text), so quoting it makes a phrase.
-    db
-      .prepare(
-        `SELECT NULL AS term, COALESCE((SELECT texts FROM conversations WHERE id = ?2), 0) AS n
-         UNION ALL
-         SELECT j.value, (SELECT count(*) FROM turn_terms WHERE turn_terms MATCH ('{${OWN_COLUMNS.join(" ")}} : "' || j.value || '"') AND ${RANGE})
-         FROM json_each(?1) j`,
-      )
-      .bind(JSON.stringify(terms), conversationId),
-  ]);
-  const rows = (found?.results ?? []) as Row[];
-  const counts = (counted?.results ?? []) as { term: string | null; n: number }[];
+  const scanned = await scanTerms(db, conversationId, terms, match);
+  const rare = terms.filter((term) => (scanned.terms.get(term)?.counted ?? 0) < TERM_SCAN);
+  const rareMatch = rare.length === 0 || rare.length === terms.length ? undefined : matchExpression(rare.join(" "), OWN_COLUMNS, rare.length);
+  const matches = scanned.recentSeq === null ? MATCHES.exact : rareMatch === undefined ? MATCHES.recent : MATCHES.recentAndRare;
+  const found = await db
+    .prepare(search(matches))
+    .bind(
+      match,
+      conversationId,
+      JSON.stringify(view.historyAgents),
+      view.admitSensitive ? 1 : 0,
+      view.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+      ...(scanned.recentSeq === null ? [] : [scanned.recentSeq]),
+      ...(scanned.recentSeq === null || rareMatch === undefined ? [] : [rareMatch]),
+    )
+    .all<Row>();
+  const rows = found.results;
   const placed = new Map<number, Turn>();
   for (const row of rows) {
     if (row.row !== "turn" || row.role === null) continue;
@@ -144,11 +166,46 @@ export async function searchTurns(db: D1Database, conversationId: string, text: 
     return { type: "turn" as const, role: t.role, messageId: t.messageId, seq: t.seq, authorId: t.authorId, authorName: t.authorName, content: t.text ?? "", snippet: "", rank: 0 };
   });
   const own = {
-    rows: counts.find((c) => c.term === null)?.n ?? 0,
-    rowsWith: new Map(counts.flatMap((c) => (c.term === null ? [] : [[c.term, c.n] as const]))),
+    rows: scanned.rows,
+    rowsWith: new Map([...scanned.terms].map(([term, { counted, oldestSeq }]) => [term, estimatedRowsWith(counted, oldestSeq, scanned.lastSeq, scanned.rows)] as const)),
   };
   const ranked = byConversationBm25(terms, hits, candidates.map((c) => c.indexed), countsWithContext(terms, own, sample));
   return ranked.slice(0, limit).map((hit) => ({ ...hit, snippet: snippetOf(hit.content, terms, SEARCH_SNIPPET) }));
+}
+
+/** What a search knows of its terms before it ranks: one statement, each term's matches read newest first, at most `TERM_SCAN` of them. */
+interface TermScan {
+  /** The conversation's indexed turns (its text-bearing events) and its high-water mark. */
+  readonly rows: number;
+  readonly lastSeq: number;
+  /** Each term's matches counted (at most `TERM_SCAN`) and the oldest sequence number among them. */
+  readonly terms: ReadonlyMap<string, { readonly counted: number; readonly oldestSeq: number }>;
+  /** The sequence number of the query's `TERM_SCAN`-th newest match; null when it has fewer. */
+  readonly recentSeq: number | null;
+}
+
+async function scanTerms(db: D1Database, conversationId: string, terms: readonly string[], match: string): Promise<TermScan> {
+  // Each term is a run of letters, marks and digits (search-text), so quoting it makes a phrase.
+  const { results } = await db
+    .prepare(
+      `SELECT 0 AS kind, NULL AS term, COALESCE((SELECT texts FROM conversations WHERE id = ?2), 0) AS a, COALESCE((SELECT last_seq FROM conversations WHERE id = ?2), 0) AS b
+       UNION ALL
+       SELECT 1, NULL, (SELECT turn_terms.rowid & 4294967295 FROM turn_terms WHERE turn_terms MATCH ?3 AND ${RANGE} ORDER BY turn_terms.rowid DESC LIMIT 1 OFFSET ?4 - 1), NULL
+       UNION ALL
+       SELECT 2, j.value,
+         (SELECT count(*) FROM (SELECT turn_terms.rowid FROM turn_terms WHERE turn_terms MATCH ('{${OWN_COLUMNS.join(" ")}} : "' || j.value || '"') AND ${RANGE} ORDER BY turn_terms.rowid DESC LIMIT ?4)),
+         (SELECT min(r) FROM (SELECT turn_terms.rowid & 4294967295 AS r FROM turn_terms WHERE turn_terms MATCH ('{${OWN_COLUMNS.join(" ")}} : "' || j.value || '"') AND ${RANGE} ORDER BY turn_terms.rowid DESC LIMIT ?4))
+       FROM json_each(?1) j`,
+    )
+    .bind(JSON.stringify(terms), conversationId, match, TERM_SCAN)
+    .all<{ kind: 0 | 1 | 2; term: string | null; a: number | null; b: number | null }>();
+  const head = results.find((r) => r.kind === 0);
+  return {
+    rows: head?.a ?? 0,
+    lastSeq: head?.b ?? 0,
+    recentSeq: results.find((r) => r.kind === 1)?.a ?? null,
+    terms: new Map(results.flatMap((r) => (r.kind === 2 && r.term !== null ? [[r.term, { counted: r.a ?? 0, oldestSeq: r.b ?? 0 }] as const] : []))),
+  };
 }
 
 /** The turns of `ordered` (by seq) with lo ≤ seq ≤ hi. */
