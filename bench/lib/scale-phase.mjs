@@ -91,7 +91,7 @@ async function measureLength(api, log, size) {
     recall: () => sample(api, "recall", [200], "GET", `${path}/context?agent=${agent}&query=${encodeURIComponent(QUERY)}`),
     search: () => sample(api, "search", [200], "GET", `${path}/memory/search?agent=${agent}&q=${encodeURIComponent(QUERY)}`),
     eventsPage: () => sample(api, "events page", [200], "GET", `${path}/events?after=${Math.floor(follower.lastSeq / 2)}&limit=100`),
-    chainPage: () => sample(api, "chain page", [200], "GET", `${path}/chain?agent=${agent}&limit=10`),
+    chainPage: () => sample(api, "chain page", [200], "GET", `${path}/chain?agent=${agent}&limit=1`),
     verifyFirstPage: () => sample(api, "verify first page", [200], "GET", `${path}/verify/links?agent=${agent}&after=0&limit=1`),
     verifyMiddlePage: () => sample(api, "verify middle page", [200], "GET", `${path}/verify/links?agent=${agent}&after=${middle}&limit=1`),
     verifyLastPage: () => sample(api, "verify last page", [200], "GET", `${path}/verify/links?agent=${agent}&after=${Math.max(0, boundaries - 1)}&limit=1`),

@@ -17,7 +17,7 @@ const OPERATIONS = /** @type {Record<string, string>} */ ({
   recall: "`GET …/context?agent=&query=` (memory envelope)",
   search: "`GET …/memory/search?agent=&q=`",
   eventsPage: "`GET …/events?after=&limit=100` (the middle of the log)",
-  chainPage: "`GET …/chain?agent=&limit=10`",
+  chainPage: "`GET …/chain?agent=&limit=1`",
   verifyFirstPage: "`GET …/verify/links`, the first link",
   verifyMiddlePage: "`GET …/verify/links`, a middle link",
   verifyLastPage: "`GET …/verify/links`, the last link (through the high-water mark)",
@@ -42,8 +42,9 @@ export function scaleTargets(s) {
   ];
 }
 
-/** @param {any} s the scale metrics */
+/** @param {any} s the scale metrics @returns {string[]} */
 export function scaleSection(s) {
+  if (s === undefined) return ["Not run."];
   const [short, long] = s.lengths;
   const lengthLine = (/** @type {any} */ l) => `${n(l.events)} events (${n(l.sources)} sources, ${n(l.boundaries)} boundaries; loaded and caught up in ${n(l.loadSeconds, 1)} s)`;
   const rows = Object.keys(OPERATIONS)
@@ -60,5 +61,5 @@ export function scaleSection(s) {
     table(["operation", "statements (short / long)", "rows read", "bytes read", "p50 ms", "long ÷ short (statements / rows)"], rows),
     "",
     `The target is ${SCALE_TARGET}× on statements and rows read: what an operation reads follows its own work (a page, a slice, a trigger's worth of turns), not the history before it.`,
-  ].join("\n");
+  ];
 }
