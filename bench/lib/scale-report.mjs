@@ -61,5 +61,7 @@ export function scaleSection(s) {
     table(["operation", "statements (short / long)", "rows read", "bytes read", "p50 ms", "long ÷ short (statements / rows)"], rows),
     "",
     `The target is ${SCALE_TARGET}× on statements and rows read: what an operation reads follows its own work (a page, a slice, a trigger's worth of turns), not the history before it.`,
+    "",
+    "What each reads: a verify page reads its link's frozen slice and the log from there up to its run's trigger (the log as the run saw it), with the events related to them, so a link whose plan was made while appends outran the compactor (a bulk load like this one: 100 messages a request) reads further than one made at a chat's pace; the short conversation's middle link is its last. Recall reads each query term's matches newest first, at most 1,000 per term (`TERM_SCAN`), so it grows with the conversation only until every term reaches that.",
   ];
 }
