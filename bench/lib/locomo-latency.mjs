@@ -154,3 +154,26 @@ export async function placementsOf(persistDir, ids) {
   }
   return null;
 }
+
+/**
+ * The bytes the local D1 databases hold in use (pages less free pages, the write-ahead log
+ * included), summed over every database but the runtime's own metadata: what D1 bills as storage.
+ * @param {string} persistDir
+ */
+export async function d1BytesInUse(persistDir) {
+  const { DatabaseSync } = await import("node:sqlite");
+  const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
+  let bytes = 0;
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
+    const db = new DatabaseSync(join(dir, file), { readOnly: true });
+    try {
+      const row = /** @type {{ pages: number, free: number, size: number }} */ (
+        db.prepare("SELECT (SELECT page_count FROM pragma_page_count()) AS pages, (SELECT freelist_count FROM pragma_freelist_count()) AS free, (SELECT page_size FROM pragma_page_size()) AS size").get()
+      );
+      bytes += (row.pages - row.free) * row.size;
+    } finally {
+      db.close();
+    }
+  }
+  return bytes;
+}

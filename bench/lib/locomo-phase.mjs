@@ -20,7 +20,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
 import { CATEGORIES, loadLocomo, sessionStart, turnText } from "./locomo-data.mjs";
-import { openShardNames, pickShard, placementsOf, recallLatency } from "./locomo-latency.mjs";
+import { d1BytesInUse, openShardNames, pickShard, placementsOf, recallLatency } from "./locomo-latency.mjs";
 import { DEFAULT_MEMORY_BUDGET, SEARCH_LIMIT, askAll, summarize } from "./locomo-questions.mjs";
 import { MEMORY_POLICY } from "./memory-phase.mjs";
 import { round } from "./stats.mjs";
@@ -63,7 +63,7 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
   /** @type {Record<string, any>} */
   let metrics;
   try {
-    metrics = await measure({ api: new Api(worker.url, token), secret, log, quick, shardNames: openShardNames(appDir) });
+    metrics = await measure({ api: new Api(worker.url, token), secret, log, quick, shardNames: openShardNames(appDir), storedBytes: () => d1BytesInUse(persistDir) });
   } finally {
     await worker.stop();
   }
@@ -77,10 +77,11 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
 }
 
 /**
- * @param {{ api: Api, secret: string, log: (line: string) => void, quick: boolean, shardNames: string[] }} o
+ * @param {{ api: Api, secret: string, log: (line: string) => void, quick: boolean, shardNames: string[], storedBytes: () => Promise<number> }} o
  */
-async function measure({ api, secret, log, quick, shardNames }) {
+async function measure({ api, secret, log, quick, shardNames, storedBytes }) {
   await api.registerAgent({ agentId: AGENT, sources: [`telegram:${BOT}:*`], model: MODEL, policy: MEMORY_POLICY });
+  const bytesBefore = await storedBytes();
   const conversations = loadLocomo(quick);
   const totalTurns = conversations.reduce((n, c) => n + c.data.sessions.reduce((k, s) => k + s.turns.length, 0), 0);
   log(`[locomo] ${conversations.length} LoCoMo conversations (${conversations.map((c) => c.data.id).join(", ")}), ${totalTurns.toLocaleString("en-US")} turns, ${conversations.reduce((n, c) => n + c.data.qa.length, 0).toLocaleString("en-US")} questions; replayed through POST /telegram/${BOT}/webhook`);
@@ -123,6 +124,9 @@ async function measure({ api, secret, log, quick, shardNames }) {
   }
   const ingestSeconds = (Date.now() - started) / 1000;
   const pages = await settledPages(api, log, replayed.map((c) => c.conversation));
+  // What the replay left stored, compactions and extraction settled, before any question is asked.
+  const stored = { bytes: (await storedBytes()) - bytesBefore, messages: replayed.reduce((n, c) => n + c.turns.length, 0), chars: replayed.reduce((n, c) => n + c.turns.reduce((k, t) => k + t.text.length, 0), 0) };
+  log(`[locomo] stored ${stored.bytes.toLocaleString("en-US")} bytes of D1 for ${stored.messages.toLocaleString("en-US")} messages of ${stored.chars.toLocaleString("en-US")} characters`);
   log(`[locomo] replayed in ${ingestSeconds.toFixed(1)} s; ${pages.extracted} pages under extracted/ (${pages.where}; settled after ${pages.waitSeconds} s); asking the questions`);
 
   // The questions, ASK_CONCURRENCY conversations at a time (the calls only read).
@@ -170,6 +174,8 @@ async function measure({ api, secret, log, quick, shardNames }) {
       splitEvidenceStrings: conversations.reduce((n, c) => n + c.data.dropped.splitStrings.length, 0),
     },
     ingest: { seconds: round(ingestSeconds, 1), webhookUpdates: updateId - 1, pagesExtracted: pages.extracted, pagesListed: pages.where, pagesSettleSeconds: pages.waitSeconds },
+    // D1 bytes in use after the replay (compactions and extraction settled) over before it, against the text said.
+    storage: { ...stored, bytesPer1000Messages: Math.round((stored.bytes / stored.messages) * 1000), bytesPerChar: round(stored.bytes / stored.chars, 2) },
     askSeconds: round(askSeconds, 1),
     perConversation,
     totals,

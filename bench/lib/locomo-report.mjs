@@ -81,7 +81,10 @@ export function locomoSection(m) {
       `Preparing the copy dropped ${n(d.droppedQuestions)} question(s) left without evidence and ${d.droppedEvidenceIds.length} evidence id(s) that name no turn (${d.droppedEvidenceIds.join(", ") || "none"}); ${n(d.repairedEvidenceIds)} id(s) written with a stray colon or leading zeros were read as the turn they spell, and ${n(d.splitEvidenceStrings)} string(s) naming several ids were split.`,
     "",
     `Each conversation is one Telegram group replayed through the real webhook (\`POST /telegram/${m.bot}/webhook\`, ${n(m.ingest.webhookUpdates)} updates; both speakers as users, each turn a message dated from its session's date-time, a shared photo's caption appended as \`[photo: …]\`), session by session with compaction caught up after each, into a Worker of its own with no model key (offline compactor and offline extractor): one agent (\`${m.agent}\`, sources \`telegram:${m.bot}:*\`) serves all of them, policy trigger ${n(m.policy.triggerInputChars)} / retain ${n(m.policy.retainInputChars)}, memory budget ${budget} chars. ` +
-      `${compactions} compactions in ${m.ingest.seconds} s; ${n(m.ingest.pagesExtracted)} pages under \`extracted/\` (settled ${m.ingest.pagesSettleSeconds} s after the last session); the questions took ${m.askSeconds} s.`,
+      `${compactions} compactions in ${m.ingest.seconds} s; ${n(m.ingest.pagesExtracted)} pages under \`extracted/\` (settled ${m.ingest.pagesSettleSeconds} s after the last session); the questions took ${m.askSeconds} s.` +
+      (m.storage === undefined
+        ? ""
+        : ` **Storage:** the replay left ${n(m.storage.bytes)} bytes of D1 in use (pages less free pages over every database, after over before; compactions and extraction settled, before any question) for ${n(m.storage.messages)} messages of ${n(m.storage.chars)} characters: ${n(m.storage.bytesPer1000Messages)} bytes per 1,000 messages, **${m.storage.bytesPerChar.toFixed(2)} bytes per character said** (the log with its hashes, the runs, boundaries, the turn index and extracted memory).`),
     "",
     "A question counts as found when at least one of its evidence turns is in what the approach gives the agent:",
     "",
