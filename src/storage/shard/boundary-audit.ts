@@ -88,13 +88,13 @@ export async function readBoundaryListPage(db: D1Database, conversationId: strin
   return results.map(boundaryAuditRow);
 }
 
-/** How long a chain and its log are: the log's high-water mark, and the agent's boundary rows (every epoch). */
 /** Whether the agent has any boundary in the conversation (its chain there, of any epoch). */
 export async function hasChainIn(db: D1Database, conversationId: string, agentId: string): Promise<boolean> {
   const row = await db.prepare("SELECT 1 AS held FROM boundaries WHERE conversation_id = ? AND agent_id = ? LIMIT 1").bind(conversationId, agentId).first<{ held: number }>();
   return row !== null;
 }
 
+/** How long a chain and its log are: the log's high-water mark, and the agent's boundary rows (every epoch). */
 export async function readChainSize(db: D1Database, conversationId: string, agentId: string): Promise<{ events: number; boundaries: number }> {
   const row = await db
     .prepare("SELECT (SELECT last_seq FROM conversations WHERE id = ?1) AS events, (SELECT count(*) FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2) AS boundaries")

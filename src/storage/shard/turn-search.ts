@@ -188,14 +188,21 @@ async function scanTerms(db: D1Database, conversationId: string, terms: readonly
   // Each term is a run of letters, marks and digits (search-text), so quoting it makes a phrase.
   const { results } = await db
     .prepare(
-      `SELECT 0 AS kind, NULL AS term, COALESCE((SELECT texts FROM conversations WHERE id = ?2), 0) AS a, COALESCE((SELECT last_seq FROM conversations WHERE id = ?2), 0) AS b
+      // One scan per term, newest first: its length and its oldest sequence number (materialized,
+      // so the scan is not repeated for each of its two fields).
+      `WITH scans AS MATERIALIZED (
+         SELECT j.value AS term,
+           (SELECT json_array(count(*), min(r)) FROM (
+              SELECT turn_terms.rowid & 4294967295 AS r FROM turn_terms
+              WHERE turn_terms MATCH ('{${OWN_COLUMNS.join(" ")}} : "' || j.value || '"') AND ${RANGE}
+              ORDER BY turn_terms.rowid DESC LIMIT ?4)) AS scan
+         FROM json_each(?1) j
+       )
+       SELECT 0 AS kind, NULL AS term, COALESCE((SELECT texts FROM conversations WHERE id = ?2), 0) AS a, COALESCE((SELECT last_seq FROM conversations WHERE id = ?2), 0) AS b
        UNION ALL
        SELECT 1, NULL, (SELECT turn_terms.rowid & 4294967295 FROM turn_terms WHERE turn_terms MATCH ?3 AND ${RANGE} ORDER BY turn_terms.rowid DESC LIMIT 1 OFFSET ?4 - 1), NULL
        UNION ALL
-       SELECT 2, j.value,
-         (SELECT count(*) FROM (SELECT turn_terms.rowid FROM turn_terms WHERE turn_terms MATCH ('{${OWN_COLUMNS.join(" ")}} : "' || j.value || '"') AND ${RANGE} ORDER BY turn_terms.rowid DESC LIMIT ?4)),
-         (SELECT min(r) FROM (SELECT turn_terms.rowid & 4294967295 AS r FROM turn_terms WHERE turn_terms MATCH ('{${OWN_COLUMNS.join(" ")}} : "' || j.value || '"') AND ${RANGE} ORDER BY turn_terms.rowid DESC LIMIT ?4))
-       FROM json_each(?1) j`,
+       SELECT 2, term, json_extract(scan, '$[0]'), json_extract(scan, '$[1]') FROM scans`,
     )
     .bind(JSON.stringify(terms), conversationId, match, TERM_SCAN)
     .all<{ kind: 0 | 1 | 2; term: string | null; a: number | null; b: number | null }>();
