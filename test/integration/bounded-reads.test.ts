@@ -162,3 +162,24 @@ describe("recall over a long conversation", () => {
     expect(longer.rowsRead, `${JSON.stringify(long)} at 3,000 messages, ${JSON.stringify(longer)} at 6,000`).toBeLessThan(long.rowsRead * 1.2);
   });
 });
+
+describe("recall when every term is rare but together they match many turns", () => {
+  it("still finds the oldest turn that holds them all: each term's matches are read whole", { timeout: 300_000 }, async () => {
+    const conversation = freshConversation("api:bounded");
+    const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [conversation], trigger: 2_000_000, retain: 1_000_000, admitSensitive: true })).status).toBe(201);
+    // The oldest message holds both words; 1,200 newer ones one each (600 of either, fewer than a
+    // term's scan of 1,000), so the query's own newest 1,000 matches leave the oldest out.
+    const both = sourceEvent("both", "both", "The kayak and the lantern are both in the shed.");
+    expect((await call("POST", eventsPath(conversation), { token, body: both })).status).toBe(201);
+    for (let i = 0; i < 1_200; i += 100) {
+      const events = Array.from({ length: 100 }, (_, k) => sourceEvent(`one-${i + k}`, `one${i + k}`, `Note ${i + k}: the ${(i + k) % 2 === 0 ? "kayak" : "lantern"} again.`));
+      expect((await call("POST", eventsPath(conversation, "/batch"), { token, body: { events } })).status).toBe(201);
+    }
+    const res = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?${new URLSearchParams({ agent: agentId, q: "kayak lantern" })}`, { token });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { results: { content: string }[] };
+    expect(body.results[0]?.content).toBe("The kayak and the lantern are both in the shed.");
+  });
+});

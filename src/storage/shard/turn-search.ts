@@ -126,8 +126,11 @@ export async function searchTurns(db: D1Database, conversationId: string, text: 
   const terms = recallTerms(text);
   const scanned = await scanTerms(db, conversationId, terms, match);
   const rare = terms.filter((term) => (scanned.terms.get(term)?.counted ?? 0) < TERM_SCAN);
-  const rareMatch = rare.length === 0 || rare.length === terms.length ? undefined : matchExpression(rare.join(" "), OWN_COLUMNS, rare.length);
-  const matches = scanned.recentSeq === null ? MATCHES.exact : rareMatch === undefined ? MATCHES.recent : MATCHES.recentAndRare;
+  // Every match is read when no term is common (each is fewer than `TERM_SCAN`, however many the
+  // query's together); otherwise the query's newest, and every match of the rare terms.
+  const exact = scanned.recentSeq === null || rare.length === terms.length;
+  const rareMatch = exact || rare.length === 0 ? undefined : matchExpression(rare.join(" "), OWN_COLUMNS, rare.length);
+  const matches = exact ? MATCHES.exact : rareMatch === undefined ? MATCHES.recent : MATCHES.recentAndRare;
   const found = await db
     .prepare(search(matches))
     .bind(
@@ -137,8 +140,8 @@ export async function searchTurns(db: D1Database, conversationId: string, text: 
       view.admitSensitive ? 1 : 0,
       view.beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit,
-      ...(scanned.recentSeq === null ? [] : [scanned.recentSeq]),
-      ...(scanned.recentSeq === null || rareMatch === undefined ? [] : [rareMatch]),
+      ...(exact ? [] : [scanned.recentSeq]),
+      ...(rareMatch === undefined ? [] : [rareMatch]),
     )
     .all<Row>();
   const rows = found.results;
