@@ -32,13 +32,14 @@ describe("replies do not wait behind compactions", () => {
     const compactor = `rq-${Date.now().toString(36)}-${counter++}`;
     const compactorToken = await tokenFor(compacting, `agent:${compactor}`);
     expect((await register(compactorToken, { agentId: compactor, sources: [compacting], trigger: 2_000, retain: 800, profile: "fakerq", outputMode: "plain" })).status).toBe(201);
-    for (let i = 0; (await held()).length === 0; i++) {
-      if (i === 60) throw new Error("no compaction reached the model");
+    // Talked to until its chain plans a run (a plan opens at the trigger), then its job reaches the model.
+    const planned = async () => (await conversationStub(env, compacting).describeChain(compacting, compactor))?.openRunId ?? null;
+    for (let i = 0; (await planned()) === null; i++) {
+      if (i === 60) throw new Error("no compaction was planned");
       const text = `Message ${i}: the team compares Lisbon and Porto for the offsite; Ada wants flights under ${200 + i} euros and a venue with a garden.`;
       expect((await call("POST", eventsPath(compacting), { token: compactorToken, body: sourceEvent(`a${i}`, `a${i}`, text) })).status).toBe(201);
-      if (i > 30) await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    expect((await conversationStub(env, compacting).describeChain(compacting, compactor))?.openRunId).not.toBeNull();
+    await waitFor(async () => ((await held()).length > 0 ? true : undefined), "the compaction's model call");
 
     // Chat B: a question to a replying agent, asked while A's compaction hangs.
     const asking = freshConversation("api:rq");
