@@ -11,6 +11,7 @@ import { memoryConversation, memoryEvents } from "./memory-conversation.mjs";
 import { round } from "./stats.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
 import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
+import { d1BytesByPart } from "./d1-parts.mjs";
 
 const CONVERSATION = "api:bench:cost";
 const AGENT = "b-cost";
@@ -90,13 +91,20 @@ export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) 
   const envFile = join(workDir, "cost.env");
   applyMigrations(root, appDir, persistDir);
   const token = createToken(root, appDir, persistDir, ["api:*", "agent:*"], "bench-cost");
+  const empty = await d1BytesByPart(persistDir);
   await writeEnvFile(envFile, { OPENAI_BASE_URL: fake.baseUrl, QUEUE_RETRY_BASE_SECONDS: "0", COMPACTION_BACKOFF_BASE_SECONDS: "1", D1_METER: "on", USAGE_METER: "on" });
   const worker = await startWorker({ root, appDir, persistDir, envFile, port: await freePort(8795), logPath: join(workDir, "wrangler-cost.log"), log, main: INSTRUMENTED_MAIN });
+  let measured;
   try {
-    return await measureCost(new Api(worker.url, token), log, quick);
+    measured = await measureCost(new Api(worker.url, token), log, quick);
   } finally {
     await worker.stop();
   }
+  // Where the run's bytes are once the Worker let go of them (the state holds one conversation), less
+  // what the migrated databases held empty (a page or more per table and index).
+  const full = await d1BytesByPart(persistDir);
+  const parts = Object.fromEntries(Object.entries(full.parts).map(([part, bytes]) => [part, bytes - (empty.parts[part] ?? 0)]));
+  return { ...measured, storage: { parts, total: full.total - empty.total, textBytes: full.textBytes } };
 }
 
 /**

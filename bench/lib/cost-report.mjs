@@ -68,6 +68,26 @@ export function monthlyBill(c, messages, months = 1) {
   return { rows, total };
 }
 
+/**
+ * Where the databases' bytes are after the run (`lib/d1-parts.mjs`), per message and against the
+ * text said, the floor beside them.
+ * @param {any} c
+ */
+function storageParts(c) {
+  const s = c.storage;
+  if (s === undefined) return [];
+  const per = (/** @type {number} */ bytes) => n(bytes / c.conversation.messages, 0);
+  const times = (/** @type {number} */ bytes) => n(bytes / s.textBytes, 1);
+  return [
+    "",
+    `Where the databases' bytes are after the run (every page in use, read with SQLite's \`dbstat\` once the Worker stopped, less the pages the migrated databases held before it; an index counts with its table): ${n(s.total)} bytes, ${per(s.total)} per message, ${times(s.total)}× the ${n(s.textBytes)} bytes of text the log holds (UTF-8; the floor any store of this conversation keeps).`,
+    "",
+    "| part | bytes | per message | × the text |",
+    "| --- | --- | --- | --- |",
+    ...Object.entries(s.parts).map(([part, bytes]) => `| ${part} | ${n(bytes)} | ${per(bytes)} | ${times(bytes)} |`),
+  ];
+}
+
 /** @param {any} c the cost metrics, or undefined when the section did not run */
 export function costSection(c) {
   if (c === undefined) return ["Not run."];
@@ -123,6 +143,7 @@ export function costSection(c) {
           "",
           `Of that growth, ${n(u.d1BytesShards / 1000, 1)} bytes per message land on the conversation's shard and ${n((u.d1BytesControl ?? 0) / 1000, 1)} on the control database (the agent's memory pages and their provenance, placements). So one shard fills in ${n(D1_DATABASE_LIMIT_GB / shardGbPerMonth, 1)} months of this bot's traffic (${n(Math.round((D1_DATABASE_LIMIT_GB * GB) / ((u.d1BytesShards ?? 1) / 1000) / 1e6), 1)} million messages), and the control database grows by ${n(controlGbPerMonth, 2)} GB a month: the bot needs about ${n(Math.ceil((shardGbPerMonth * 12) / D1_DATABASE_LIMIT_GB))} shards for a year of history (docs/OPERATIONS.md, "Scaling").`,
         ]),
+    ...storageParts(c),
     "",
     "Not in the bill: Worker CPU time and Durable Object duration (wall-clock while an object is active), which the local runtime does not meter; the compactor's and extractor's model calls (none here: the offline compactor and extractor ran; with a model they are the provider's bill). " +
       `Prices from ${PRICES.sources.map((s) => `<${s}>`).join(", ")}.`,

@@ -1,10 +1,12 @@
 import type { SizeSample } from "../../core/chart-geometry";
+import { skippedPath, STORED_SKIPPED } from "./events";
 
 /**
  * A chain's active context size over time, as its compactor's preflight recorded it: every
  * admitted source writes a content-dark `run` event, `skipped` with the active size and the trigger
  * it was weighed against (`core/preflight-decider` `skippedRun`), or `planned` with the size that
  * triggered the plan (`durable/planner`). The log already holds the series, so no table keeps it.
+ * A skipped run's row holds its values as an array (`core/stored-body`), read here by position.
  */
 
 /**
@@ -15,13 +17,15 @@ import type { SizeSample } from "../../core/chart-geometry";
 export async function readPreflightSizes(db: D1Database, conversationId: string, compactorId: string, limit: number): Promise<SizeSample[]> {
   const { results } = await db
     .prepare(
-      `SELECT COALESCE(json_extract(body, '$.detail.sourceSeq'), json_extract(body, '$.detail.triggerSeq'), seq) AS source_seq,
-              json_extract(body, '$.detail.activeChars') AS active_chars,
-              json_extract(body, '$.detail.triggerInputChars') AS trigger_chars,
-              json_extract(body, '$.status') AS status
-       FROM events
-       WHERE conversation_id = ?1 AND kind = 'run' AND json_extract(body, '$.role') = 'compactor' AND json_extract(body, '$.agentId') = ?2
-         AND json_extract(body, '$.status') IN ('skipped', 'planned') AND json_extract(body, '$.detail.activeChars') IS NOT NULL
+      `SELECT CASE WHEN compact THEN json_extract(body, ${skippedPath("sourceSeq")})
+                   ELSE COALESCE(json_extract(body, '$.detail.sourceSeq'), json_extract(body, '$.detail.triggerSeq'), seq) END AS source_seq,
+              json_extract(body, CASE WHEN compact THEN ${skippedPath("activeChars")} ELSE '$.detail.activeChars' END) AS active_chars,
+              json_extract(body, CASE WHEN compact THEN ${skippedPath("triggerInputChars")} ELSE '$.detail.triggerInputChars' END) AS trigger_chars,
+              CASE WHEN compact THEN 'skipped' ELSE json_extract(body, '$.status') END AS status
+       FROM (SELECT seq, body, ${STORED_SKIPPED} AS compact FROM events WHERE conversation_id = ?1 AND kind = 'run')
+       WHERE CASE WHEN compact THEN json_extract(body, ${skippedPath("compactor")}) = ?2
+             ELSE json_extract(body, '$.role') = 'compactor' AND json_extract(body, '$.agentId') = ?2
+               AND json_extract(body, '$.status') IN ('skipped', 'planned') AND json_extract(body, '$.detail.activeChars') IS NOT NULL END
        ORDER BY seq DESC LIMIT ?3`,
     )
     .bind(conversationId, compactorId, limit)

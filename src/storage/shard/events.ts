@@ -2,9 +2,9 @@ import type { PlannedInsert } from "../../core/append";
 import { chunksBySize } from "../../core/chunks";
 import type { StoredEvent } from "../../core/events";
 import { eventInputSchema } from "../../core/events";
-import { canonicalJson } from "../../core/hash";
 import type { LogGap, LogRange } from "../../core/log-audit";
 import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
+import { eventBody, SKIPPED_FIELDS, storedBody } from "../../core/stored-body";
 import { declarationRevisionStatement, revisionOf } from "../control/declarations";
 import { turnTermStatements } from "./turn-terms";
 
@@ -26,12 +26,19 @@ export interface EventRow {
 
 const EVENT_COLUMNS = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
 
+/**
+ * SQL over a run's row: whether its `body` is a skipped run's stored array (`core/stored-body`; every
+ * other body is a JSON object), and the JSON path of one of the array's values.
+ */
+export const STORED_SKIPPED = "substr(body, 1, 1) = '['";
+export const skippedPath = (field: (typeof SKIPPED_FIELDS)[number]): string => `'$[${SKIPPED_FIELDS.indexOf(field)}]'`;
+
 export function toStoredEvent(row: EventRow): StoredEvent {
   const input = eventInputSchema.parse({
     kind: row.kind,
     idempotencyKey: row.idempotency_key,
     sensitive: row.sensitive === 1,
-    body: JSON.parse(row.body) as unknown,
+    body: eventBody(row.kind, row.body),
   });
   return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: row.recorded_at };
 }
@@ -85,7 +92,7 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
 
 /** The values of `EVENT_COLUMNS` after the conversation, in order, for a planned row. */
 function rowValues({ input, hash, seq }: PlannedInsert, recordedAt: string): (string | number)[] {
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, canonicalJson(input.body), hash, recordedAt];
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, storedBody(input.kind, input.body), hash, recordedAt];
 }
 
 /**
@@ -171,7 +178,7 @@ export function storedForm(conversationId: string, { input, hash, seq }: Planned
     kind: input.kind,
     idempotency_key: input.idempotencyKey,
     sensitive: input.sensitive ? 1 : 0,
-    body: canonicalJson(input.body),
+    body: storedBody(input.kind, input.body),
     hash,
     recorded_at: recordedAt,
   });
@@ -314,7 +321,7 @@ export async function listRunEventsBefore(db: D1Database, conversationId: string
 export async function countRunsByStatus(db: D1Database, conversationId: string): Promise<Map<string, number>> {
   const { results } = await db
     .prepare(
-      `SELECT json_extract(body, '$.status') AS status, COUNT(*) AS runs FROM events
+      `SELECT CASE WHEN ${STORED_SKIPPED} THEN 'skipped' ELSE json_extract(body, '$.status') END AS status, COUNT(*) AS runs FROM events
        WHERE conversation_id = ? AND kind = 'run' GROUP BY status ORDER BY status`,
     )
     .bind(conversationId)

@@ -1,0 +1,52 @@
+// Where a local D1's bytes are, by what keeps them: read with SQLite's `dbstat` from the files
+// `wrangler dev --persist-to` leaves (every database but miniflare's own metadata), after the
+// Worker stopped. Pages are counted whole (a page's unused room is its table's), so the parts add
+// up to the databases' pages in use.
+
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** The part each table belongs to; an index or an FTS5 shadow table counts with its table. */
+const PARTS = /** @type {const} */ ([
+  ["log", /^events$/],
+  ["turn index", /^(turn_index|turn_terms)$/],
+  ["memory", /^(conversation_memory_\w+|extraction_runs|memory_\w+)$/],
+  ["chain", /^(boundaries|compaction_plans|activations)$/],
+]);
+
+/** @param {string} table */
+function partOf(table) {
+  const base = table.replace(/_(data|idx|docsize|config|content|vocab)$/, "");
+  return PARTS.find(([, pattern]) => pattern.test(base))?.[0] ?? "other";
+}
+
+/**
+ * Bytes of every database under `persistDir` by part, and the UTF-8 bytes of the text the log holds
+ * (sources', edits' and replies' `text`): the floor any store of this conversation has to keep.
+ * @param {string} persistDir
+ * @returns {Promise<{ parts: Record<string, number>, total: number, textBytes: number }>}
+ */
+export async function d1BytesByPart(persistDir) {
+  const { DatabaseSync } = await import("node:sqlite");
+  const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
+  /** @type {Record<string, number>} */
+  const parts = { log: 0, "turn index": 0, memory: 0, chain: 0, other: 0 };
+  let textBytes = 0;
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
+    const db = new DatabaseSync(join(dir, file), { readOnly: true });
+    try {
+      const rows = /** @type {{ table: string, bytes: number }[]} */ (
+        db.prepare("SELECT COALESCE(s.tbl_name, d.name) AS \"table\", SUM(d.pgsize) AS bytes FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").all()
+      );
+      for (const { table, bytes } of rows) parts[partOf(table)] = (parts[partOf(table)] ?? 0) + bytes;
+      const hasLog = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'events'").get() !== undefined;
+      if (hasLog) {
+        const text = /** @type {{ bytes: number | null }} */ (db.prepare("SELECT SUM(length(CAST(json_extract(body, '$.text') AS BLOB))) AS bytes FROM events WHERE kind IN ('source', 'proposal', 'correction')").get());
+        textBytes += text.bytes ?? 0;
+      }
+    } finally {
+      db.close();
+    }
+  }
+  return { parts, total: Object.values(parts).reduce((a, b) => a + b, 0), textBytes };
+}

@@ -1,0 +1,75 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { compactorRunEvent } from "../../src/core/compactor-runs";
+import { compactionPolicySchema } from "../../src/core/declarations";
+import { canonicalJson } from "../../src/core/hash";
+import type { SkipReason } from "../../src/core/preflight-decider";
+import { skippedRun } from "../../src/core/preflight-decider";
+import { eventBody, storedBody } from "../../src/core/stored-body";
+
+const policy = compactionPolicySchema.parse({ triggerInputChars: 20_000, retainInputChars: 10_000 });
+type RunBody = Record<string, unknown> & { detail: Record<string, unknown> };
+const skipped = (compactorId = "b-memory.compactor", sourceSeq = 41, reason: SkipReason = "below_trigger", chars = 8_190, messages = 37): RunBody =>
+  skippedRun({ compactorId, sourceSeq, active: { chars, messages }, policy }, reason).body as RunBody;
+
+/** What a row written with `body` reads back as, in canonical form. */
+const readBack = (kind: Parameters<typeof storedBody>[0], body: unknown): string => canonicalJson(eventBody(kind, storedBody(kind, body)));
+
+describe("a skipped run's stored form", () => {
+  it("is the array of the six values its body does not derive", () => {
+    expect(storedBody("run", skipped())).toBe('["b-memory.compactor",41,8190,37,20000,"below_trigger"]');
+    expect(eventBody("run", '["b-memory.compactor",41,8190,37,20000,"below_trigger"]')).toEqual(skipped());
+  });
+
+  it.each<SkipReason>(["below_trigger", "compaction_in_flight", "backoff", "nothing_to_freeze"])("reads back as the body it was for a skip with reason %s", (reason) => {
+    const body = skipped("a_b.c-1.compactor", 1, reason, 0, 0);
+    expect(storedBody("run", body).startsWith("[")).toBe(true);
+    expect(readBack("run", body)).toBe(canonicalJson(body));
+  });
+
+  it("keeps a null value as null, and an absent one absent", () => {
+    const withNull = { ...skipped(), detail: { ...skipped().detail, activeChars: null } };
+    expect(storedBody("run", withNull)).toBe('["b-memory.compactor",41,null,37,20000,"below_trigger"]');
+    expect(readBack("run", withNull)).toBe(canonicalJson(withNull));
+  });
+
+  it("reads back as exactly the body it was, for any compactor, source, sizes and trigger", () => {
+    const compactor = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
+    fc.assert(
+      fc.property(compactor, fc.nat(), fc.nat(), fc.nat(), fc.integer({ min: 1, max: 10_000_000 }), (compactorId, sourceSeq, chars, messages, trigger) => {
+        const body = skippedRun({ compactorId, sourceSeq, active: { chars, messages }, policy: { ...policy, triggerInputChars: trigger } }, "below_trigger").body;
+        const stored = storedBody("run", body);
+        expect(stored.startsWith("[")).toBe(true);
+        expect(stored.length).toBeLessThan(canonicalJson(body).length);
+        expect(readBack("run", body)).toBe(canonicalJson(body));
+      }),
+    );
+  });
+});
+
+describe("every other body", () => {
+  it.each([
+    ["a planned run", compactorRunEvent("c", "cmp_1", "planned", { detail: { activeChars: 20_034, triggerSeq: 364 } }).body],
+    ["a skipped run with a model named", { ...skipped(), model: "m" }],
+    ["a skipped run with one more detail", { ...skipped(), detail: { ...skipped().detail, extra: 1 } }],
+    ["a skipped run with one detail fewer", { ...skipped(), detail: { ...skipped().detail, triggerInputChars: undefined } }],
+    ["a skipped run whose id is not its preflight's", { ...skipped(), runId: "pf_b-memory.compactor_42" }],
+    ["a skipped run of an agent", { ...skipped(), role: "agent" }],
+    ["a run of another status", { ...skipped(), status: "failed" }],
+    ["a run with no detail", { agentId: "c", role: "compactor", runId: "r", status: "started" }],
+  ])("is stored whole: %s", (_, body) => {
+    expect(storedBody("run", body)).toBe(canonicalJson(body));
+    expect(readBack("run", body)).toBe(canonicalJson(body));
+  });
+
+  it("of a kind other than run is stored whole, even in a skipped run's shape", () => {
+    for (const kind of ["source", "proposal", "delivery", "correction"] as const) expect(storedBody(kind, skipped())).toBe(canonicalJson(skipped()));
+  });
+
+  it("reads back as what the row holds when it is not a skipped run's array", () => {
+    expect(eventBody("run", '{"status":"planned"}')).toEqual({ status: "planned" });
+    expect(eventBody("run", "[1,2,3,4,5]")).toEqual([1, 2, 3, 4, 5]);
+    expect(eventBody("run", "[1,2,3,4,5,6,7]")).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(eventBody("source", '["c",1,2,3,4,"below_trigger"]')).toEqual(["c", 1, 2, 3, 4, "below_trigger"]);
+  });
+});
