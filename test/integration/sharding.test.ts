@@ -77,6 +77,20 @@ function envWithShards(n: number): Env {
   return bound as unknown as Env;
 }
 
+/**
+ * A control database restored from before `conversation` began: its placement row is gone (the
+ * guard that refuses a delete is lifted around the delete and put back).
+ */
+async function losePlacementRow(conversation: string): Promise<void> {
+  const guard = await env.DB.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'conversation_placements' AND sql LIKE '%BEFORE DELETE%'").first<{ name: string; sql: string }>();
+  if (guard === null) throw new Error("no delete guard on conversation_placements");
+  await env.DB.batch([
+    env.DB.prepare(`DROP TRIGGER ${guard.name}`),
+    env.DB.prepare("DELETE FROM conversation_placements WHERE conversation_id = ?").bind(conversation),
+    env.DB.prepare(guard.sql),
+  ]);
+}
+
 describe("conversations on shards", () => {
   it("runs the tests on three shards", () => {
     expect(shardsOf(env).map((s) => s.name)).toEqual(["DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2"]);
@@ -187,15 +201,7 @@ describe("conversations on shards", () => {
     const conversation = conversationOn("DB_SHARD_1");
     const token = await tokenFor(conversation);
     for (const i of [1, 2, 3]) expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent(`k${i}`, String(i), `message ${i}`) })).status).toBe(201);
-    // A control database restored from before the conversation began: its row is gone (the test lifts
-    // the guard that refuses a delete, and puts it back).
-    const guard = await env.DB.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'conversation_placements' AND sql LIKE '%BEFORE DELETE%'").first<{ name: string; sql: string }>();
-    if (guard === null) throw new Error("no delete guard on conversation_placements");
-    await env.DB.batch([
-      env.DB.prepare(`DROP TRIGGER ${guard.name}`),
-      env.DB.prepare("DELETE FROM conversation_placements WHERE conversation_id = ?").bind(conversation),
-      env.DB.prepare(guard.sql),
-    ]);
+    await losePlacementRow(conversation);
     forgetPlacements();
     // Its shard is closed since: the open shards would choose another.
     const closed = { ...env, SHARDS_CLOSED: "DB_SHARD_1" } as unknown as Env;
@@ -210,13 +216,7 @@ describe("conversations on shards", () => {
     const conversation = conversationOn("DB_SHARD_1");
     const token = await tokenFor(conversation);
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("k1", "1", "message 1") })).status).toBe(201);
-    const guard = await env.DB.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'conversation_placements' AND sql LIKE '%BEFORE DELETE%'").first<{ name: string; sql: string }>();
-    if (guard === null) throw new Error("no delete guard on conversation_placements");
-    await env.DB.batch([
-      env.DB.prepare(`DROP TRIGGER ${guard.name}`),
-      env.DB.prepare("DELETE FROM conversation_placements WHERE conversation_id = ?").bind(conversation),
-      env.DB.prepare(guard.sql),
-    ]);
+    await losePlacementRow(conversation);
     forgetPlacements();
     // The object wakes again (an eviction, a deploy) with its shard in its own storage.
     await restart(conversation);
