@@ -16,7 +16,8 @@ import { ROOT } from "./local-state.mjs";
 const PENDING = {
   shard: `SELECT (SELECT count(*) FROM search_backfill WHERE done_seq < through_seq)
             + EXISTS (SELECT 1 FROM turn_index WHERE origin_text IS NOT NULL OR edit_text IS NOT NULL)
-            + EXISTS (SELECT 1 FROM conversation_memory_pages p JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0) AS n`,
+            + EXISTS (SELECT 1 FROM conversation_memory_pages p JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0)
+            + EXISTS (SELECT 1 FROM conversation_memory_provenance_v1) AS n`,
   control: `SELECT EXISTS (SELECT 1 FROM memory_pages p JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0) AS n`,
 };
 
@@ -81,7 +82,10 @@ export async function backfillSearch(binding, where, log) {
       write: async (statements) => d1Run(binding, where, statements.map(inline)),
     },
     kind,
-    (/** @type {{ events: number, turnsThroughId: number, pages: number }} */ p) => log(`  ${binding}: ${p.events} events, turn texts cleared through id ${p.turnsThroughId}, ${p.pages} pages`),
+    (/** @type {{ events: number, turnsThroughId: number, pages: number, sourcesThroughId: number }} */ p) =>
+      log(`  ${binding}: ${p.events} events, turn texts cleared through id ${p.turnsThroughId}, ${p.pages} pages, memory sources moved through id ${p.sourcesThroughId}`),
   );
-  log(`${binding}: indexed ${done.events} events and ${done.pages} pages${done.turnsThroughId > 0 ? `; cleared turn_index's texts through id ${done.turnsThroughId}` : ""}`);
+  log(
+    `${binding}: indexed ${done.events} events and ${done.pages} pages${done.turnsThroughId > 0 ? `; cleared turn_index's texts through id ${done.turnsThroughId}` : ""}${done.sourcesThroughId > 0 ? `; moved memory sources through id ${done.sourcesThroughId}` : ""}`,
+  );
 }

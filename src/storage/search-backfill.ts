@@ -4,6 +4,7 @@ import type { Statement } from "./shard/turn-terms";
 import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { toStoredEvent } from "./shard/events";
+import { OLDEST_UNMOVED, SOURCES_PER_BATCH, moveSources } from "./shard/memory-sources";
 
 /**
  * The word indexes of data stored before they existed (migrations/shard/0023, control/0019),
@@ -11,7 +12,8 @@ import { toStoredEvent } from "./shard/events";
  * transaction that records how far it got: the events of each conversation `search_backfill` lists
  * (those it held when the migration ran; later events were indexed as they were appended), the
  * text columns `turn_index` no longer needs, and the pages whose heads the index does not hold yet
- * (`terms_version` NULL). Every statement here is a read, or a write guarded by the progress it
+ * (`terms_version` NULL). On a shard it also moves the sources of extracted memory to the table
+ * that keeps them now (storage/shard/memory-sources, migrations/shard/0027). Every statement here is a read, or a write guarded by the progress it
  * continues from, so a batch that runs twice, or beside another run, writes nothing twice.
  *
  * Statements are SQL with numbered parameters (`Statement`): the script writes them as literals
@@ -149,6 +151,8 @@ export interface BackfillProgress {
   readonly turnsThroughId: number;
   /** Pages indexed. */
   readonly pages: number;
+  /** Rows of `conversation_memory_provenance_v1` moved to `conversation_memory_sources` (migrations/shard/0027), through this rowid (0: none). */
+  readonly sourcesThroughId: number;
 }
 
 /**
@@ -158,7 +162,7 @@ export interface BackfillProgress {
  * recorded. `onBatch` hears of each batch (a script prints it).
  */
 export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control", onBatch: (progress: BackfillProgress) => void = () => {}): Promise<BackfillProgress> {
-  let progress: BackfillProgress = { events: 0, turnsThroughId: 0, pages: 0 };
+  let progress: BackfillProgress = { events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 };
   const report = (next: BackfillProgress) => {
     progress = next;
     onBatch(progress);
@@ -176,6 +180,10 @@ export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control
       await db.write([statement]);
       report({ ...progress, turnsThroughId: throughId });
       next = await db.rows<{ id: number }>(turnTextsAfter(throughId));
+    }
+    for (let oldest = await db.rows<{ id: number }>(OLDEST_UNMOVED); oldest[0] !== undefined; oldest = await db.rows<{ id: number }>(OLDEST_UNMOVED)) {
+      await db.write(moveSources(oldest[0].id));
+      report({ ...progress, sourcesThroughId: oldest[0].id + SOURCES_PER_BATCH - 1 });
     }
   }
   const store = kind === "shard" ? SHARD_PAGES : CONTROL_PAGES;

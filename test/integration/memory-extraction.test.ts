@@ -9,7 +9,7 @@ import { extractionRuns, extractedThrough, fillUntilCovered, say } from "../supp
 import { inspectorPage } from "../support/inspector";
 import { deliver } from "../support/queue";
 import { readChainBoundaries, readIncidents } from "../support/reads";
-import { shardOf } from "../support/shards";
+import { memorySourcesCount, shardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { call, eventsPath, freshConversation, json, logRows, tokenFor } from "./helpers";
 
@@ -109,7 +109,7 @@ describe("memory extraction after settlement", () => {
     const { boundary } = await extractedThrough(token, conversation, agentId, seq);
     const shard = await shardOf(conversation);
     const versions = () => shard.prepare("SELECT COUNT(*) AS n FROM conversation_memory_versions WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ n: number }>();
-    const sources = () => shard.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId).first<{ n: number }>();
+    const sources = () => memorySourcesCount(shard, conversation, agentId).first<{ n: number }>();
     const [beforeVersions, beforeSources] = [await versions(), await sources()];
 
     const job: ExtractJob = { type: "extract", conversationId: conversation, agentId, compactorId: `${agentId}.compactor`, runId: boundary.body.run.id, boundaryId: boundary.body.id, model: "test-model", profile: "default" };

@@ -6,7 +6,7 @@ import { extractFacts } from "../../src/core/fact-extraction";
 import { sha256Hex } from "../../src/core/hash";
 import { pair, register } from "../support/declarations";
 import { extractedThrough, fill, say, writeMergedVersion } from "../support/extraction";
-import { placedShardOf, shardOf } from "../support/shards";
+import { memorySourcesCount, placedShardOf, shardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { BOT_ID, call, freshConversation, json, tokenFor } from "./helpers";
 
@@ -295,7 +295,7 @@ describe("extracted memory lives on the conversation's shard", () => {
     const shard = await shardOf(conversation);
     const kept = await shard.batch<{ n: number }>([
       shard.prepare("SELECT COUNT(*) AS n FROM conversation_memory_versions WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId),
-      shard.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance WHERE conversation_id = ? AND agent_id = ?").bind(conversation, agentId),
+      memorySourcesCount(shard, conversation, agentId),
     ]);
     expect(kept.map((r) => r.results[0]?.n ?? 0).every((n) => n > 0)).toBe(true);
   });

@@ -8,6 +8,7 @@ import { searchForm } from "../../src/core/search-text";
 import type { BackfillDatabase, BackfillProgress } from "../../src/storage/search-backfill";
 import { runBackfill } from "../../src/storage/search-backfill";
 import type { Statement } from "../../src/storage/shard/turn-terms";
+import { readConversationFactSources } from "../../src/storage/shard/conversation-memory";
 import { searchTurns } from "../../src/storage/shard/turn-search";
 import { agentPageTerms, expectedTerms, termsByRow } from "../support/index-terms";
 
@@ -64,6 +65,11 @@ describe("the word indexes' backfill", () => {
       .prepare("INSERT INTO conversation_memory_versions (conversation_id, agent_id, path, version, content, content_hash, chars, deleted, created_at) VALUES (?, 'host', 'extracted/plans', 1, ?, ?, ?, 0, ?)")
       .bind(conversations[0], page, sha256Hex(page), page.length, new Date(0).toISOString())
       .run();
+    // A source of that page's facts, as the table of the time kept it.
+    await db
+      .prepare("INSERT INTO conversation_memory_provenance (conversation_id, agent_id, path, version, fact_key, message_id, seq, event_hash, run_id) VALUES (?, 'host', 'extracted/plans', 1, 'venue', 'm1', 1, ?, 'ext_1')")
+      .bind(conversations[0], "a".repeat(64))
+      .run();
 
     await applyD1Migrations(db, env.TEST_MIGRATIONS_SHARD);
     const progress: BackfillProgress[] = [];
@@ -71,9 +77,15 @@ describe("the word indexes' backfill", () => {
     expect(done.events).toBe(conversations.length * (events.length - 2)); // runs and deliveries are not read
     expect(done.pages).toBe(1);
     expect(progress.length).toBeGreaterThan(2);
+    // The source moved to the table that keeps it now (migrations/shard/0027), and reads back the same.
+    expect(done.sourcesThroughId).toBeGreaterThan(0);
+    expect(await db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance_v1").first<{ n: number }>()).toEqual({ n: 0 });
+    expect(await readConversationFactSources(db, conversations[0] ?? "", "host", "extracted/plans", 1)).toEqual([
+      { conversationId: conversations[0], factKey: "venue", messageId: "m1", seq: 1, eventHash: "a".repeat(64), runId: "ext_1", version: 1 },
+    ]);
 
     // A second run finds nothing left; a batch replayed over finished progress writes nothing.
-    expect(await runBackfill(bound(db), "shard")).toEqual({ events: 0, turnsThroughId: 0, pages: 0 });
+    expect(await runBackfill(bound(db), "shard")).toEqual({ events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
 
     for (const c of conversations) {
       const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN events e ON e.conversation_id = k.conversation_id WHERE k.conversation_id = ?1", c);
@@ -126,6 +138,6 @@ describe("the word indexes' backfill", () => {
     const held = await agentPageTerms(db, "helper");
     expect([...held.keys()]).toEqual(["notes/venue"]);
     expect({ ...held.get("notes/venue"), scope: undefined }).toEqual({ ...(await expectedTerms(db, { path: "notes/venue", content: "The venue is Porto." })), scope: undefined });
-    expect(await runBackfill(bound(db), "control")).toEqual({ events: 0, turnsThroughId: 0, pages: 0 });
+    expect(await runBackfill(bound(db), "control")).toEqual({ events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
   });
 });

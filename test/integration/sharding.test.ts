@@ -24,7 +24,11 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index", "extraction_runs", "conversation_memory_versions", "conversation_memory_provenance"] as const;
+const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
+
+/** How each table names the conversation its rows belong to. */
+const ofConversation = (table: (typeof CONVERSATION_TABLES)[number]): string =>
+  table === "conversations" ? "id = ?" : table === "conversation_memory_sources" ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)" : "conversation_id = ?";
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -63,7 +67,7 @@ async function compacted(conversation: string, boundaries: number) {
 async function rowsPerShard(conversation: string): Promise<Record<string, Record<string, number>>> {
   const counts: Record<string, Record<string, number>> = {};
   for (const shard of shardsOf(env)) {
-    const statements = CONVERSATION_TABLES.map((table) => shard.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${table === "conversations" ? "id" : "conversation_id"} = ?`).bind(conversation));
+    const statements = CONVERSATION_TABLES.map((table) => shard.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${ofConversation(table)}`).bind(conversation));
     const results = await shard.db.batch<{ n: number }>(statements);
     counts[shard.name] = Object.fromEntries(CONVERSATION_TABLES.map((table, i) => [table, results[i]?.results[0]?.n ?? 0]));
   }
@@ -117,7 +121,7 @@ describe("conversations on shards", () => {
     expect(home["extraction_runs"]).toBeGreaterThanOrEqual(2);
     // What extraction wrote is the conversation's memory, kept beside its log, each fact naming its source here; none in the control database.
     expect(home["conversation_memory_versions"]).toBeGreaterThan(0);
-    expect(home["conversation_memory_provenance"]).toBeGreaterThan(0);
+    expect(home["conversation_memory_sources"]).toBeGreaterThan(0);
     const sourced = await env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ? AND conversation_id = ?").bind(agentId, conversation).first<{ n: number }>();
     expect(sourced?.n).toBe(0);
     for (const other of ["DB_SHARD_0", "DB_SHARD_1"]) expect(Object.values(counts[other] ?? {}).every((n) => n === 0), other).toBe(true);

@@ -16,3 +16,13 @@ export function shardOf(conversationId: string): Promise<D1Database> {
 export async function placedShardOf(conversationId: string): Promise<D1Database> {
   return (await placeConversation(env, conversationId)).db;
 }
+
+/** The statement counting the sources of extracted memory an agent keeps with a conversation on `shard` (migrations/shard/0027). */
+export function memorySourcesCount(shard: D1Database, conversationId: string, agentId: string): D1PreparedStatement {
+  return shard
+    .prepare(
+      `SELECT COUNT(*) AS n FROM conversation_memory_sources
+       WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) AND agent_key = (SELECT id FROM agent_keys WHERE agent_id = ?2)`,
+    )
+    .bind(conversationId, agentId);
+}

@@ -2,16 +2,17 @@ import type { RecalledPageHit } from "../../core/recall-rank";
 import { matchExpression, recallTerms } from "../../core/search-text";
 import type { PageHitRow } from "../page-terms";
 import { pageHit } from "../page-terms";
+import { sourceOf } from "./memory-sources";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql). Extraction's writes are in storage/shard/extractions.
+ * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql). Extraction's writes are in storage/shard/extractions.
  *
  * Storage format: `conversation_memory_versions` holds one immutable row per write of an extracted
  * page, numbered 1, 2, 3… per (conversation, agent, path); `conversation_memory_pages` points at
  * each page's newest row (the schema's AFTER INSERT trigger keeps it), `conversation_memory_terms`
  * holds the terms of each live head (written by extraction, storage/page-terms);
- * `conversation_memory_provenance` names, per version,
+ * `conversation_memory_sources` names, per version,
  * each fact key it set and the messages of the conversation it came from. Every statement here is
  * keyed by the conversation and the agent: whether a reader may be served what it returns is
  * src/core/memory-privacy.ts's to decide, which is why every row says which conversation it is kept with.
@@ -172,11 +173,11 @@ const toSource = (r: SourceRow): ConversationFactSource => ({
 export async function readConversationFactSources(db: D1Database, conversationId: string, agentId: string, path: string, version: number): Promise<ConversationFactSource[]> {
   const { results } = await db
     .prepare(
-      `SELECT m.conversation_id, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version
-       FROM conversation_memory_provenance m
-       WHERE m.conversation_id = ?1 AND m.agent_id = ?2 AND m.path = ?3 AND m.version = (
-         SELECT MAX(version) FROM conversation_memory_provenance
-         WHERE conversation_id = ?1 AND agent_id = ?2 AND path = ?3 AND fact_key = m.fact_key AND version <= ?4
+      `SELECT ?1 AS conversation_id, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version
+       FROM conversation_memory_sources m
+       WHERE ${sourceOf("m")} AND m.path = ?3 AND m.version = (
+         SELECT MAX(n.version) FROM conversation_memory_sources n
+         WHERE n.conversation_key = m.conversation_key AND n.agent_key = m.agent_key AND n.path = ?3 AND n.fact_key = m.fact_key AND n.version <= ?4
        )
        ORDER BY m.fact_key, m.seq`,
     )
@@ -216,21 +217,21 @@ export async function readConversationFacts(
       `WITH facts AS (
          SELECT DISTINCT m.path, m.fact_key
          FROM ${HEAD}
-         JOIN conversation_memory_provenance m ON m.conversation_id = p.conversation_id AND m.agent_id = p.agent_id AND m.path = p.path
+         JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = p.path
          WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND v.deleted = 0 AND (m.path, m.fact_key) > (?3, ?4)
          ORDER BY m.path, m.fact_key LIMIT ?5
        ), sources AS (
-         SELECT m.conversation_id, m.path, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, p.version AS page_version, v.content,
+         SELECT m.path, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, p.version AS page_version, v.content,
            ROW_NUMBER() OVER (PARTITION BY m.path, m.fact_key ORDER BY m.seq) AS nth
          FROM facts f
          JOIN ${HEAD}
-         JOIN conversation_memory_provenance m ON m.conversation_id = p.conversation_id AND m.agent_id = p.agent_id AND m.path = p.path AND m.fact_key = f.fact_key
+         JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = p.path AND m.fact_key = f.fact_key
          WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = f.path AND m.version = (
-           SELECT MAX(version) FROM conversation_memory_provenance
-           WHERE conversation_id = ?1 AND agent_id = ?2 AND path = m.path AND fact_key = m.fact_key AND version <= p.version
+           SELECT MAX(n.version) FROM conversation_memory_sources n
+           WHERE n.conversation_key = m.conversation_key AND n.agent_key = m.agent_key AND n.path = m.path AND n.fact_key = m.fact_key AND n.version <= p.version
          )
        )
-       SELECT conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
+       SELECT ?1 AS conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
        FROM sources WHERE nth <= ?6
        ORDER BY path, fact_key, seq`,
     )

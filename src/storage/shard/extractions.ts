@@ -3,10 +3,11 @@ import { sha256Hex } from "../../core/hash";
 import type { ExtractionEvidence } from "../../core/wakeups";
 import type { PageTermsStore } from "../page-terms";
 import { pageTermStatements } from "../page-terms";
+import { SOURCE_KEYS } from "./memory-sources";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql, 0012_memory_provenance.sql): the merged versions
+ * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql): the merged versions
  * of the conversation's extracted pages with their provenance, the completed extraction runs, what
  * the shard shows of an extraction still owed, and the event hashes a slice's facts cite. The reads
  * of those pages are storage/shard/conversation-memory's.
@@ -80,8 +81,8 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
     // Each source, bound to its page's exact version by that version's content hash.
     const sources = db
       .prepare(
-        `INSERT OR IGNORE INTO conversation_memory_provenance (conversation_id, agent_id, path, version, fact_key, message_id, seq, event_hash, run_id)
-         SELECT ?1, ?2, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(s.value, '$.factKey'), json_extract(s.value, '$.messageId'),
+        `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, version, fact_key, message_id, seq, event_hash, run_id)
+         SELECT ${SOURCE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(s.value, '$.factKey'), json_extract(s.value, '$.messageId'),
                 json_extract(s.value, '$.seq'), json_extract(s.value, '$.eventHash'), json_extract(s.value, '$.runId')
          FROM json_each(?3) j, json_each(j.value, '$.provenance') s
          WHERE EXISTS (
