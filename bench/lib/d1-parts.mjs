@@ -9,7 +9,7 @@ import { join } from "node:path";
 /** The part each table belongs to; an index or an FTS5 shadow table counts with its table. */
 const PARTS = /** @type {const} */ ([
   ["log", /^events$/],
-  ["turn index", /^(turn_index|turn_terms)$/],
+  ["turn index", /^(turn_index|turn_index_v1|turns|turn_terms)$/],
   ["memory", /^(conversation_memory_\w+|extraction_runs|memory_\w+)$/],
   ["chain", /^(boundaries|compaction_plans|activations)$/],
 ]);

@@ -289,9 +289,9 @@ async function storedRows(persistDir, messages) {
     }
   }
   const rowsIn = (/** @type {string[]} */ names) => names.reduce((n, name) => n + (rowsByTable[name] ?? 0), 0);
-  const extractionTables = Object.keys(rowsByTable).filter((name) => /^memory_|provenance|extract/.test(name));
+  const extractionTables = Object.keys(rowsByTable).filter((name) => /^memory_|provenance|memory_sources|extract/.test(name));
   // Recall's index of the log's turns (kept on the append path), apart from what extraction writes.
-  const turnIndexTables = Object.keys(rowsByTable).filter((name) => /^turn_/.test(name));
+  const turnIndexTables = Object.keys(rowsByTable).filter((name) => /^turn_|^turns$/.test(name));
   return {
     rowsByTable,
     extractionTables,

@@ -12,7 +12,7 @@
 --
 -- The rows stored before this migration stay in the old table, renamed
 -- `conversation_memory_provenance_v1`, until `npm run migrate` moves them to the new one a batch at
--- a time (src/storage/shard/memory-sources.ts); the old table lets a row go only once the new one
+-- a time (src/storage/shard/table-moves.ts); the old table lets a row go only once the new one
 -- holds it exactly. Under the old name is now a view of both tables, through which a Worker not
 -- yet redeployed reads every source whatever the move has done, and writes to the new table.
 

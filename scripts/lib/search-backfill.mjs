@@ -1,6 +1,7 @@
-// The step of `npm run migrate` (and `npm start`) that no migration file can take: writing the word
-// indexes of data stored before migrations/shard/0023 and control/0019, whose terms only
-// src/core/search-text.ts computes. The backfill itself is src/storage/search-backfill.ts (bundled
+// The step of `npm run migrate` (and `npm start`) that no migration file can take: moving the rows
+// of the tables migrations/shard/0027 and 0028 replaced, and writing the word indexes of data
+// stored before migrations/shard/0023 and control/0019, whose terms only src/core/search-text.ts
+// computes. The backfill itself is src/storage/search-backfill.ts (bundled
 // here with esbuild, so this script runs the very code the tests run); this module runs its
 // statements through wrangler on one binding, a batch per transaction, each batch recording its
 // progress, so it can stop anywhere and start again. A database with nothing to index costs one query.
@@ -15,7 +16,7 @@ import { ROOT } from "./local-state.mjs";
 /** Whether a database has anything left to index (one row, `n` > 0 when it has). */
 const PENDING = {
   shard: `SELECT (SELECT count(*) FROM search_backfill WHERE done_seq < through_seq)
-            + EXISTS (SELECT 1 FROM turn_index WHERE origin_text IS NOT NULL OR edit_text IS NOT NULL)
+            + EXISTS (SELECT 1 FROM turn_index_v1)
             + EXISTS (SELECT 1 FROM conversation_memory_pages p JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0)
             + EXISTS (SELECT 1 FROM conversation_memory_provenance_v1) AS n`,
   control: `SELECT EXISTS (SELECT 1 FROM memory_pages p JOIN memory_page_versions v ON v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0) AS n`,
@@ -83,9 +84,9 @@ export async function backfillSearch(binding, where, log) {
     },
     kind,
     (/** @type {{ events: number, turnsThroughId: number, pages: number, sourcesThroughId: number }} */ p) =>
-      log(`  ${binding}: ${p.events} events, turn texts cleared through id ${p.turnsThroughId}, ${p.pages} pages, memory sources moved through id ${p.sourcesThroughId}`),
+      log(`  ${binding}: ${p.events} events, turns moved through id ${p.turnsThroughId}, ${p.pages} pages, memory sources moved through id ${p.sourcesThroughId}`),
   );
   log(
-    `${binding}: indexed ${done.events} events and ${done.pages} pages${done.turnsThroughId > 0 ? `; cleared turn_index's texts through id ${done.turnsThroughId}` : ""}${done.sourcesThroughId > 0 ? `; moved memory sources through id ${done.sourcesThroughId}` : ""}`,
+    `${binding}: indexed ${done.events} events and ${done.pages} pages${done.turnsThroughId > 0 ? `; moved the turn index through id ${done.turnsThroughId}` : ""}${done.sourcesThroughId > 0 ? `; moved memory sources through id ${done.sourcesThroughId}` : ""}`,
   );
 }

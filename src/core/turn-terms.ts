@@ -5,7 +5,7 @@ import { foldSearchText, searchForm } from "./search-text";
  * What the turn index (`turn_terms`, migrations/shard/0023) holds for one event of the log: the
  * folded text and grams of every event that carries a text, each a row of its own, written with the
  * event and never changed. Which row is a message's current text, and whether the message is live,
- * the fold in `turn_index` says; the index only has to hold every text a turn ever had.
+ * the fold in `turns` says; the index only has to hold every text a turn ever had.
  *
  * The author column holds the name a reader would search for, folded as the text is: a source's
  * author's name (else username, else id), a reply's agent id. An edit's row takes its message's
@@ -23,13 +23,13 @@ export interface EventTerms {
   /** The message an edit changes, or the source's own message id; undefined for a proposal. */
   readonly messageId: string | undefined;
   /**
-   * A source's folded author when folding changed the name: `turn_index.author_terms`, which an edit
+   * A source's folded author when folding changed the name: `turns.author_terms`, which an edit
    * of the message reads (SQL cannot fold). Undefined when the name is its own folded form.
    */
   readonly authorTerms: string | undefined;
 }
 
-/** The name a reader searches a source's author by: what `turn_index` keeps as `author_name`, else the id. */
+/** The name a reader searches a source's author by: what `turns` keeps as `author_name`, else the id. */
 const authorName = (author: { readonly id: string; readonly name?: string | undefined; readonly username?: string | undefined }): string =>
   author.name ?? author.username ?? author.id;
 

@@ -4,16 +4,18 @@ import type { Statement } from "./shard/turn-terms";
 import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { toStoredEvent } from "./shard/events";
-import { OLDEST_UNMOVED, SOURCES_PER_BATCH, moveSources } from "./shard/memory-sources";
+import type { TableMove } from "./shard/table-moves";
+import { SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
 
 /**
  * The word indexes of data stored before they existed (migrations/shard/0023, control/0019),
  * written by npm run migrate (scripts/lib/search-backfill.mjs) a batch at a time, each batch one
  * transaction that records how far it got: the events of each conversation `search_backfill` lists
  * (those it held when the migration ran; later events were indexed as they were appended), the
- * text columns `turn_index` no longer needs, and the pages whose heads the index does not hold yet
- * (`terms_version` NULL). On a shard it also moves the sources of extracted memory to the table
- * that keeps them now (storage/shard/memory-sources, migrations/shard/0027). Every statement here is a read, or a write guarded by the progress it
+ * pages whose heads the index does not hold yet (`terms_version` NULL). On a shard it first moves
+ * the rows of the tables migrations replaced to the ones that keep them now (storage/shard/table-moves:
+ * the turn index, 0028, whose old rows also held texts no longer read, and the sources of extracted
+ * memory, 0027). Every statement here is a read, or a write guarded by the progress it
  * continues from, so a batch that runs twice, or beside another run, writes nothing twice.
  *
  * Statements are SQL with numbered parameters (`Statement`): the script writes them as literals
@@ -21,9 +23,8 @@ import { OLDEST_UNMOVED, SOURCES_PER_BATCH, moveSources } from "./shard/memory-s
  * from its own row by the statement (and folded there by `folded`), so a statement stays small.
  */
 
-/** Events read per batch, and turn rows and pages per batch. */
+/** Events read per batch, and pages per batch. */
 export const EVENTS_PER_BATCH = 500;
-export const TURN_ROWS_PER_BATCH = 5_000;
 export const PAGES_PER_BATCH = 100;
 
 /** The next conversation with events left to index. */
@@ -69,21 +70,6 @@ export function eventsStep(c: BackfillConversation, rows: readonly EventRow[]): 
     { sql: "UPDATE search_backfill SET done_seq = ?3 WHERE conversation_id = ?1 AND done_seq = ?2", params: [c.conversation_id, c.done_seq, done] },
   );
   return statements;
-}
-
-/** The next `turn_index` rows after `afterId` that still hold a text (no longer read: the text is the log's). */
-export const turnTextsAfter = (afterId: number): Statement => ({
-  sql: "SELECT id FROM turn_index WHERE id > ?1 AND (origin_text IS NOT NULL OR edit_text IS NOT NULL) ORDER BY id LIMIT 1",
-  params: [afterId],
-});
-
-/** Clears the text columns of the rows from `fromId` on, a batch of ids at a time; returns the last id the batch covers. */
-export function clearTurnTexts(fromId: number): { readonly statement: Statement; readonly throughId: number } {
-  const throughId = fromId + TURN_ROWS_PER_BATCH - 1;
-  return {
-    statement: { sql: "UPDATE turn_index SET origin_text = NULL, edit_text = NULL WHERE id BETWEEN ?1 AND ?2 AND (origin_text IS NOT NULL OR edit_text IS NOT NULL)", params: [fromId, throughId] },
-    throughId,
-  };
 }
 
 /** Where a store keeps its pages: the heads, the versions, the index, a page's key columns and its scope tokens (over the key columns of `p`). */
@@ -147,7 +133,7 @@ export interface BackfillDatabase {
 export interface BackfillProgress {
   /** Events read (those that may carry a text). */
   readonly events: number;
-  /** `turn_index` ids whose text columns are cleared, through this one (0: none). */
+  /** Rows of `turn_index_v1` moved to `turns` (migrations/shard/0028), through this rowid (0: none). */
   readonly turnsThroughId: number;
   /** Pages indexed. */
   readonly pages: number;
@@ -156,8 +142,10 @@ export interface BackfillProgress {
 }
 
 /**
- * Indexes everything a shard held before migrations/shard/0023 (`"shard"`), or the pages the control
- * database held before control/0019 (`"control"`), a batch at a time; returns what it wrote.
+ * Moves what a shard's replaced tables still hold and indexes everything it held before
+ * migrations/shard/0023 (`"shard"`), or the pages the control database held before control/0019
+ * (`"control"`), a batch at a time; returns what it wrote. The turn index moves first: the events'
+ * backfill writes to it.
  * Safe to stop at any point and run again: each batch continues from the progress the last one
  * recorded. `onBatch` hears of each batch (a script prints it).
  */
@@ -168,22 +156,14 @@ export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control
     onBatch(progress);
   };
   if (kind === "shard") {
+    await move(db, TURNS_MOVE, (throughId) => report({ ...progress, turnsThroughId: throughId }));
+    await move(db, SOURCES_MOVE, (throughId) => report({ ...progress, sourcesThroughId: throughId }));
     for (;;) {
       const [conversation] = await db.rows<BackfillConversation>(NEXT_CONVERSATION);
       if (conversation === undefined) break;
       const rows = await db.rows<EventRow>(eventsPage(conversation));
       await db.write(eventsStep(conversation, rows));
       report({ ...progress, events: progress.events + rows.length });
-    }
-    for (let next = await db.rows<{ id: number }>(turnTextsAfter(0)); next[0] !== undefined; ) {
-      const { statement, throughId } = clearTurnTexts(next[0].id);
-      await db.write([statement]);
-      report({ ...progress, turnsThroughId: throughId });
-      next = await db.rows<{ id: number }>(turnTextsAfter(throughId));
-    }
-    for (let oldest = await db.rows<{ id: number }>(OLDEST_UNMOVED); oldest[0] !== undefined; oldest = await db.rows<{ id: number }>(OLDEST_UNMOVED)) {
-      await db.write(moveSources(oldest[0].id));
-      report({ ...progress, sourcesThroughId: oldest[0].id + SOURCES_PER_BATCH - 1 });
     }
   }
   const store = kind === "shard" ? SHARD_PAGES : CONTROL_PAGES;
@@ -195,4 +175,12 @@ export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control
     after = pages.at(-1)?.id ?? after;
   }
   return progress;
+}
+
+/** Moves every row the old table of `table` holds, a batch per transaction; `onBatch` hears the rowid each batch reached. */
+async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId: number) => void): Promise<void> {
+  for (let oldest = await db.rows<{ id: number }>(table.oldest); oldest[0] !== undefined; oldest = await db.rows<{ id: number }>(table.oldest)) {
+    await db.write(table.batch(oldest[0].id));
+    onBatch(oldest[0].id + table.perBatch - 1);
+  }
 }

@@ -12,7 +12,7 @@ describe("eventTerms", () => {
     });
     expect(eventTerms(source({ id: "u1", username: "ada" }))?.author).toBe("ada");
     expect(eventTerms(source({ id: "u1" }))?.author).toBe("u1");
-    // A name folding changes is kept folded for the message's edits to read (turn_index.author_terms).
+    // A name folding changes is kept folded for the message's edits to read (turns.author_terms).
     expect(eventTerms(source({ id: "u2", name: "علي" }))).toMatchObject({ author: "علی", authorTerms: "علی" });
   });
 

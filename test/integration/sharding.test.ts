@@ -24,11 +24,11 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turn_index", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
+const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turns", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
 
 /** How each table names the conversation its rows belong to. */
 const ofConversation = (table: (typeof CONVERSATION_TABLES)[number]): string =>
-  table === "conversations" ? "id = ?" : table === "conversation_memory_sources" ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)" : "conversation_id = ?";
+  table === "conversations" ? "id = ?" : table === "conversation_memory_sources" || table === "turns" ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)" : "conversation_id = ?";
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -117,7 +117,7 @@ describe("conversations on shards", () => {
     expect(home["activations"]).toBe(1);
     expect(home["compaction_plans"]).toBeGreaterThanOrEqual(2);
     expect(home["boundaries"]).toBeGreaterThanOrEqual(2);
-    expect(home["turn_index"]).toBe(30);
+    expect(home["turns"]).toBe(30);
     expect(home["extraction_runs"]).toBeGreaterThanOrEqual(2);
     // What extraction wrote is the conversation's memory, kept beside its log, each fact naming its source here; none in the control database.
     expect(home["conversation_memory_versions"]).toBeGreaterThan(0);

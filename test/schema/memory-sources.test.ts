@@ -5,11 +5,10 @@ import { expect, it } from "vitest";
 import type { MergedPage, ProvenanceRow } from "../../src/storage/shard/extractions";
 import { writeMergedVersions } from "../../src/storage/shard/extractions";
 import { readConversationFactSources, readConversationFacts } from "../../src/storage/shard/conversation-memory";
-import type { BackfillDatabase } from "../../src/storage/search-backfill";
 import { runBackfill } from "../../src/storage/search-backfill";
-import { OLDEST_UNMOVED, SOURCES_PER_BATCH, moveSources } from "../../src/storage/shard/memory-sources";
-import type { Statement } from "../../src/storage/shard/turn-terms";
-import { d1Over } from "./sqlite-d1";
+import { SOURCES_MOVE } from "../../src/storage/shard/table-moves";
+import { btreeStats } from "./btree-stats";
+import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
  * What the provenance of extracted memory costs to keep: each source of a fact a page version sets
@@ -57,23 +56,8 @@ async function extract(db: DatabaseSync): Promise<number> {
   return sources;
 }
 
-/**
- * The b-trees provenance keeps (every table or index of a table whose name says it holds memory
- * sources or provenance): their bytes, and the entries they hold, each one a row written. A rowid
- * table's interior cells only separate its leaves; an index's (and a WITHOUT ROWID table's) are
- * entries too.
- */
-function provenanceStats(db: DatabaseSync): { bytes: number; entries: number } {
-  const row = db
-    .prepare(
-      `SELECT COALESCE(SUM(d.pgsize), 0) AS bytes,
-         COALESCE(SUM(CASE WHEN d.pagetype = 'leaf' OR s.type = 'index' OR s.sql LIKE '%WITHOUT ROWID%' THEN d.ncell ELSE 0 END), 0) AS entries
-       FROM dbstat d JOIN sqlite_schema s ON s.name = d.name
-       WHERE s.tbl_name LIKE 'conversation_memory_sources%' OR s.tbl_name LIKE 'conversation_memory_provenance%'`,
-    )
-    .get() as { bytes: number; entries: number };
-  return { bytes: Number(row.bytes), entries: Number(row.entries) };
-}
+/** The b-trees provenance is kept in: the table that keeps it and the one it replaced. */
+const provenanceStats = (db: DatabaseSync) => btreeStats(db, ["conversation_memory_sources", "conversation_memory_provenance", "conversation_memory_provenance_v1"]);
 
 it("keeps each source of a fact as one entry of at most 200 bytes, and reads them back as written", async () => {
   const db = migrated();
@@ -124,19 +108,6 @@ function before0027(pages: number, perPage: number): DatabaseSync {
   return db;
 }
 
-const backfillOver = (db: DatabaseSync): BackfillDatabase => ({
-  rows: async <T>(statement: Statement) => db.prepare(statement.sql).all(...statement.params) as T[],
-  write: async (statements: readonly Statement[]) => {
-    db.exec("BEGIN");
-    try {
-      for (const statement of statements) db.prepare(statement.sql).run(...statement.params);
-      db.exec("COMMIT");
-    } catch (error) {
-      db.exec("ROLLBACK");
-      throw error;
-    }
-  },
-});
 
 const count = (db: DatabaseSync, table: string): number => Number((db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n);
 
@@ -146,7 +117,7 @@ it("moves the sources stored before 0027 a batch at a time, losing none, while a
   const d1 = d1Over(db);
   const expected = [0, 17, 29].map((p) => [...Array(150).keys()].map((i) => ({ p, i, s: source(`fact-${i % 7}`, 1 + p * 150 + i) })));
   for (const file of readdirSync(SHARD).filter((f) => f.endsWith(".sql") && f >= "0027").sort()) db.exec(readFileSync(`${SHARD}${file}`, "utf8"));
-  expect(4_500).toBeGreaterThan(2 * SOURCES_PER_BATCH);
+  expect(4_500).toBeGreaterThan(2 * SOURCES_MOVE.perBatch);
 
   // A row stored before the migration and not yet copied cannot be deleted.
   expect(() => db.prepare("DELETE FROM conversation_memory_provenance_v1 WHERE rowid = 1").run()).toThrow(/holds it exactly/);
@@ -161,9 +132,9 @@ it("moves the sources stored before 0027 a batch at a time, losing none, while a
     db.prepare("SELECT fact_key, seq, event_hash FROM conversation_memory_provenance WHERE conversation_id = ? AND agent_id = ? AND path = 'extracted/topics/topic-17' ORDER BY fact_key, seq").all(CONVERSATION, AGENT);
   const seenBefore = oldRead();
   expect(seenBefore).toHaveLength(150);
-  const first = await backfillOver(db).rows<{ id: number }>(OLDEST_UNMOVED);
-  await backfillOver(db).write(moveSources(first[0]?.id ?? 0));
-  expect(count(db, "conversation_memory_provenance_v1")).toBe(4_500 - SOURCES_PER_BATCH);
+  const first = await backfillOver(db).rows<{ id: number }>(SOURCES_MOVE.oldest);
+  await backfillOver(db).write(SOURCES_MOVE.batch(first[0]?.id ?? 0));
+  expect(count(db, "conversation_memory_provenance_v1")).toBe(4_500 - SOURCES_MOVE.perBatch);
   expect(oldRead()).toEqual(seenBefore);
   expect(count(db, "conversation_memory_provenance")).toBe(4_501);
 

@@ -1,4 +1,6 @@
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { BackfillDatabase } from "../../src/storage/search-backfill";
+import type { Statement as BackfillStatement } from "../../src/storage/shard/turn-terms";
 
 /**
  * Just enough of D1 over a node:sqlite database for the storage modules' writers to seed it:
@@ -77,3 +79,18 @@ export function d1Over(db: DatabaseSync): D1Database {
   // Only the part of D1 the seeding writers call; any other method is absent and would throw.
   return facade as unknown as D1Database;
 }
+
+/** A backfill's reach into a node:sqlite database, as npm run migrate's is into D1: reads, and writes of one transaction. */
+export const backfillOver = (db: DatabaseSync): BackfillDatabase => ({
+  rows: async <T>(statement: BackfillStatement) => db.prepare(statement.sql).all(...statement.params) as T[],
+  write: async (statements: readonly BackfillStatement[]) => {
+    db.exec("BEGIN");
+    try {
+      for (const statement of statements) db.prepare(statement.sql).run(...statement.params);
+      db.exec("COMMIT");
+    } catch (error) {
+      db.exec("ROLLBACK");
+      throw error;
+    }
+  },
+});

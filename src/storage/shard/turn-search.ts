@@ -7,7 +7,7 @@ import { lendContext } from "../../core/turn-context";
 
 /**
  * Recall over a conversation's exact turns: the turn index (`turn_terms`, migrations/shard/0023)
- * finds the turns whose own words match, `turn_index` says which rows are live turns the reader may
+ * finds the turns whose own words match, `turns` (0028) says which rows are live turns the reader may
  * be served, core/turn-context lends each candidate the words of its neighbours, and core/turn-bm25
  * ranks them by bm25 over the conversation.
  *
@@ -43,18 +43,23 @@ const SERVABLE = `t.seq IS NOT NULL AND t.deleted = 0 AND t.seq < ?5
   AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
   AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0))`;
 
+/** The conversation's key (migrations/shard/0015), which `turns` is keyed by (0028). */
+const KEY = "(SELECT id FROM conversation_keys WHERE conversation_id = ?2)";
+
 /**
  * The live turn whose current text is the index row (the row's seq is `rowid & 0xFFFFFFFF`): the
- * turn whose winning edit it is, else the turn it placed when no edit won.
+ * turn whose winning edit it is, else the turn it placed when no edit won; named by its origin's
+ * sequence, which a servable turn has. Each lookup names its index: without statistics the planner
+ * would walk the conversation's primary-key range instead.
  */
-const TURN_OF_ROW = `t.id = COALESCE(
-    (SELECT e.id FROM turn_index e WHERE e.conversation_id = ?2 AND e.edit_seq = (turn_terms.rowid & 4294967295)),
-    (SELECT o.id FROM turn_index o WHERE o.conversation_id = ?2 AND o.seq = (turn_terms.rowid & 4294967295) AND o.edit_seq IS NULL))`;
+const TURN_OF_ROW = `t.seq = COALESCE(
+    (SELECT e.seq FROM turns e INDEXED BY turns_by_edit WHERE e.conversation_key = ${KEY} AND e.edit_seq = (turn_terms.rowid & 4294967295)),
+    (SELECT o.seq FROM turns o INDEXED BY turns_by_seq WHERE o.conversation_key = ${KEY} AND o.seq = (turn_terms.rowid & 4294967295) AND o.edit_seq IS NULL))`;
 
 /** The index's matches of `match` within `rowids`, each with its place (`t`) and its bm25 over the shard's table. */
 const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, bm25(turn_terms, ${OWN_WEIGHTS}) AS rank
-  FROM turn_terms CROSS JOIN turn_index t
-  WHERE turn_terms MATCH ${match} AND ${rowids} AND t.conversation_id = ?2 AND ${TURN_OF_ROW} AND ${SERVABLE}`;
+  FROM turn_terms CROSS JOIN turns t INDEXED BY turns_by_seq
+  WHERE turn_terms MATCH ${match} AND ${rowids} AND t.conversation_key = ${KEY} AND ${TURN_OF_ROW} AND ${SERVABLE}`;
 
 /** From sequence number ?7 to the end of the conversation's block of the index. */
 const RECENT = `turn_terms.rowid BETWEEN ((SELECT id << 32 FROM conversation_keys WHERE conversation_id = ?2) | ?7) AND (SELECT (id << 32) | 4294967295 FROM conversation_keys WHERE conversation_id = ?2)`;
@@ -77,8 +82,8 @@ WITH matches AS MATERIALIZED (
 ),
 windows AS MATERIALIZED (
   SELECT m.seq AS seq, m.rank AS rank,
-    COALESCE((SELECT a.seq FROM turn_index a WHERE a.conversation_id = ?2 AND a.seq < m.seq ORDER BY a.seq DESC LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), 0) AS lo,
-    COALESCE((SELECT a.seq FROM turn_index a WHERE a.conversation_id = ?2 AND a.seq > m.seq ORDER BY a.seq LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), 9007199254740991) AS hi
+    COALESCE((SELECT a.seq FROM turns a INDEXED BY turns_by_seq WHERE a.conversation_key = ${KEY} AND a.seq < m.seq ORDER BY a.seq DESC LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), 0) AS lo,
+    COALESCE((SELECT a.seq FROM turns a INDEXED BY turns_by_seq WHERE a.conversation_key = ${KEY} AND a.seq > m.seq ORDER BY a.seq LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), 9007199254740991) AS hi
   FROM matches m
 )
 SELECT 'match' AS row, w.seq AS seq, w.lo AS lo, w.hi AS hi, NULL AS role, NULL AS message_id, NULL AS author_id, NULL AS author_name,
@@ -94,8 +99,8 @@ FROM (
          t.deleted = 0 AND t.seq < ?5 AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
            AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0)) AS servable,
          t.role = 'user' AND t.deleted = 0 AND t.origin_sensitive = 0 AND t.edit_sensitive = 0 AS lends
-  FROM turn_index t
-  WHERE t.conversation_id = ?2 AND t.seq IN (SELECT a.seq FROM windows w JOIN turn_index a ON a.conversation_id = ?2 AND a.seq BETWEEN w.lo AND w.hi)
+  FROM turns t INDEXED BY turns_by_seq
+  WHERE t.conversation_key = ${KEY} AND t.seq IN (SELECT a.seq FROM windows w JOIN turns a INDEXED BY turns_by_seq ON a.conversation_key = ${KEY} AND a.seq BETWEEN w.lo AND w.hi)
 )`;
 
 interface Row {
