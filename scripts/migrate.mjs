@@ -4,8 +4,9 @@
 // each binding's migrations_dir says. Local by default (.wrangler/state, what `npm start` uses);
 // `npm run migrate -- --remote` applies them to the deployment's databases. Any other argument
 // (`--persist-to DIR`, `--config FILE`, `--env NAME`) is passed to every wrangler command.
-// Then it writes the word indexes of what a database held before them (scripts/lib/search-backfill.mjs),
-// in batches; a database with nothing to index costs one query.
+// Then it moves the rows of the tables migrations replaced and writes the word indexes of what a
+// database held before them (scripts/lib/search-backfill.mjs), in batches; a database with nothing
+// left to do costs one query.
 import "./offline-env.mjs";
 import { join } from "node:path";
 import { d1BindingsOf } from "./lib/d1-bindings.mjs";

@@ -76,7 +76,7 @@ export async function backfillSearch(binding, where, log) {
   const [pending] = d1Rows(binding, where, PENDING[kind]);
   if (Number(pending?.n ?? 0) === 0) return;
   const { runBackfill } = await backfillModule();
-  log(`${binding}: indexing what it held before the word indexes (a batch at a time; safe to stop and run again)`);
+  log(`${binding}: moving and indexing what it held before its current tables and word indexes (a batch at a time; safe to stop and run again)`);
   const done = await runBackfill(
     {
       rows: async (statement) => d1Rows(binding, where, inline(statement)),
