@@ -112,12 +112,12 @@ function before0027(pages: number, perPage: number): DatabaseSync {
 const count = (db: DatabaseSync, table: string): number => Number((db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n);
 
 it("moves the sources stored before 0027 a batch at a time, losing none, while a Worker not yet redeployed reads and writes them under the old name", async () => {
-  // 30 pages of 150 sources: 4,500 rows, more than two batches.
-  const db = before0027(30, 150);
+  // 30 pages of 750 sources: 22,500 rows, more than two batches.
+  const db = before0027(30, 750);
   const d1 = d1Over(db);
-  const expected = [0, 17, 29].map((p) => [...Array(150).keys()].map((i) => ({ p, i, s: source(`fact-${i % 7}`, 1 + p * 150 + i) })));
+  const expected = [0, 17, 29].map((p) => [...Array(750).keys()].map((i) => ({ p, i, s: source(`fact-${i % 7}`, 1 + p * 750 + i) })));
   for (const file of readdirSync(SHARD).filter((f) => f.endsWith(".sql") && f >= "0027").sort()) db.exec(readFileSync(`${SHARD}${file}`, "utf8"));
-  expect(4_500).toBeGreaterThan(2 * SOURCES_MOVE.perBatch);
+  expect(22_500).toBeGreaterThan(2 * SOURCES_MOVE.perBatch);
 
   // A row stored before the migration and not yet copied cannot be deleted.
   expect(() => db.prepare("DELETE FROM conversation_memory_provenance_v1 WHERE rowid = 1").run()).toThrow(/holds it exactly/);
@@ -131,23 +131,23 @@ it("moves the sources stored before 0027 a batch at a time, losing none, while a
   const oldRead = (): unknown[] =>
     db.prepare("SELECT fact_key, seq, event_hash FROM conversation_memory_provenance WHERE conversation_id = ? AND agent_id = ? AND path = 'extracted/topics/topic-17' ORDER BY fact_key, seq").all(CONVERSATION, AGENT);
   const seenBefore = oldRead();
-  expect(seenBefore).toHaveLength(150);
+  expect(seenBefore).toHaveLength(750);
   const first = await backfillOver(db).rows<{ id: number }>(SOURCES_MOVE.oldest);
-  await backfillOver(db).write(SOURCES_MOVE.batch(first[0]?.id ?? 0));
-  expect(count(db, "conversation_memory_provenance_v1")).toBe(4_500 - SOURCES_MOVE.perBatch);
+  await backfillOver(db).write(SOURCES_MOVE.batch(first[0]?.id ?? 0, 2_000));
+  expect(count(db, "conversation_memory_provenance_v1")).toBe(22_500 - 2_000);
   expect(oldRead()).toEqual(seenBefore);
-  expect(count(db, "conversation_memory_provenance")).toBe(4_501);
+  expect(count(db, "conversation_memory_provenance")).toBe(22_501);
 
   // Each batch of the move reports how far it got (the backfill's other steps report too, unmoved).
   const batches: number[] = [];
   const done = await runBackfill(backfillOver(db), "shard", (progress) => {
     if (progress.sourcesThroughId !== (batches.at(-1) ?? 0)) batches.push(progress.sourcesThroughId);
   });
-  expect(batches).toEqual([4_000, 6_000]);
-  expect(done.sourcesThroughId).toBe(6_000);
+  expect(batches).toEqual([12_000, 22_000, 32_000]);
+  expect(done.sourcesThroughId).toBe(32_000);
   expect(count(db, "conversation_memory_provenance_v1")).toBe(0);
   expect(oldRead()).toEqual(seenBefore);
-  expect(count(db, "conversation_memory_sources")).toBe(4_501);
+  expect(count(db, "conversation_memory_sources")).toBe(22_501);
   for (const page of expected) {
     const p = page[0]?.p ?? -1;
     const read = await readConversationFactSources(d1, CONVERSATION, AGENT, `extracted/topics/topic-${p}`, 1);
@@ -158,6 +158,6 @@ it("moves the sources stored before 0027 a batch at a time, losing none, while a
   // Run again: nothing left to move.
   const again = await runBackfill(backfillOver(db), "shard");
   expect(again.sourcesThroughId).toBe(0);
-  expect(count(db, "conversation_memory_sources")).toBe(4_501);
+  expect(count(db, "conversation_memory_sources")).toBe(22_501);
   db.close();
 });

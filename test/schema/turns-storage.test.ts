@@ -110,10 +110,10 @@ it("moves the turns stored before 0028 a batch at a time into the fold a log app
   const [edit, deletion, ...rest] = later();
   append(db, first.length + 1, [edit!, deletion!]);
   const oldest = db.prepare(TURNS_MOVE.oldest.sql).all() as { id: number }[];
-  for (const statement of TURNS_MOVE.batch(oldest[0]?.id ?? 0)) db.prepare(statement.sql).run(...statement.params);
+  for (const statement of TURNS_MOVE.batch(oldest[0]?.id ?? 0, 1_000)) db.prepare(statement.sql).run(...statement.params);
   append(db, first.length + 3, rest);
   const moved = await runBackfill(backfillOver(db), "shard");
-  expect(moved.turnsThroughId).toBeGreaterThan(2_750);
+  expect(moved.turnsThroughId).toBe(1_000 + TURNS_MOVE.perBatch);
   expect(Number((db.prepare("SELECT COUNT(*) AS n FROM turn_index_v1").get() as { n: number }).n)).toBe(0);
 
   // The same log appended to a shard that had `turns` from the start folds to the same turns.

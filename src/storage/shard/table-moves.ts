@@ -12,12 +12,16 @@ import type { Statement } from "./turn-terms";
 export interface TableMove {
   /** What the progress names the move by. */
   readonly name: "sources" | "turns";
-  /** Old rows per batch. */
+  /**
+   * Old rows per batch: a batch is one transaction of two statements, well inside D1's statement
+   * time (SQLite moves 10,000 turns in about 25 ms here), and each batch is a round trip of
+   * `wrangler d1 execute` from npm run migrate, so the fewer the better.
+   */
   readonly perBatch: number;
   /** The oldest row the old table still holds (none: nothing left to move). */
   readonly oldest: Statement;
-  /** The batch of old rows with rowids `fromId` … `fromId + perBatch - 1`: the copy, then the delete. */
-  batch(fromId: number): Statement[];
+  /** The batch of old rows with rowids `fromId` … `fromId + size - 1` (`size`: `perBatch`): the copy, then the delete. */
+  batch(fromId: number, size?: number): Statement[];
 }
 
 function tableMove(name: TableMove["name"], old: string, perBatch: number, copy: (range: string) => string): TableMove {
@@ -25,8 +29,8 @@ function tableMove(name: TableMove["name"], old: string, perBatch: number, copy:
     name,
     perBatch,
     oldest: { sql: `SELECT rowid AS id FROM ${old} ORDER BY rowid LIMIT 1`, params: [] },
-    batch: (fromId) => {
-      const range = [fromId, fromId + perBatch - 1];
+    batch: (fromId, size = perBatch) => {
+      const range = [fromId, fromId + size - 1];
       return [
         { sql: copy("o.rowid BETWEEN ?1 AND ?2"), params: range },
         { sql: `DELETE FROM ${old} WHERE rowid BETWEEN ?1 AND ?2`, params: range },
@@ -38,7 +42,7 @@ function tableMove(name: TableMove["name"], old: string, perBatch: number, copy:
 export const SOURCES_MOVE = tableMove(
   "sources",
   "conversation_memory_provenance_v1",
-  2_000,
+  10_000,
   (range) => `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, fact_key, version, seq, message_id, event_hash, run_id)
     SELECT k.id, a.id, o.path, o.fact_key, o.version, o.seq, o.message_id, o.event_hash, o.run_id
     FROM conversation_memory_provenance_v1 o
@@ -50,7 +54,7 @@ export const SOURCES_MOVE = tableMove(
 export const TURNS_MOVE = tableMove(
   "turns",
   "turn_index_v1",
-  2_000,
+  10_000,
   (range) => `INSERT OR IGNORE INTO turns (conversation_key, role, message_id, seq, author_id, author_name, author_terms, origin_sensitive, edit_seq, edit_ms, edit_sensitive, deleted, delivered)
     SELECT k.id, o.role, o.message_id, o.seq, o.author_id, o.author_name, o.author_terms, o.origin_sensitive, o.edit_seq, o.edit_ms, o.edit_sensitive, o.deleted, o.delivered
     FROM turn_index_v1 o
