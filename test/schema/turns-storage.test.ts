@@ -116,6 +116,11 @@ it("moves the turns stored before 0028 a batch at a time into the fold a log app
   expect(moved.turnsThroughId).toBe(1_000 + TURNS_MOVE.perBatch);
   expect(Number((db.prepare("SELECT COUNT(*) AS n FROM turn_index_v1").get() as { n: number }).n)).toBe(0);
 
+  // The one write a Worker not yet redeployed makes under the old name (a source's folded author, its statement as it was) lands in `turns`.
+  db.prepare("UPDATE turn_index SET author_terms = ? WHERE conversation_id = ? AND role = 'user' AND message_id = ? AND seq = ?").run("newcomer", CONVERSATION, "9999", first.length + 5);
+  expect(db.prepare("SELECT author_terms FROM turns WHERE message_id = '9999'").get()).toEqual({ author_terms: "newcomer" });
+  db.exec("UPDATE turns SET author_terms = NULL WHERE message_id = '9999'");
+
   // The same log appended to a shard that had `turns` from the start folds to the same turns.
   const fresh = shardThrough();
   append(fresh, 1, [...first, ...later()]);
