@@ -46,7 +46,21 @@ describe("a plan's model attempts", () => {
     const incidents = await readIncidents(await shardOf(conversation), conversation, 50);
     expect(incidents.filter((i) => i.kind === "compactor_failure" && i.runId === runId)).toHaveLength(MAX_PLAN_ATTEMPTS);
     expect(incidents.filter((i) => i.kind === "compactor_abandoned").map((i) => i.runId)).toEqual([runId]);
+    // The chain backs off: its re-plan is armed, at least the backoff base (1 s here) after the
+    // abandonment. A busy machine can reach this line after the backoff ran out and the alarm
+    // re-planned; then the new plan is the evidence, made no sooner than the backoff allowed.
     const replan = await runInDurableObject(stub, async (_instance, state) => state.storage.get(wakeKey.replan(agentId)));
-    expect(replan).toMatchObject({ kind: "replan", agentId });
+    const abandonedAt = Date.parse(incidents.find((i) => i.kind === "compactor_abandoned")?.createdAt ?? "");
+    if (replan !== undefined) {
+      expect(replan).toMatchObject({ kind: "replan", agentId });
+      expect((replan as { at: number }).at - abandonedAt).toBeGreaterThanOrEqual(1_000);
+    } else {
+      const next = await (await shardOf(conversation))
+        .prepare("SELECT created_at FROM compaction_plans WHERE conversation_id = ? AND agent_id = ? AND run_id <> ? ORDER BY created_at DESC LIMIT 1")
+        .bind(conversation, agentId, runId)
+        .first<{ created_at: string }>();
+      expect(next, "neither a re-plan armed nor one made").not.toBeNull();
+      expect(Date.parse(next?.created_at ?? "") - abandonedAt).toBeGreaterThanOrEqual(1_000);
+    }
   }, 60_000);
 });
