@@ -10,8 +10,6 @@ import type { Statement } from "./turn-terms";
  * newer there), the delete what is gone.
  */
 export interface TableMove {
-  /** What the progress names the move by. */
-  readonly name: "sources" | "turns";
   /**
    * Old rows per batch: a batch is one transaction of two statements, well inside D1's statement
    * time (SQLite moves 10,000 turns in about 25 ms here), and each batch is a round trip of
@@ -24,9 +22,8 @@ export interface TableMove {
   batch(fromId: number, size?: number): Statement[];
 }
 
-function tableMove(name: TableMove["name"], old: string, perBatch: number, copy: (range: string) => string): TableMove {
+function tableMove(old: string, perBatch: number, copy: (range: string) => string): TableMove {
   return {
-    name,
     perBatch,
     oldest: { sql: `SELECT rowid AS id FROM ${old} ORDER BY rowid LIMIT 1`, params: [] },
     batch: (fromId, size = perBatch) => {
@@ -40,7 +37,6 @@ function tableMove(name: TableMove["name"], old: string, perBatch: number, copy:
 }
 
 export const SOURCES_MOVE = tableMove(
-  "sources",
   "conversation_memory_provenance_v1",
   10_000,
   (range) => `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, fact_key, version, seq, message_id, event_hash, run_id)
@@ -52,7 +48,6 @@ export const SOURCES_MOVE = tableMove(
 );
 
 export const TURNS_MOVE = tableMove(
-  "turns",
   "turn_index_v1",
   10_000,
   (range) => `INSERT OR IGNORE INTO turns (conversation_key, role, message_id, seq, author_id, author_name, author_terms, origin_sensitive, edit_seq, edit_ms, edit_sensitive, deleted, delivered)
