@@ -3,6 +3,7 @@ import { sha256Hex } from "../../core/hash";
 import type { ExtractionEvidence } from "../../core/wakeups";
 import type { PageTermsStore } from "../page-terms";
 import { pageTermStatements } from "../page-terms";
+import { agentKey, conversationKey } from "./keys";
 import { SOURCE_KEYS } from "./memory-sources";
 
 /**
@@ -40,7 +41,7 @@ const PAGE_TERMS: PageTermsStore = {
   heads: "conversation_memory_pages",
   versions: "conversation_memory_versions",
   keys: ["conversation_id", "agent_id"],
-  scope: "('k' || (SELECT id FROM conversation_keys WHERE conversation_id = ?1) || ' a' || (SELECT id FROM agent_keys WHERE agent_id = ?2))",
+  scope: `('k' || ${conversationKey("?1")} || ' a' || ${agentKey("?2")})`,
 };
 
 /** A page an extraction merged: its new content over `head` (undefined: no page yet), with the sources of the facts it sets. */

@@ -4,6 +4,7 @@ import { SEARCH_SNIPPET, snippetOf } from "../../core/snippet";
 import { byConversationBm25, countsWithContext, estimatedRowsWith, TERM_SCAN, TURN_COLUMN_WEIGHTS } from "../../core/turn-bm25";
 import type { PlacedTurn, Window } from "../../core/turn-context";
 import { lendContext } from "../../core/turn-context";
+import { conversationKey } from "./keys";
 
 /**
  * Recall over a conversation's exact turns: the turn index (`turn_terms`, migrations/shard/0023)
@@ -35,16 +36,16 @@ const OWN_WEIGHTS = OWN_COLUMNS.map((c) => TURN_COLUMN_WEIGHTS[c].toFixed(1)).jo
 /** Places read on either side of a match: its candidates' contexts reach two places past the two it lends to. */
 const WINDOW_PLACES = 4;
 
+/** The conversation's key (migrations/shard/0015), which `turns` (0028) and the index's rowids are keyed by. */
+const KEY = conversationKey("?2");
+
 /** The conversation's rowid range in the index (`core/turn-terms`): its key's 32-bit block. */
-const RANGE = `turn_terms.rowid BETWEEN (SELECT id << 32 FROM conversation_keys WHERE conversation_id = ?2) AND (SELECT (id << 32) | 4294967295 FROM conversation_keys WHERE conversation_id = ?2)`;
+const RANGE = `turn_terms.rowid BETWEEN (${KEY} << 32) AND ((${KEY} << 32) | 4294967295)`;
 
 /** A live turn of the conversation the reader may be served (`t`), as of the view (?3 agents, ?4 sensitive, ?5 before). */
 const SERVABLE = `t.seq IS NOT NULL AND t.deleted = 0 AND t.seq < ?5
   AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
   AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0))`;
-
-/** The conversation's key (migrations/shard/0015), which `turns` is keyed by (0028). */
-const KEY = "(SELECT id FROM conversation_keys WHERE conversation_id = ?2)";
 
 /**
  * The live turn whose current text is the index row (the row's seq is `rowid & 0xFFFFFFFF`): the
@@ -62,7 +63,7 @@ const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, 
   WHERE turn_terms MATCH ${match} AND ${rowids} AND t.conversation_key = ${KEY} AND ${TURN_OF_ROW} AND ${SERVABLE}`;
 
 /** From sequence number ?7 to the end of the conversation's block of the index. */
-const RECENT = `turn_terms.rowid BETWEEN ((SELECT id << 32 FROM conversation_keys WHERE conversation_id = ?2) | ?7) AND (SELECT (id << 32) | 4294967295 FROM conversation_keys WHERE conversation_id = ?2)`;
+const RECENT = `turn_terms.rowid BETWEEN ((${KEY} << 32) | ?7) AND ((${KEY} << 32) | 4294967295)`;
 
 /**
  * The matches the search ranks: every match of the query (?1) when no term is held by

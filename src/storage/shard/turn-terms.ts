@@ -2,6 +2,7 @@ import type { PlannedInsert } from "../../core/append";
 import { SEARCH_FOLDS } from "../../core/search-text";
 import type { EventTerms } from "../../core/turn-terms";
 import { eventTerms } from "../../core/turn-terms";
+import { conversationKey } from "./keys";
 
 /**
  * The turn index's writes (`turn_terms`, migrations/shard/0023): each event that carries a text
@@ -38,7 +39,7 @@ export function folded(expression: string, text: string): string {
 export function termsRow(conversationId: string, seq: number, terms: EventTerms, condition: string): Statement {
   const author =
     terms.author === undefined
-      ? "COALESCE((SELECT COALESCE(t.author_terms, t.author_name, t.author_id) FROM turns t WHERE t.conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) AND t.role = 'user' AND t.message_id = ?3), '')"
+      ? "COALESCE((SELECT COALESCE(t.author_terms, t.author_name, t.author_id) FROM turns t WHERE t.conversation_key = k.id AND t.role = 'user' AND t.message_id = ?3), '')"
       : "?3";
   const text = folded("(SELECT json_extract(e.body, '$.text') FROM events e WHERE e.conversation_id = ?1 AND e.seq = ?2)", terms.raw);
   return {
@@ -52,7 +53,7 @@ export function termsRow(conversationId: string, seq: number, terms: EventTerms,
 export function authorTermsRow(conversationId: string, seq: number, terms: EventTerms): Statement | undefined {
   if (terms.authorTerms === undefined || terms.messageId === undefined) return undefined;
   return {
-    sql: "UPDATE turns SET author_terms = ?3 WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) AND role = 'user' AND message_id = ?4 AND seq = ?2",
+    sql: `UPDATE turns SET author_terms = ?3 WHERE conversation_key = ${conversationKey("?1")} AND role = 'user' AND message_id = ?4 AND seq = ?2`,
     params: [conversationId, seq, terms.authorTerms, terms.messageId],
   };
 }
