@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { D1_METER_HEADER, D1_READS_HEADER } from "../../bench/worker/d1-meter";
+import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
+import { sha256Hex } from "../../src/core/hash";
+import { readConversationFactSources } from "../../src/storage/shard/conversation-memory";
+import type { MergedPage } from "../../src/storage/shard/extractions";
+import { writeMergedVersions } from "../../src/storage/shard/extractions";
 import { register } from "../support/declarations";
 import { chainOf } from "../support/anchored-chain";
 import { placedShardOf, shardOf } from "../support/shards";
@@ -181,5 +185,33 @@ describe("recall when every term is rare but together they match many turns", ()
     expect(res.status).toBe(200);
     const body = (await res.json()) as { results: { content: string }[] };
     expect(body.results[0]?.content).toBe("The kayak and the lantern are both in the shed.");
+  });
+});
+
+describe("a fact's sources", () => {
+  it("are read by the page's facts and their current sources, not by every version the page had", async () => {
+    const reads = async (versions: number) => {
+      const conversation = freshConversation("api:bounded");
+      const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+      const shard = await placedShardOf(conversation);
+      await shard.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversation, new Date(0).toISOString()).run();
+      const path = "extracted/people/ada";
+      let head: MergedPage["head"];
+      // Each version sets the page's four facts again, each from three messages.
+      for (let v = 1; v <= versions; v++) {
+        const content = `Ada, version ${v}`;
+        const provenance = [0, 1, 2, 3].flatMap((f) => [0, 1, 2].map((m) => ({ factKey: `fact-${f}`, messageId: `m${v}-${f}-${m}`, seq: v * 100 + f * 3 + m, eventHash: sha256Hex(`${v}-${f}-${m}`), runId: `ext_${v}` })));
+        expect(await writeMergedVersions(shard, conversation, agentId, [{ path, head, content, provenance }], new Date())).toEqual(new Set([path]));
+        head = { version: v, content, contentHash: sha256Hex(content) };
+      }
+      const meter = new D1Meter();
+      meter.arm();
+      const sources = await readConversationFactSources(meteredD1(shard, meter), conversation, agentId, path, versions);
+      expect(sources.map((s) => s.version)).toEqual(Array(12).fill(versions));
+      return meter.take().rowsRead;
+    };
+    const few = await reads(2);
+    const many = await reads(60);
+    expect(many, `${few} rows read at 2 versions, ${many} at 60`).toBeLessThan(few * 1.5);
   });
 });

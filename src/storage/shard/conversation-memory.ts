@@ -169,16 +169,27 @@ const toSource = (r: SourceRow): ConversationFactSource => ({
   version: r.version,
 });
 
-/** Each fact key's sources at `version` of the page: the rows of the newest version at or below it that set the key. */
+/**
+ * Each fact key's sources at `version` of the page: the rows of the newest version at or below it
+ * that set the key. The page's fact keys are walked one seek at a time in the primary key's order
+ * (each key, then its newest version at or below `version`), so the read follows the page's facts
+ * and their current sources, not every version the page ever had.
+ */
 export async function readConversationFactSources(db: D1Database, conversationId: string, agentId: string, path: string, version: number): Promise<ConversationFactSource[]> {
   const { results } = await db
     .prepare(
-      `SELECT ?1 AS conversation_id, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version
-       FROM conversation_memory_sources m
-       WHERE ${sourceOf("m")} AND m.path = ?3 AND m.version = (
-         SELECT MAX(n.version) FROM conversation_memory_sources n
-         WHERE n.conversation_key = m.conversation_key AND n.agent_key = m.agent_key AND n.path = ?3 AND n.fact_key = m.fact_key AND n.version <= ?4
+      `WITH RECURSIVE facts (fact_key) AS (
+         SELECT MIN(n.fact_key) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = ?3
+         UNION ALL
+         SELECT (SELECT MIN(n.fact_key) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = ?3 AND n.fact_key > f.fact_key)
+         FROM facts f WHERE f.fact_key IS NOT NULL
+       ),
+       newest (fact_key, version) AS (
+         SELECT f.fact_key, (SELECT MAX(n.version) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = ?3 AND n.fact_key = f.fact_key AND n.version <= ?4)
+         FROM facts f WHERE f.fact_key IS NOT NULL
        )
+       SELECT ?1 AS conversation_id, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version
+       FROM newest w CROSS JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = ?3 AND m.fact_key = w.fact_key AND m.version = w.version
        ORDER BY m.fact_key, m.seq`,
     )
     .bind(conversationId, agentId, path, version)
