@@ -5,7 +5,7 @@ import type { FrozenTurn, Packet } from "./packet";
 import { LEGACY_PACKET_FORMAT, packetSchema } from "./packet";
 import type { Turn } from "./reconstruction";
 import { renderLegacySliceLine, renderSliceLine } from "./render";
-import type { LogIndex } from "./turn-pages";
+import type { LogIndex, SliceRange } from "./turn-pages";
 import { turnsAsOf } from "./turn-pages";
 
 /**
@@ -36,31 +36,35 @@ export function parsePacket(read: PacketRead | undefined): ParsedPacket {
 }
 
 /**
- * The range of the log a packet's frozen slice is checked against: the groups after the slice's
+ * The part of the log a packet's frozen slice is checked against: the groups after the slice's
  * start (or after the oldest group the slice claims, if it claims an older one: re-freezing is
- * `coverage_advances`' finding, not an invention), as the log stood at the trigger.
+ * `coverage_advances`' finding, not an invention) through its last (or the newest group a frozen
+ * turn claims, if it claims a newer one), as the log stood at the trigger.
  */
-export function frozenSliceRange(packet: Packet): { after: number; through: number } {
-  return { after: Math.min(sliceStartsAfter(packet), ...packet.frozen.turns.map((t) => t.group - 1)), through: packet.triggerSeq };
+export function frozenSliceRange(packet: Packet): SliceRange {
+  const groups = packet.frozen.turns.map((t) => t.group);
+  return { after: Math.min(sliceStartsAfter(packet), ...groups.map((group) => group - 1)), groupsThrough: Math.max(packet.frozen.throughSeq, ...groups), through: packet.triggerSeq };
 }
 
 /**
- * The ranges of the log (`after < seq <= through`) whose events, with the events related to them
- * (`readRelatedEvents` with replies, as `LogIndex.related` mirrors it), the frozen-slice check of
- * these packets reads: an audit of some links needs only these, not the whole log. Unreadable
- * packets need none (their check fails without the log). Overlapping ranges are merged.
+ * The parts of the log (`SliceRange`) the frozen-slice check of these packets reads: an audit of
+ * some links needs only these, with the events related to them (`readSliceLog`, as
+ * `LogIndex.slice` mirrors it), not the whole log. Unreadable packets need none (their check fails
+ * without the log). Slices whose groups overlap or touch are read as one.
  */
-export function frozenSliceRanges(reads: Iterable<PacketRead>): { after: number; through: number }[] {
+export function frozenSliceRanges(reads: Iterable<PacketRead>): SliceRange[] {
   const ranges = [...reads]
     .map(parsePacket)
     .flatMap((read) => (read.ok ? [frozenSliceRange(read.packet)] : []))
     .filter((range) => range.through > range.after)
     .sort((a, b) => a.after - b.after);
-  const merged: { after: number; through: number }[] = [];
+  const merged: { after: number; groupsThrough: number; through: number }[] = [];
   for (const range of ranges) {
     const last = merged.at(-1);
-    if (last !== undefined && range.after <= last.through) last.through = Math.max(last.through, range.through);
-    else merged.push({ ...range });
+    if (last !== undefined && range.after <= last.groupsThrough) {
+      last.groupsThrough = Math.max(last.groupsThrough, range.groupsThrough);
+      last.through = Math.max(last.through, range.through);
+    } else merged.push({ ...range });
   }
   return merged;
 }
@@ -83,11 +87,12 @@ export function checkFrozenTurns({ packet: read }: LinkFacts, logIndex: LogIndex
   if (!read.ok) return [finding("packet", "a readable packet", null, read.detail)];
   const { packet } = read;
   const after = sliceStartsAfter(packet);
-  // The log's turns as they stood at the trigger: exactly the whole prefix's fold for those
-  // groups (core/turn-pages), read from that range of the log rather than by folding the whole
-  // prefix for every link.
-  const { after: from } = frozenSliceRange(packet);
-  const asPlanned = turnsAsOf(logIndex, { admittedAgents: new Set(packet.historyAgents), includeSensitive: packet.admitSensitive }, from, packet.triggerSeq);
+  // The log's turns of the slice's groups as they stood at the trigger: exactly the whole prefix's
+  // fold for those groups (core/turn-pages), read from the slice's part of the log rather than by
+  // folding the whole prefix for every link. A frozen turn whose id the log gives a later group
+  // than any the slice claims is named invented: it is not in the log where the slice says.
+  const { after: from, groupsThrough } = frozenSliceRange(packet);
+  const asPlanned = turnsAsOf(logIndex, { admittedAgents: new Set(packet.historyAgents), includeSensitive: packet.admitSensitive }, from, packet.triggerSeq, groupsThrough);
   const indexById = new Map<string, number>(asPlanned.map((t, i) => [t.id, i]));
   const found: Finding[] = [];
   const invented = packet.frozen.turns.filter((t) => !indexById.has(t.id)).map((t) => t.id);

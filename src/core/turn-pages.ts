@@ -67,6 +67,55 @@ export function pageOfTurns({ window, exhausted, related, policy, after, limit }
 }
 
 /**
+ * A part of the log a frozen slice is checked against: the turns of the groups in
+ * `(after, groupsThrough]` as the log stood at `through`. Their fold needs the log from `after`
+ * through the first source that opens a group after `groupsThrough` (the events before it can
+ * still join the slice's last group), and the events related to those by id up to `through`; never the rest of the log up
+ * to `through`, however far appends outran the compactor that froze the slice.
+ */
+export interface SliceRange {
+  readonly after: number;
+  readonly groupsThrough: number;
+  readonly through: number;
+}
+
+/** How far past a slice's groups the first read of the log reaches, and the first widening of it (each further one doubles). */
+export const SLICE_STEP = 16;
+
+/**
+ * The message ids of the sources in `window` (the log from some point on) after `groupsThrough`
+ * that no earlier source of the window used, in order: each opens a group unless a source before
+ * the window used its id.
+ */
+export function groupCandidates(window: readonly StoredEvent[], groupsThrough: number): string[] {
+  const seen = new Set<string>();
+  const candidates: string[] = [];
+  for (const event of window) {
+    if (event.kind !== "source" || seen.has(event.body.messageId)) continue;
+    seen.add(event.body.messageId);
+    if (event.seq > groupsThrough) candidates.push(event.body.messageId);
+  }
+  return candidates;
+}
+
+/**
+ * The first source of `window` (the log from some point on) that opens a group after
+ * `groupsThrough`: the first candidate whose id no source before the window used (`usedBefore`);
+ * `undefined` when the window opens none. A slice's window is read through it: with it in hand, an
+ * event after it joins no group of the slice except by the ids the related read follows, whatever
+ * else of the log is read beside it.
+ */
+export function nextGroupAfter(window: readonly StoredEvent[], groupsThrough: number, usedBefore: ReadonlySet<string>): number | undefined {
+  const opener = groupCandidates(window, groupsThrough).find((id) => !usedBefore.has(id));
+  return window.find((event) => event.kind === "source" && event.seq > groupsThrough && event.body.messageId === opener)?.seq;
+}
+
+/** The ids whose related events a slice's window needs: those its events name through the group after the slice (`nextGroupAfter`), or all of them if it opens none. */
+export function sliceIds(window: readonly StoredEvent[], next: number | undefined): { messageIds: string[]; proposalIds: string[] } {
+  return idsNamedBy(next === undefined ? window : window.filter((event) => event.seq <= next));
+}
+
+/**
  * A log held in memory, indexed the way `readRelatedEvents` (with replies) reads D1, so a page of
  * turns as of any point of the log costs its own range plus lookups rather than a fold of the
  * whole prefix (the chain audit checks every link's frozen slice this way).
@@ -117,6 +166,24 @@ export class LogIndex {
     return [...found.values()].sort((a, b) => a.seq - b.seq);
   }
 
+  /**
+   * What `readSliceLog` reads from D1 for `range`, read from this index: the log from `after`,
+   * `SLICE_STEP` events past `groupsThrough` and widened by twice as many each time until it holds
+   * the first source that opens a group after them (or reaches `through`), and the events related
+   * to the window through that source, elsewhere up to `through`.
+   */
+  slice({ after, groupsThrough, through }: SliceRange, firstStep = SLICE_STEP): StoredEvent[] {
+    for (let end = Math.min(through, Math.max(after, groupsThrough) + firstStep), step = firstStep; ; step *= 2, end = Math.min(through, end + step)) {
+      const window = this.range(after, end);
+      const usedBefore = groupCandidates(window, groupsThrough).filter((id) => this.#sources.get(id)?.some((source) => source.seq <= after));
+      const next = nextGroupAfter(window, groupsThrough, new Set(usedBefore));
+      if (next === undefined && end < through) continue;
+      const ids = sliceIds(window, next);
+      const outside = this.related(ids.messageIds, ids.proposalIds, through).filter((event) => event.seq <= after || event.seq > end);
+      return [...window, ...outside].sort((a, b) => a.seq - b.seq);
+    }
+  }
+
   /** Index of the first event with seq > `seq`. */
   #firstAbove(seq: number): number {
     let lo = 0;
@@ -130,10 +197,14 @@ export class LogIndex {
   }
 }
 
-/** Every turn of the groups after `after`, as the whole log through `through` folds them. */
-export function turnsAsOf(index: LogIndex, policy: ReconstructionPolicy, after: number, through: number): Turn[] {
+/**
+ * Every turn of the groups in `(after, groupsThrough]` (every group after `after` unless bounded),
+ * as the whole log through `through` folds them. The index may hold only part of the log: what
+ * `LogIndex.slice` (or `readSliceLog` from D1) reads for that range, and any other events of it.
+ */
+export function turnsAsOf(index: LogIndex, policy: ReconstructionPolicy, after: number, through: number, groupsThrough = Number.MAX_SAFE_INTEGER): Turn[] {
   const window = index.range(after, through);
   const ids = idsNamedBy(window);
   const page = pageOfTurns({ window, exhausted: true, related: index.related(ids.messageIds, ids.proposalIds, through), policy, after, limit: Number.MAX_SAFE_INTEGER });
-  return page.complete ? page.turns : [];
+  return page.complete ? page.turns.filter((turn) => turn.group <= groupsThrough) : [];
 }

@@ -192,7 +192,7 @@ export class ChainBook {
     const longest = Math.max(FRONTIER_MAX_EVENTS, 8 * first);
     for (let span = first; ; span = Math.min(2 * span, longest)) {
       const after = Math.max(0, through - span);
-      const turns = reconstruct(await readSliceLog(shard, conversationId, [{ after, through }]), foldPolicy(declaration));
+      const turns = reconstruct(await readSliceLog(shard, conversationId, [{ after, groupsThrough: through, through }]), foldPolicy(declaration));
       const groups = groupTurns(turns.filter((t) => t.group > after));
       if (after === 0 || groups.reduce((chars, group) => chars + group.chars, 0) >= policy.triggerInputChars) return frontierStartSeq(groups, policy);
       if (span === longest) return groups.length === 0 ? after + 1 : frontierStartSeq(groups, policy);

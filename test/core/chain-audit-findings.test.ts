@@ -81,18 +81,22 @@ describe("frozenSliceRanges", () => {
   const read = (packet: Packet): PacketRead => ({ key: "k", hash: "h", outcome: { ok: true, text: canonicalJson(packet) } });
   const packetOf = (i: number): Packet => JSON.parse(links[i]!.packetText) as Packet;
 
-  it("merges ranges that overlap or touch, in any order, and skips unreadable packets", () => {
-    // Link 1 reads (0, 6], link 2 (2, 9], link 3 (6, 12].
-    expect(frozenSliceRanges([read(packetOf(2)), read(packetOf(0))])).toEqual([{ after: 0, through: 12 }]);
-    expect(frozenSliceRanges([read(packetOf(1)), read(packetOf(0))])).toEqual([{ after: 0, through: 9 }]);
-    expect(frozenSliceRanges([{ key: "k", hash: "h", outcome: { ok: false, reason: "missing" } }, read(packetOf(2))])).toEqual([{ after: 6, through: 12 }]);
+  it("merges slices whose groups overlap or touch, in any order, and skips unreadable packets", () => {
+    // Link 1 reads groups (0, 2] as of seq 6, link 2 (2, 6] as of 9, link 3 (6, 8] as of 12.
+    expect(frozenSliceRanges([read(packetOf(1)), read(packetOf(0))])).toEqual([{ after: 0, groupsThrough: 6, through: 9 }]);
+    expect(frozenSliceRanges([read(packetOf(2)), read(packetOf(1)), read(packetOf(0))])).toEqual([{ after: 0, groupsThrough: 8, through: 12 }]);
+    expect(frozenSliceRanges([{ key: "k", hash: "h", outcome: { ok: false, reason: "missing" } }, read(packetOf(2))])).toEqual([{ after: 6, groupsThrough: 8, through: 12 }]);
   });
 
-  it("keeps ranges apart when a gap lies between them, and drops a slice that reads nothing", () => {
+  it("keeps slices apart when groups lie between them, even if one's trigger lies past the other's start, and drops a slice that reads nothing", () => {
+    expect(frozenSliceRanges([read(packetOf(2)), read(packetOf(0))])).toEqual([
+      { after: 0, groupsThrough: 2, through: 6 },
+      { after: 6, groupsThrough: 8, through: 12 },
+    ]);
     const early = { ...packetOf(0), triggerSeq: 3 };
     expect(frozenSliceRanges([read(packetOf(2)), read(early)])).toEqual([
-      { after: 0, through: 3 },
-      { after: 6, through: 12 },
+      { after: 0, groupsThrough: 2, through: 3 },
+      { after: 6, groupsThrough: 8, through: 12 },
     ]);
     expect(frozenSliceRanges([read({ ...packetOf(2), triggerSeq: 6 })])).toEqual([]);
   });

@@ -11,7 +11,7 @@ import type { CompactionContent, FrozenTurn, Packet } from "../../src/core/packe
 import { OUTPUT_CONTRACT, PACKET_FORMAT, packetSchema } from "../../src/core/packet";
 import { reconstruct, turnHash } from "../../src/core/reconstruction";
 import { renderSliceLine, renderTurn } from "../../src/core/render";
-import { idsNamedBy, LogIndex } from "../../src/core/turn-pages";
+import { LogIndex } from "../../src/core/turn-pages";
 import { BOB, CONVERSATION, delivered, proposal, source, storeAll } from "./event-builders";
 
 /**
@@ -268,7 +268,7 @@ export function audit(w: World): ChainAuditReport {
  * An epoch's links a page at a time, each page given only what `verifyLinks` reads for it (the
  * same selections, over the in-memory world instead of D1): the rows at the page's positions with
  * their predecessors and any row sharing a predecessor; the page's plans, packets and completed
- * receipts; and the log over `frozenSliceRanges` with the events related to each range.
+ * receipts; and each of `frozenSliceRanges`' slices of the log (`LogIndex.slice`, as `readSliceLog` reads D1).
  */
 function pagedLinks(w: World, epochId: string, limit: number): { links: LinkAudit[]; pages: LinkPage[] } {
   const epoch = w.boundaries.filter((b) => b.epochId === epochId);
@@ -286,11 +286,7 @@ function pagedLinks(w: World, epochId: string, limit: number): { links: LinkAudi
     const runIds = new Set(audited.map((b) => b.runId));
     const packets = readPackets(w, audited);
     const log = new Map<number, StoredEvent>();
-    for (const range of frozenSliceRanges(packets.values())) {
-      const window = index.range(range.after, range.through);
-      const ids = idsNamedBy(window);
-      for (const event of [...window, ...index.related(ids.messageIds, ids.proposalIds, Number.MAX_SAFE_INTEGER)]) log.set(event.seq, event);
-    }
+    for (const range of frozenSliceRanges(packets.values())) for (const event of index.slice(range)) log.set(event.seq, event);
     const page = auditLinkPage(
       {
         conversationId: CONVERSATION,

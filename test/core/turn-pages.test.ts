@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { reconstruct } from "../../src/core/reconstruction";
 import type { StoredEvent } from "../../src/core/events";
 import type { ReconstructionPolicy, Turn } from "../../src/core/reconstruction";
-import type { PageResult } from "../../src/core/turn-pages";
+import type { PageResult, SliceRange } from "../../src/core/turn-pages";
 import { idsNamedBy, LogIndex, pageOfTurns, turnsAsOf } from "../../src/core/turn-pages";
 import { source, storeAll } from "./event-builders";
 import { inputArbOver, policyArb } from "./log-arbitraries";
@@ -31,6 +31,51 @@ describe("turnsAsOf", () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("gives a slice's groups from what `slice` reads, with or without other events of the log beside it", () => {
+    let shortened = 0;
+    fc.assert(
+      fc.property(logWithPoints, fc.nat(), fc.array(fc.nat(), { maxLength: 20 }), fc.integer({ min: 1, max: 8 }), ({ log, after: a, through: b, policy }, g, picks, step) => {
+        // Mostly a slice well inside the log's prefix at `through`; sometimes one that reaches past it.
+        const [after, through] = [Math.min(a, b), Math.max(a, b)];
+        const groupsThrough = after + (g % (through - after + 2));
+        const expected = reconstruct(log.filter((event) => event.seq <= through), policy).filter((turn) => turn.group > after && turn.group <= groupsThrough);
+        // Steps short for logs this small, so reads stop short of `through` and widen.
+        const read = new LogIndex(log).slice({ after, groupsThrough, through }, step);
+        if (log.some((event) => event.seq > after && event.seq <= through && !read.includes(event))) shortened += 1;
+        // Nothing read twice, and nothing after `through`.
+        expect(new Set(read.map((event) => event.seq)).size).toBe(read.length);
+        expect(read.filter((event) => event.seq > through)).toEqual([]);
+        expect(turnsAsOf(new LogIndex(read), policy, after, through, groupsThrough)).toEqual(expected);
+        // An audit reads several slices into one index: events another slice read change nothing.
+        const others = picks.flatMap((pick) => log.filter((event) => event.seq <= through).slice(pick % Math.max(1, through), (pick % Math.max(1, through)) + 3));
+        expect(turnsAsOf(new LogIndex([...new Map([...read, ...others].map((event) => [event.seq, event])).values()]), policy, after, through, groupsThrough)).toEqual(expected);
+      }),
+      { numRuns: 1_000 },
+    );
+    // About a quarter of the slices stop short of `through` (236 of 1,000 when written): the
+    // property is about reads that skip part of the log, not only ones that read all of it.
+    expect(shortened).toBeGreaterThan(150);
+  });
+
+  it("reads past a slice's groups only until a source opens the next group, however far the log runs on to `through`", () => {
+    const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+    // 400 messages, one a seq, but seq 21 edits message 5 and seq 300 message 6 (their ids re-used).
+    const edits = new Map([
+      [21, 5],
+      [300, 6],
+    ]);
+    const log = storeAll(upTo(400).map((seq) => source(`m${edits.get(seq) ?? seq}`, `line ${seq}`, { key: `k${seq}` })));
+    const seqs = (range: SliceRange) => new LogIndex(log).slice(range).map((event) => event.seq);
+    // Groups 1..20: the first read reaches seq 36, which holds seq 22, the next group; of the rest
+    // of the log only message 6's edit, which changes group 6.
+    expect(seqs({ after: 0, groupsThrough: 20, through: 400 })).toEqual([...upTo(36), 300]);
+    expect(seqs({ after: 4, groupsThrough: 5, through: 400 })).toEqual([...upTo(21).slice(4), 300]);
+    expect(seqs({ after: 4, groupsThrough: 5, through: 250 })).toEqual(upTo(21).slice(4));
+    // When the sources after the groups only edit older messages, the read widens (to 26, 58, then 122) until one opens a group (seq 71).
+    const edited = storeAll(upTo(200).map((seq) => source(`m${seq > 10 && seq <= 70 ? ((seq - 1) % 10) + 1 : seq}`, `line ${seq}`, { key: `k${seq}` })));
+    expect(new LogIndex(edited).slice({ after: 0, groupsThrough: 10, through: 200 }).map((event) => event.seq)).toEqual(upTo(122));
   });
 
   it("reads a range by sequence whatever order the log was given in", () => {

@@ -6,7 +6,8 @@ import type { BoundaryRow, StoredBoundary } from "./boundaries";
 import { BOUNDARY_COLUMNS, toBoundary } from "./boundaries";
 import type { PlanRecord, PlanRow } from "./plans";
 import { toPlan } from "./plans";
-import { idsNamedBy } from "../../core/turn-pages";
+import type { SliceRange } from "../../core/turn-pages";
+import { groupCandidates, nextGroupAfter, SLICE_STEP, sliceIds } from "../../core/turn-pages";
 import { readEventRange, toStoredEvent } from "./events";
 
 /**
@@ -111,26 +112,29 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
  * their proposals' deliveries (a page of turns needs them; amendments find replies by proposal).
  * Served by the partial indexes of migrations 0005 and 0008.
  *
- * With `outside`, the read serves a fold of the range `after < seq <= through` as the log stood at
- * `through` (`LogIndex.related`), whose caller already holds the range: it returns only the events
- * before the range (`seq <= after`), and finds replies and the messages proposals answer among
- * the events up to `through`. A later event cannot change that fold, and the range's own events
- * need not cross from D1 twice.
+ * With `outside`, the read serves a fold as the log stood at `through` of a window
+ * `after < seq <= windowEnd` its caller already holds (`LogIndex.slice`): it returns only the
+ * events outside the window (`seq <= after`, or `windowEnd < seq <= through`), and finds replies
+ * and the messages proposals answer among the events up to `through`. A later event cannot change
+ * that fold, and the window's own events need not cross from D1 twice.
  */
 export async function readRelatedEvents(
   db: D1Database,
   conversationId: string,
   messageIds: readonly string[],
   proposalIds: readonly string[],
-  { replies = false, outside }: { readonly replies?: boolean; readonly outside?: { readonly after: number; readonly through: number } } = {},
+  { replies = false, outside }: { readonly replies?: boolean; readonly outside?: { readonly after: number; readonly windowEnd: number; readonly through: number } } = {},
 ): Promise<StoredEvent[]> {
   const messages = JSON.stringify(messageIds);
   const proposals = JSON.stringify(proposalIds);
-  // ?4 and ?5 bound to the whole log when no range is given. The bounds are written `+seq` so that
-  // SQLite never serves them from the primary key: a range scan of every event before the slice
-  // would make the read grow with the history, where the id indexes keep it to the slice's ids.
+  // ?4, ?5 and ?6 bound to the whole log when no window is given. The bounds are written `+seq` so
+  // that SQLite never serves them from the primary key: a range scan of every event before the
+  // slice would make the read grow with the history, where the id indexes keep it to the slice's ids.
   const before = outside?.after ?? Number.MAX_SAFE_INTEGER;
   const asOf = outside?.through ?? Number.MAX_SAFE_INTEGER;
+  const windowEnd = outside?.windowEnd ?? Number.MAX_SAFE_INTEGER;
+  // Outside the caller's window: at or before its start, or after its end up to `through`.
+  const outsideWindow = (start: number, end: number, asOfParam: number) => `(+seq <= ?${start} OR (+seq > ?${end} AND +seq <= ?${asOfParam}))`;
   const columns = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
   // The ids of the proposals that answer the messages (migration 0008's index).
   const replyIds = replies
@@ -141,21 +145,23 @@ export async function readRelatedEvents(
     db
       // The messages themselves, and the messages the named proposals reply to (their groups).
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND +seq <= ?4 AND json_extract(body, '$.messageId') IN (
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND ${outsideWindow(4, 6, 5)} AND json_extract(body, '$.messageId') IN (
            SELECT value FROM json_each(?2)
            UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM events p
            WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND +p.seq <= ?5 AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
       )
-      .bind(conversationId, messages, proposals, before, asOf),
-    db
-      .prepare(`SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND +seq <= ?3 AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`)
-      .bind(conversationId, messages, before),
+      .bind(conversationId, messages, proposals, before, asOf, windowEnd),
     db
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND +seq <= ?4 AND json_extract(body, '$.proposalId') IN (
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND ${outsideWindow(3, 5, 4)} AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`,
+      )
+      .bind(conversationId, messages, before, asOf, windowEnd),
+    db
+      .prepare(
+        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND ${outsideWindow(4, 6, 5)} AND json_extract(body, '$.proposalId') IN (
            SELECT value FROM json_each(?3)${replyIds})`,
       )
-      .bind(conversationId, messages, proposals, before, ...(replies ? [asOf] : [])),
+      .bind(conversationId, messages, proposals, before, asOf, windowEnd),
   ]);
   const bySeq = new Map<number, StoredEvent>();
   for (const result of results) for (const row of result.results) bySeq.set(row.seq, toStoredEvent(row));
@@ -163,20 +169,58 @@ export async function readRelatedEvents(
 }
 
 /**
- * The events of each range with the events related to them that lie before it (`LogIndex.related`
- * mirrors this read), so `turnsAsOf` over the result folds each range, as the log stood at the
- * range's end, exactly as over the whole log.
+ * The events each slice's fold needs (`SliceRange`): the log from its start through the first
+ * source that opens a group after its groups (a little past it: the last read's rest), and the
+ * events related to that window elsewhere up to its trigger. `LogIndex.slice` is the same read over a log in memory; `turnsAsOf` over the
+ * result folds each slice's groups as the whole log did at the trigger (the property tests hold it).
  */
-export async function readSliceLog(db: D1Database, conversationId: string, ranges: readonly { after: number; through: number }[]): Promise<StoredEvent[]> {
+export async function readSliceLog(db: D1Database, conversationId: string, ranges: readonly SliceRange[]): Promise<StoredEvent[]> {
   const bySeq = new Map<number, StoredEvent>();
-  for (const { after, through } of ranges) {
-    const window = await readEventRange(db, conversationId, after, through);
+  for (const range of ranges) {
+    const { window, end, next } = await readSliceWindow(db, conversationId, range);
     for (const event of window) bySeq.set(event.seq, event);
-    const ids = idsNamedBy(window);
-    // Nothing lies before a range that starts the log.
-    if (after <= 0 || (ids.messageIds.length === 0 && ids.proposalIds.length === 0)) continue;
-    const related = await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true, outside: { after, through } });
+    const ids = sliceIds(window, next);
+    // Nothing lies outside a window that holds the whole log up to the trigger.
+    if ((range.after <= 0 && end >= range.through) || (ids.messageIds.length === 0 && ids.proposalIds.length === 0)) continue;
+    const related = await readRelatedEvents(db, conversationId, ids.messageIds, ids.proposalIds, { replies: true, outside: { after: range.after, windowEnd: end, through: range.through } });
     for (const event of related) bySeq.set(event.seq, event);
   }
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * The log from a slice's start, `SLICE_STEP` events past its groups and widened by twice as many
+ * each time until it holds the first source that opens a group after them (`next`), or reaches the
+ * trigger. Whether a source opens a group is whether any earlier source used its message id: within
+ * the window that is in hand, before it one probe by id.
+ */
+async function readSliceWindow(
+  db: D1Database,
+  conversationId: string,
+  { after, groupsThrough, through }: SliceRange,
+): Promise<{ window: StoredEvent[]; end: number; next: number | undefined }> {
+  const window: StoredEvent[] = [];
+  const usedBefore = new Set<string>();
+  const probed = new Set<string>();
+  for (let read = after, end = Math.min(through, Math.max(after, groupsThrough) + SLICE_STEP), step = SLICE_STEP; ; step *= 2, end = Math.min(through, end + step)) {
+    window.push(...(await readEventRange(db, conversationId, read, end)));
+    read = end;
+    const unprobed = groupCandidates(window, groupsThrough).filter((id) => !probed.has(id));
+    if (after > 0 && unprobed.length > 0) for (const id of await readMessageIdsSaid(db, conversationId, unprobed, after)) usedBefore.add(id);
+    for (const id of unprobed) probed.add(id);
+    const next = nextGroupAfter(window, groupsThrough, usedBefore);
+    if (next !== undefined || end >= through) return { window, end, next };
+  }
+}
+
+/** Which of these message ids a source at or before `seq` used (migration 0005's index). */
+async function readMessageIdsSaid(db: D1Database, conversationId: string, messageIds: readonly string[], seq: number): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT DISTINCT json_extract(body, '$.messageId') AS id FROM events
+        WHERE conversation_id = ?1 AND kind = 'source' AND +seq <= ?3 AND json_extract(body, '$.messageId') IN (SELECT value FROM json_each(?2))`,
+    )
+    .bind(conversationId, JSON.stringify(messageIds), seq)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
 }
