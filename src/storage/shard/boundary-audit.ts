@@ -125,20 +125,28 @@ export async function readBoundaryAuditPage(
   // An empty page (past the last link, or an epoch with none) still reads the newest row.
   const first = positions[0]?.position ?? after + 1;
   const through = positions[Math.min(limit, positions.length) - 1]?.position ?? after;
-  const { results } = await db
-    .prepare(
-      `SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries
-       WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND (
-         position BETWEEN ?4 AND ?5
-         OR previous_id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5)
-         OR id IN (SELECT previous_id FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3 AND position BETWEEN ?4 AND ?5)
-         OR position = (SELECT MAX(position) FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3))
-       ORDER BY position, created_at, id`,
-    )
-    .bind(conversationId, agentId, epochId, first, through)
-    .all<BoundaryAuditSqlRow>();
+  // Four selections, each served by one of the epoch's unique indexes (position, predecessor) or
+  // the primary key (`+` keeps the epoch's columns from steering the predecessors' lookup onto the
+  // position index), in one round trip. Asked for in one statement, with OR or as a UNION ordered
+  // by position, SQLite walked the position index over every row of the epoch.
+  const epoch = "conversation_id = ?1 AND agent_id = ?2 AND epoch_id = ?3";
+  const inPage = `SELECT previous_id FROM boundaries WHERE ${epoch} AND position BETWEEN ?4 AND ?5`;
+  const select = (where: string, params: readonly unknown[]) => db.prepare(`SELECT ${BOUNDARY_AUDIT_COLUMNS} FROM boundaries WHERE ${where}`).bind(...params);
+  const page = [conversationId, agentId, epochId, first, through];
+  const parts = await db.batch<BoundaryAuditSqlRow>([
+    select(`${epoch} AND position BETWEEN ?4 AND ?5`, page),
+    select(`${epoch} AND previous_id IN (${inPage})`, page),
+    select(`id IN (${inPage}) AND +conversation_id = ?1 AND +agent_id = ?2 AND +epoch_id = ?3`, page),
+    select(`${epoch} AND position = (SELECT position FROM boundaries WHERE ${epoch} ORDER BY position DESC LIMIT 1)`, [conversationId, agentId, epochId]),
+  ]);
+  const byId = new Map(parts.flatMap((part) => part.results).map((row) => [row.id, row]));
+  const order = (a: BoundaryAuditSqlRow, b: BoundaryAuditSqlRow) => a.position - b.position || compareText(a.created_at, b.created_at) || compareText(a.id, b.id);
+  const results = [...byId.values()].sort(order);
   return { rows: results.map(boundaryAuditRow), through, nextAfter: positions.length > limit ? through : null };
 }
+
+/** SQLite's BINARY order for the ASCII of ids and instants. */
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A boundary row as stored, with its agent, and its body both as text and parsed. */
 export interface InspectedBoundary extends BoundaryAuditRow {
