@@ -61,6 +61,8 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     // §13's long conversation, in events (a million takes about an hour here).
     "scale-events": { type: "string", default: "100000" },
+    // §13's long chain, in boundaries (a boundary every dozen or so messages).
+    "scale-boundaries": { type: "string", default: "10000" },
   },
 });
 if (args.only !== undefined && !["memory", "shards", "locomo", "scale", "scripts"].includes(args.only)) {
@@ -192,7 +194,7 @@ async function main() {
     // §13 (scale) only when asked for: it loads a conversation of --scale-events events.
     if (args.only === "scale") {
       await phase("scale", async () => {
-        results.metrics.scale = await runScalePhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick, events: Number(args["scale-events"]) });
+        results.metrics.scale = await runScalePhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick, events: Number(args["scale-events"]), chainBoundaries: Number(args["scale-boundaries"]) });
       });
     }
     // §14 after the others, on a Worker of its own: an append's cost by script and length.
