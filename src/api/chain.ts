@@ -175,11 +175,13 @@ export async function verifyChain(env: Env, conversationId: ScopedConversationId
 
   const { DOCUMENTS } = env;
   const DB = await shardDatabaseOf(env, conversationId);
-  const size = await readChainSize(DB, conversationId, agentId);
+  // Boundaries are counted only up to one past the maximum: more than it is all the refusal needs to say.
+  const size = await readChainSize(DB, conversationId, agentId, VERIFY_WHOLE_MAX_BOUNDARIES + 1);
   if (size.events > VERIFY_WHOLE_MAX_EVENTS || size.boundaries > VERIFY_WHOLE_MAX_BOUNDARIES) {
+    const boundaries = size.boundaries > VERIFY_WHOLE_MAX_BOUNDARIES ? `more than ${VERIFY_WHOLE_MAX_BOUNDARIES}` : String(size.boundaries);
     return fail(
       "payload_too_large",
-      `this chain is too long to verify in one call (${size.events} events, ${size.boundaries} boundaries; at most ${VERIFY_WHOLE_MAX_EVENTS} and ${VERIFY_WHOLE_MAX_BOUNDARIES}): verify it a page at a time with GET …/verify/links?agent=${agentId}, following nextAfter`,
+      `this chain is too long to verify in one call (${size.events} events, ${boundaries} boundaries; at most ${VERIFY_WHOLE_MAX_EVENTS} and ${VERIFY_WHOLE_MAX_BOUNDARIES}): verify it a page at a time with GET …/verify/links?agent=${agentId}, following nextAfter`,
       { events: size.events, boundaries: size.boundaries, maxEvents: VERIFY_WHOLE_MAX_EVENTS, maxBoundaries: VERIFY_WHOLE_MAX_BOUNDARIES, paged: "verifyLinks" },
     );
   }

@@ -110,4 +110,19 @@ describe("GET …/chain, a page at a time", () => {
     // rows against 135), and as a UNION ordered by position too (2,077 against 177); now 87 and 87.
     expect(long.rowsRead, `${short.rowsRead} rows read for a page of a 100-boundary chain, ${long.rowsRead} of a 2,000-boundary one`).toBeLessThan(short.rowsRead + 20);
   });
+
+  it("has the whole-chain verify refuse a long chain by counting past its maximum, not the chain", { timeout: 60_000 }, async () => {
+    const refusal = async (count: number) => {
+      const { conversation, agentId, token } = await chainOfRows(count);
+      const res = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/verify?agent=${agentId}`, { token, headers: { [D1_METER_HEADER]: "on" } });
+      const parts = Object.fromEntries((res.headers.get(D1_READS_HEADER) ?? "").split("; ").map((part) => part.split("=") as [string, string]));
+      return { status: res.status, error: ((await res.json()) as { error: Record<string, unknown> }).error, rowsRead: Number(parts["rows-read"]) };
+    };
+    const short = await refusal(200);
+    const long = await refusal(2_000);
+    // Counted up to one past the maximum: the refusal says "more than 100" whatever the length.
+    for (const refused of [short, long]) expect(refused).toMatchObject({ status: 413, error: { code: "payload_too_large", boundaries: 101, maxBoundaries: 100, paged: "verifyLinks" } });
+    // Counting every row read the whole chain's index (2,002 rows against 202 for 200).
+    expect(long.rowsRead, `${short.rowsRead} rows read to refuse a 200-boundary chain, ${long.rowsRead} a 2,000-boundary one`).toBeLessThan(short.rowsRead + 20);
+  });
 });

@@ -94,11 +94,17 @@ export async function hasChainIn(db: D1Database, conversationId: string, agentId
   return row !== null;
 }
 
-/** How long a chain and its log are: the log's high-water mark, and the agent's boundary rows (every epoch). */
-export async function readChainSize(db: D1Database, conversationId: string, agentId: string): Promise<{ events: number; boundaries: number }> {
+/**
+ * How long a chain and its log are: the log's high-water mark, and the agent's boundary rows (every
+ * epoch) counted up to `countUpTo`, so that telling a chain is too long costs the bound, not the chain.
+ */
+export async function readChainSize(db: D1Database, conversationId: string, agentId: string, countUpTo: number): Promise<{ events: number; boundaries: number }> {
   const row = await db
-    .prepare("SELECT (SELECT last_seq FROM conversations WHERE id = ?1) AS events, (SELECT count(*) FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2) AS boundaries")
-    .bind(conversationId, agentId)
+    .prepare(
+      `SELECT (SELECT last_seq FROM conversations WHERE id = ?1) AS events,
+              (SELECT count(*) FROM (SELECT 1 FROM boundaries WHERE conversation_id = ?1 AND agent_id = ?2 LIMIT ?3)) AS boundaries`,
+    )
+    .bind(conversationId, agentId, countUpTo)
     .first<{ events: number | null; boundaries: number }>();
   return { events: row?.events ?? 0, boundaries: row?.boundaries ?? 0 };
 }
