@@ -117,6 +117,6 @@ describe("a skipped run in the log", () => {
       { seq: 3, activeChars: 1_234, triggerChars: 50_000, planned: true },
     ]);
     expect(await readPreflightSizes(shard, conversation, compactorId, 2)).toEqual(sizes.slice(2));
-    expect(Object.fromEntries(await countRunsByStatus(shard, conversation))).toEqual({ planned: 1, skipped: 4 });
+    expect(Object.fromEntries((await countRunsByStatus(shard, conversation)).byStatus)).toEqual({ planned: 1, skipped: 4 });
   });
 });

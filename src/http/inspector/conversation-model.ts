@@ -51,7 +51,8 @@ export interface ConversationModel {
   readonly listing: Result<ChainListing> | undefined;
   readonly audit: Result<ChainAudit> | undefined;
   /** `spans`: the plans behind the page's compactor runs, by run id (where durations come from). */
-  readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number>; readonly spans: ReadonlyMap<string, PlanSpan> };
+  /** `counts` are of the runs after `countedAfterSeq` (0: the whole log; else the newest `RUN_COUNT_WINDOW` events). */
+  readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number>; readonly countedAfterSeq: number; readonly spans: ReadonlyMap<string, PlanSpan> };
   readonly timeline: Page<StoredEvent>;
   /** `next`: the last fact shown when more follow it (the next page's `after`), else null. */
   readonly memory: { readonly items: readonly ExtractedFactView[]; readonly next: FactCursor | null };
@@ -141,7 +142,7 @@ export async function loadConversation(env: Env, conversationId: ScopedConversat
     context,
     listing,
     audit,
-    runs: { ...runPage, counts, spans },
+    runs: { ...runPage, counts: counts.byStatus, countedAfterSeq: counts.afterSeq, spans },
     timeline: paged(timeline, TIMELINE_PAGE),
     memory: pagedFacts(factViews(reader === undefined ? [] : facts.filter((row) => factRefusal(reader, row.conversationId) === undefined)), MEMORY_PAGE),
     sizes,

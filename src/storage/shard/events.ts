@@ -314,19 +314,32 @@ export async function listRunEventsBefore(db: D1Database, conversationId: string
   return results.map(toStoredEvent);
 }
 
+/** How many of the newest events the inspector's run counts read. */
+export const RUN_COUNT_WINDOW = 10_000;
+
 /**
- * How many `run` events of each status the conversation holds. A scan of the conversation's rows
- * (no index covers kind or status): an inspection read, never on the append or selection path.
+ * How many `run` events of each status the newest `window` events of the conversation hold, and
+ * after which sequence number they start (0: the whole log). A range of the primary key below the
+ * high-water mark: an inspection read that costs the window, never the history (no index covers
+ * kind or status, and counting every run read every row of the conversation).
  */
-export async function countRunsByStatus(db: D1Database, conversationId: string): Promise<Map<string, number>> {
-  const { results } = await db
-    .prepare(
-      `SELECT CASE WHEN ${STORED_SKIPPED} THEN 'skipped' ELSE json_extract(body, '$.status') END AS status, COUNT(*) AS runs FROM events
-       WHERE conversation_id = ? AND kind = 'run' GROUP BY status ORDER BY status`,
-    )
-    .bind(conversationId)
-    .all<{ status: string; runs: number }>();
-  return new Map(results.map((r) => [r.status, r.runs]));
+export async function countRunsByStatus(
+  db: D1Database,
+  conversationId: string,
+  window = RUN_COUNT_WINDOW,
+): Promise<{ byStatus: Map<string, number>; afterSeq: number }> {
+  const afterSeq = "MAX(0, COALESCE((SELECT last_seq FROM conversations WHERE id = ?1), 0) - ?2)";
+  const [counts, start] = await db.batch<{ status: string; runs: number } | { after_seq: number }>([
+    db
+      .prepare(
+        `SELECT CASE WHEN ${STORED_SKIPPED} THEN 'skipped' ELSE json_extract(body, '$.status') END AS status, COUNT(*) AS runs FROM events
+         WHERE conversation_id = ?1 AND seq > ${afterSeq} AND kind = 'run' GROUP BY status ORDER BY status`,
+      )
+      .bind(conversationId, window),
+    db.prepare(`SELECT ${afterSeq} AS after_seq`).bind(conversationId, window),
+  ]);
+  const byStatus = new Map(((counts?.results ?? []) as { status: string; runs: number }[]).map((r) => [r.status, r.runs]));
+  return { byStatus, afterSeq: ((start?.results[0] ?? { after_seq: 0 }) as { after_seq: number }).after_seq };
 }
 
 /** The events at these sequence numbers (those the log holds), each sought by its key. */

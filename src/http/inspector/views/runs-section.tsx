@@ -49,6 +49,11 @@ export const RunsSection: FC<{ runs: ConversationModel["runs"]; newestHref: stri
           </span>{" "}
         </>
       ))}
+      {runs.countedAfterSeq > 0 ? (
+        <span class="muted" data-testid="run-count-window" data-after={String(runs.countedAfterSeq)}>
+          (counted in the newest events only: after seq {runs.countedAfterSeq})
+        </span>
+      ) : null}
     </p>
     {runs.items.length === 0 ? (
       <p class="muted">No runs.</p>
