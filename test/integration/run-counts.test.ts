@@ -3,13 +3,15 @@ import { describe, expect, it } from "vitest";
 import { RunsSection } from "../../src/http/inspector/views/runs-section";
 import { D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
 import { eventHash, eventInputSchema } from "../../src/core/events";
-import { countRunsByStatus, insertEvents, RUN_COUNT_WINDOW } from "../../src/storage/shard/events";
+import { readPreflightSizes } from "../../src/storage/shard/context-sizes";
+import { countRunsByStatus, insertEvents, INSPECTED_EVENTS } from "../../src/storage/shard/events";
 import { placedShardOf } from "../support/shards";
 import { freshConversation, sourceEvent } from "./helpers";
 
 /**
- * The inspector's count of runs by status reads the newest `RUN_COUNT_WINDOW` events of the log,
- * not all of it: a conversation of a million events would read every row on each view.
+ * The inspector's summaries of a log (runs by status, a compactor's preflight sizes) read its newest
+ * `INSPECTED_EVENTS` events, not all of it: a conversation of a million events would read every row
+ * on each view.
  */
 
 /** A fresh conversation of `sources` messages, each with a run after it: completed for every tenth, else failed. */
@@ -38,7 +40,7 @@ async function counted(sources: number, window?: number) {
 
 describe("the inspector's run counts", () => {
   it("count every run of a log no longer than the window, and say so", async () => {
-    expect(RUN_COUNT_WINDOW).toBe(10_000);
+    expect(INSPECTED_EVENTS).toBe(10_000);
     const { counts } = await counted(300);
     expect(counts).toEqual({ byStatus: new Map([["completed", 30], ["failed", 270]]), afterSeq: 0 });
     expect((await counted(100, 200)).counts).toEqual({ byStatus: new Map([["completed", 10], ["failed", 90]]), afterSeq: 0 });
@@ -58,5 +60,20 @@ describe("the inspector's run counts", () => {
       String(jsx(RunsSection, { runs: { items: [], nextBefore: null, counts: new Map([["failed", 90]]), countedAfterSeq, spans: new Map() }, newestHref: undefined, olderHref: undefined }).toString());
     expect(await section(2_800)).toContain("counted in the newest events only: after seq 2800");
     expect(await section(0)).not.toContain("counted in the newest events only");
+  });
+
+  it("read a compactor's preflight sizes among the newest events, even when it has none there", async () => {
+    const rowsRead = async (sources: number) => {
+      const { conversation, db } = await logOfRuns(sources);
+      const meter = new D1Meter();
+      meter.arm();
+      // A compactor whose runs are nowhere in the log: the walk finds no `limit` to stop at.
+      expect(await readPreflightSizes(meteredD1(db, meter), conversation, "gone.compactor", 10, 200)).toEqual([]);
+      return meter.take().rowsRead;
+    };
+    const short = await rowsRead(100);
+    const long = await rowsRead(1_500);
+    // Walking back until `limit` matched read the whole log: 3,001 rows against 200.
+    expect(long, `${short} rows read for the newest 200 events of 200, ${long} of 3,000`).toBeLessThan(short + 20);
   });
 });

@@ -51,7 +51,7 @@ export interface ConversationModel {
   readonly listing: Result<ChainListing> | undefined;
   readonly audit: Result<ChainAudit> | undefined;
   /** `spans`: the plans behind the page's compactor runs, by run id (where durations come from). */
-  /** `counts` are of the runs after `countedAfterSeq` (0: the whole log; else the newest `RUN_COUNT_WINDOW` events). */
+  /** `counts` are of the runs after `countedAfterSeq` (0: the whole log; else the newest `INSPECTED_EVENTS` events). */
   readonly runs: Page<RunEvent> & { readonly counts: ReadonlyMap<string, number>; readonly countedAfterSeq: number; readonly spans: ReadonlyMap<string, PlanSpan> };
   readonly timeline: Page<StoredEvent>;
   /** `next`: the last fact shown when more follow it (the next page's `after`), else null. */

@@ -1,5 +1,5 @@
 import type { SizeSample } from "../../core/chart-geometry";
-import { skippedPath, STORED_SKIPPED } from "./events";
+import { INSPECTED_EVENTS, NEWEST_EVENTS_AFTER, skippedPath, STORED_SKIPPED } from "./events";
 
 /**
  * A chain's active context size over time, as its compactor's preflight recorded it: every
@@ -10,11 +10,12 @@ import { skippedPath, STORED_SKIPPED } from "./events";
  */
 
 /**
- * The newest `limit` preflight sizes of the compactor `compactorId` in the conversation, oldest
- * first. The conversation's rows are walked newest first through the primary key until `limit`
- * match, so the read is bounded by the conversation's recent log, not by the shard.
+ * The newest `limit` preflight sizes of the compactor `compactorId` among the conversation's newest
+ * `window` events, oldest first. The conversation's rows are walked newest first through the primary
+ * key until `limit` match or the window ends, so the read is bounded by the window even for a
+ * compactor that stopped serving the conversation long ago, not by the log nor the shard.
  */
-export async function readPreflightSizes(db: D1Database, conversationId: string, compactorId: string, limit: number): Promise<SizeSample[]> {
+export async function readPreflightSizes(db: D1Database, conversationId: string, compactorId: string, limit: number, window = INSPECTED_EVENTS): Promise<SizeSample[]> {
   const { results } = await db
     .prepare(
       `SELECT CASE WHEN compact THEN json_extract(body, ${skippedPath("sourceSeq")})
@@ -22,13 +23,13 @@ export async function readPreflightSizes(db: D1Database, conversationId: string,
               json_extract(body, CASE WHEN compact THEN ${skippedPath("activeChars")} ELSE '$.detail.activeChars' END) AS active_chars,
               json_extract(body, CASE WHEN compact THEN ${skippedPath("triggerInputChars")} ELSE '$.detail.triggerInputChars' END) AS trigger_chars,
               CASE WHEN compact THEN 'skipped' ELSE json_extract(body, '$.status') END AS status
-       FROM (SELECT seq, body, ${STORED_SKIPPED} AS compact FROM events WHERE conversation_id = ?1 AND kind = 'run')
-       WHERE CASE WHEN compact THEN json_extract(body, ${skippedPath("compactor")}) = ?2
-             ELSE json_extract(body, '$.role') = 'compactor' AND json_extract(body, '$.agentId') = ?2
+       FROM (SELECT seq, body, ${STORED_SKIPPED} AS compact FROM events WHERE conversation_id = ?1 AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run')
+       WHERE CASE WHEN compact THEN json_extract(body, ${skippedPath("compactor")}) = ?3
+             ELSE json_extract(body, '$.role') = 'compactor' AND json_extract(body, '$.agentId') = ?3
                AND json_extract(body, '$.status') IN ('skipped', 'planned') AND json_extract(body, '$.detail.activeChars') IS NOT NULL END
-       ORDER BY seq DESC LIMIT ?3`,
+       ORDER BY seq DESC LIMIT ?4`,
     )
-    .bind(conversationId, compactorId, limit)
+    .bind(conversationId, window, compactorId, limit)
     .all<{ source_seq: number; active_chars: number; trigger_chars: number | null; status: string }>();
   return results
     .map((r) => ({ seq: r.source_seq, activeChars: r.active_chars, triggerChars: r.trigger_chars, planned: r.status === "planned" }))

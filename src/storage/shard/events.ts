@@ -314,8 +314,11 @@ export async function listRunEventsBefore(db: D1Database, conversationId: string
   return results.map(toStoredEvent);
 }
 
-/** How many of the newest events the inspector's run counts read. */
-export const RUN_COUNT_WINDOW = 10_000;
+/** How many of the newest events the inspector's summaries of a log read (its run counts, its preflight sizes). */
+export const INSPECTED_EVENTS = 10_000;
+
+/** The seq after which the newest `?2` events of conversation `?1` lie (0 for a shorter log). */
+export const NEWEST_EVENTS_AFTER = "MAX(0, COALESCE((SELECT last_seq FROM conversations WHERE id = ?1), 0) - ?2)";
 
 /**
  * How many `run` events of each status the newest `window` events of the conversation hold, and
@@ -326,17 +329,16 @@ export const RUN_COUNT_WINDOW = 10_000;
 export async function countRunsByStatus(
   db: D1Database,
   conversationId: string,
-  window = RUN_COUNT_WINDOW,
+  window = INSPECTED_EVENTS,
 ): Promise<{ byStatus: Map<string, number>; afterSeq: number }> {
-  const afterSeq = "MAX(0, COALESCE((SELECT last_seq FROM conversations WHERE id = ?1), 0) - ?2)";
   const [counts, start] = await db.batch<{ status: string; runs: number } | { after_seq: number }>([
     db
       .prepare(
         `SELECT CASE WHEN ${STORED_SKIPPED} THEN 'skipped' ELSE json_extract(body, '$.status') END AS status, COUNT(*) AS runs FROM events
-         WHERE conversation_id = ?1 AND seq > ${afterSeq} AND kind = 'run' GROUP BY status ORDER BY status`,
+         WHERE conversation_id = ?1 AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run' GROUP BY status ORDER BY status`,
       )
       .bind(conversationId, window),
-    db.prepare(`SELECT ${afterSeq} AS after_seq`).bind(conversationId, window),
+    db.prepare(`SELECT ${NEWEST_EVENTS_AFTER} AS after_seq`).bind(conversationId, window),
   ]);
   const byStatus = new Map(((counts?.results ?? []) as { status: string; runs: number }[]).map((r) => [r.status, r.runs]));
   return { byStatus, afterSeq: ((start?.results[0] ?? { after_seq: 0 }) as { after_seq: number }).after_seq };
