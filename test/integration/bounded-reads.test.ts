@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { D1_METER_HEADER, D1_READS_HEADER, D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
 import { sha256Hex } from "../../src/core/hash";
-import { readConversationFactSources } from "../../src/storage/shard/conversation-memory";
+import { readConversationFacts, readConversationFactSources } from "../../src/storage/shard/conversation-memory";
 import type { MergedPage } from "../../src/storage/shard/extractions";
 import { writeMergedVersions } from "../../src/storage/shard/extractions";
 import { register } from "../support/declarations";
@@ -188,30 +188,82 @@ describe("recall when every term is rare but together they match many turns", ()
   });
 });
 
+/** A conversation whose agent has `pages` extracted pages, each written `versions` times, every version setting its four facts again from three messages each. */
+async function pagesWithVersions(pages: number, versions: number) {
+  const conversation = freshConversation("api:bounded");
+  const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+  const shard = await placedShardOf(conversation);
+  await shard.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversation, new Date(0).toISOString()).run();
+  const paths = Array.from({ length: pages }, (_, i) => `extracted/people/p${i}`);
+  const heads = new Map<string, MergedPage["head"]>();
+  for (let v = 1; v <= versions; v++) {
+    const merged = paths.map((path, p) => {
+      const content = `Person ${p}, version ${v}`;
+      const provenance = [0, 1, 2, 3].flatMap((f) => [0, 1, 2].map((m) => ({ factKey: `fact-${f}`, messageId: `m${p}-${v}-${f}-${m}`, seq: v * 1_000 + p * 100 + f * 3 + m, eventHash: sha256Hex(`${p}-${v}-${f}-${m}`), runId: `ext_${v}` })));
+      return { path, head: heads.get(path), content, provenance };
+    });
+    expect(await writeMergedVersions(shard, conversation, agentId, merged, new Date())).toEqual(new Set(paths));
+    for (const page of merged) heads.set(page.path, { version: v, content: page.content, contentHash: sha256Hex(page.content) });
+  }
+  return { conversation, agentId, shard, paths };
+}
+
 describe("a fact's sources", () => {
   it("are read by the page's facts and their current sources, not by every version the page had", async () => {
     const reads = async (versions: number) => {
-      const conversation = freshConversation("api:bounded");
-      const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
-      const shard = await placedShardOf(conversation);
-      await shard.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversation, new Date(0).toISOString()).run();
-      const path = "extracted/people/ada";
-      let head: MergedPage["head"];
-      // Each version sets the page's four facts again, each from three messages.
-      for (let v = 1; v <= versions; v++) {
-        const content = `Ada, version ${v}`;
-        const provenance = [0, 1, 2, 3].flatMap((f) => [0, 1, 2].map((m) => ({ factKey: `fact-${f}`, messageId: `m${v}-${f}-${m}`, seq: v * 100 + f * 3 + m, eventHash: sha256Hex(`${v}-${f}-${m}`), runId: `ext_${v}` })));
-        expect(await writeMergedVersions(shard, conversation, agentId, [{ path, head, content, provenance }], new Date())).toEqual(new Set([path]));
-        head = { version: v, content, contentHash: sha256Hex(content) };
-      }
+      const { conversation, agentId, shard, paths } = await pagesWithVersions(1, versions);
       const meter = new D1Meter();
       meter.arm();
-      const sources = await readConversationFactSources(meteredD1(shard, meter), conversation, agentId, path, versions);
+      const sources = await readConversationFactSources(meteredD1(shard, meter), conversation, agentId, paths[0] ?? "", versions);
       expect(sources.map((s) => s.version)).toEqual(Array(12).fill(versions));
       return meter.take().rowsRead;
     };
     const few = await reads(2);
     const many = await reads(60);
     expect(many, `${few} rows read at 2 versions, ${many} at 60`).toBeLessThan(few * 1.5);
+  });
+});
+
+describe("the inspector's page of facts", () => {
+  it("reads the facts it lists and their current sources, not every version of every page", async () => {
+    const reads = async (versions: number) => {
+      const { conversation, agentId, shard } = await pagesWithVersions(3, versions);
+      const meter = new D1Meter();
+      meter.arm();
+      // Five facts after the first page's second: its last two, then the next page's first three; two sources each, the oldest.
+      const facts = await readConversationFacts(meteredD1(shard, meter), conversation, agentId, { path: "extracted/people/p0", factKey: "fact-1" }, 5, 2);
+      const rowsRead = meter.take().rowsRead;
+      expect(facts.map((f) => [f.path.slice(-2), f.factKey, f.messageId, f.version, f.pageVersion])).toEqual(
+        [
+          ["p0", 2],
+          ["p0", 3],
+          ["p1", 0],
+          ["p1", 1],
+          ["p1", 2],
+        ].flatMap(([p, f]) => [0, 1].map((m) => [p, `fact-${f}`, `m${String(p).slice(1)}-${versions}-${f}-${m}`, versions, versions])),
+      );
+      return rowsRead;
+    };
+    const few = await reads(2);
+    const many = await reads(40);
+    // Listing five facts walked every source row of every version of their pages: 464 rows at 2
+    // versions, 6,392 at 40; now 151 and 151.
+    expect(many, `${few} rows read at 2 versions, ${many} at 40`).toBeLessThan(few * 1.5);
+  });
+
+  it("passes over the facts of a deleted page, listing the next live ones", async () => {
+    const { conversation, agentId, shard } = await pagesWithVersions(3, 2);
+    await shard
+      .prepare(
+        `INSERT INTO conversation_memory_versions (conversation_id, agent_id, path, version, content, content_hash, chars, deleted, created_at)
+         VALUES (?1, ?2, 'extracted/people/p1', 3, '', ?3, 0, 1, ?4)`,
+      )
+      .bind(conversation, agentId, sha256Hex(""), new Date().toISOString())
+      .run();
+    const facts = await readConversationFacts(shard, conversation, agentId, { path: "extracted/people/p0", factKey: "fact-1" }, 5, 1);
+    expect(facts.map((f) => `${f.path.slice(-2)}/${f.factKey}`)).toEqual(["p0/fact-2", "p0/fact-3", "p2/fact-0", "p2/fact-1", "p2/fact-2"]);
+    // From the start, and past the last fact: nothing after it.
+    expect((await readConversationFacts(shard, conversation, agentId, undefined, 2, 1)).map((f) => `${f.path.slice(-2)}/${f.factKey}`)).toEqual(["p0/fact-0", "p0/fact-1"]);
+    expect(await readConversationFacts(shard, conversation, agentId, { path: "extracted/people/p2", factKey: "fact-3" }, 5, 1)).toEqual([]);
   });
 });

@@ -213,7 +213,10 @@ export interface FactCursor {
 /**
  * One page of the agent's extracted facts of the conversation on its current pages, ordered by
  * (path, fact key): at most `facts` facts after `after` (keyed, so a page never repeats or skips a
- * fact), each with at most `sourcesPerFact` of its sources, oldest first.
+ * fact), each with at most `sourcesPerFact` of its sources, oldest first. The fact keys are walked
+ * one primary-key seek at a time, those of deleted pages passed over, until `facts` are kept; each
+ * kept key's sources are read at its newest version at or below its page's, so the read follows the
+ * facts listed, not every version their pages had.
  */
 export async function readConversationFacts(
   db: D1Database,
@@ -223,24 +226,31 @@ export async function readConversationFacts(
   facts: number,
   sourcesPerFact: number,
 ): Promise<ConversationFactRow[]> {
+  // The next fact key after (path, key) in the sources' primary-key order, a seek or two: the next
+  // key of the same page, or else the first key of the next page. (A row-value seek past
+  // (path, key) stepped over every version's rows of the key.)
+  const first = (where: string) => `(SELECT MIN(n.fact_key) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND ${where})`;
+  const sameNext = (path: string, key: string) => first(`n.path = ${path} AND n.fact_key > ${key}`);
+  const nextPath = (path: string) => `(SELECT MIN(n.path) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path > ${path})`;
+  const step = (path: string, key: string) =>
+    `CASE WHEN ${sameNext(path, key)} IS NOT NULL THEN ${path} ELSE ${nextPath(path)} END, COALESCE(${sameNext(path, key)}, ${first(`n.path = ${nextPath(path)}`)})`;
+  const live = (path: string) => `EXISTS (SELECT 1 FROM ${HEAD} WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = ${path} AND v.deleted = 0)`;
   const { results } = await db
     .prepare(
-      `WITH facts AS (
-         SELECT DISTINCT m.path, m.fact_key
-         FROM ${HEAD}
-         JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = p.path
-         WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND v.deleted = 0 AND (m.path, m.fact_key) > (?3, ?4)
-         ORDER BY m.path, m.fact_key LIMIT ?5
+      `WITH RECURSIVE walk (path, fact_key, kept) AS (
+         SELECT ${step("?3", "?4")}, 0
+         UNION ALL
+         SELECT ${step("w.path", "w.fact_key")}, w.kept + ${live("w.path")}
+         FROM walk w WHERE w.path IS NOT NULL AND w.kept + ${live("w.path")} < ?5
+       ), facts AS (
+         SELECT w.path, w.fact_key, p.version AS page_version, v.content,
+           (SELECT MAX(n.version) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = w.path AND n.fact_key = w.fact_key AND n.version <= p.version) AS version
+         FROM walk w CROSS JOIN conversation_memory_pages p ON p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = w.path ${HEAD_VERSION}
+         WHERE w.path IS NOT NULL AND v.deleted = 0
        ), sources AS (
-         SELECT m.path, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, p.version AS page_version, v.content,
-           ROW_NUMBER() OVER (PARTITION BY m.path, m.fact_key ORDER BY m.seq) AS nth
-         FROM facts f
-         JOIN ${HEAD}
-         JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = p.path AND m.fact_key = f.fact_key
-         WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = f.path AND m.version = (
-           SELECT MAX(n.version) FROM conversation_memory_sources n
-           WHERE n.conversation_key = m.conversation_key AND n.agent_key = m.agent_key AND n.path = m.path AND n.fact_key = m.fact_key AND n.version <= p.version
-         )
+         SELECT f.path, f.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, f.page_version, f.content,
+           ROW_NUMBER() OVER (PARTITION BY f.path, f.fact_key ORDER BY m.seq) AS nth
+         FROM facts f CROSS JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = f.path AND m.fact_key = f.fact_key AND m.version = f.version
        )
        SELECT ?1 AS conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
        FROM sources WHERE nth <= ?6
