@@ -24,14 +24,29 @@ export interface OpenPlanRecord {
 /**
  * The shard's oldest plan still waiting for its boundary: not settled, not abandoned, and the
  * newest plan of its chain (a plan a later one replaced, as an epoch change does, waits for nothing).
+ * The shard's chains are walked one seek or two at a time (the next agent of the conversation, else
+ * the first of the next conversation), each one's newest plan taken by migration 0029's index, so
+ * the probe costs the shard's chains, not every plan they ever made.
  */
 export async function oldestOpenPlan(db: D1Database): Promise<OpenPlanRecord | undefined> {
+  const sameNext = "(SELECT MIN(n.agent_id) FROM compaction_plans n WHERE n.conversation_id = c.conversation_id AND n.agent_id > c.agent_id)";
+  const nextConversation = "(SELECT MIN(n.conversation_id) FROM compaction_plans n WHERE n.conversation_id > c.conversation_id)";
+  const firstAgent = (conversation: string) => `(SELECT MIN(n.agent_id) FROM compaction_plans n WHERE n.conversation_id = ${conversation})`;
   const row = await db
     .prepare(
-      `SELECT p.conversation_id, p.agent_id, p.run_id, p.created_at FROM compaction_plans p
+      `WITH RECURSIVE chains (conversation_id, agent_id) AS (
+         SELECT first.id, ${firstAgent("first.id")} FROM (SELECT MIN(conversation_id) AS id FROM compaction_plans) first
+         UNION ALL
+         SELECT CASE WHEN ${sameNext} IS NOT NULL THEN c.conversation_id ELSE ${nextConversation} END,
+                COALESCE(${sameNext}, ${firstAgent(nextConversation)})
+         FROM chains c WHERE c.conversation_id IS NOT NULL
+       ), newest (run_id) AS (
+         SELECT (SELECT n.run_id FROM compaction_plans n WHERE n.conversation_id = c.conversation_id AND n.agent_id = c.agent_id ORDER BY n.created_at DESC LIMIT 1)
+         FROM chains c WHERE c.conversation_id IS NOT NULL
+       )
+       SELECT p.conversation_id, p.agent_id, p.run_id, p.created_at FROM newest w CROSS JOIN compaction_plans p ON p.run_id = w.run_id
        WHERE NOT EXISTS (SELECT 1 FROM boundaries b WHERE b.run_id = p.run_id)
          AND NOT EXISTS (SELECT 1 FROM incidents i WHERE i.run_id = p.run_id AND i.kind = 'compactor_abandoned')
-         AND NOT EXISTS (SELECT 1 FROM compaction_plans n WHERE n.conversation_id = p.conversation_id AND n.agent_id = p.agent_id AND n.created_at > p.created_at)
        ORDER BY p.created_at LIMIT 1`,
     )
     .first<{ conversation_id: string; agent_id: string; run_id: string; created_at: string }>();
