@@ -46,7 +46,8 @@ describe("the health probe's oldest open plan", () => {
       for (let i = 0; i < statements.length; i += 200) await shard.batch(statements.slice(i, i + 200));
     };
     await write(1, 2);
-    expect(await oldestOpenPlan(shard)).toBeUndefined();
+    // No plan of these chains is open (another file's may be: the workerd's shards are shared).
+    expect(conversations).not.toContain((await oldestOpenPlan(shard))?.conversationId);
     // One chain's newest plan is open (no boundary), and older than any other open plan.
     const open = `run-open-${crypto.randomUUID()}`;
     await shard
