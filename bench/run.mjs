@@ -61,8 +61,8 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     // §13's long conversation, in events (a million takes about an hour here).
     "scale-events": { type: "string", default: "100000" },
-    // §13's long chain, in boundaries (a boundary every dozen or so messages).
-    "scale-boundaries": { type: "string", default: "10000" },
+    // §13's long chain, in boundaries (a boundary every dozen or so messages; 10,000 take hours here: docs/OPERATIONS.md "At length").
+    "scale-boundaries": { type: "string", default: "1000" },
   },
 });
 if (args.only !== undefined && !["memory", "shards", "locomo", "scale", "scripts"].includes(args.only)) {

@@ -52,7 +52,7 @@ export async function runScalePhase({ root, appDir, workDir, fake, log, quick, e
   const envFile = join(workDir, "scale.env");
   // A chain's runs follow one another, each a queue job that local Queues hold for the consumers'
   // batch timeout (1 s) when it arrives alone: 0 on this section's copy of the app, so a chain of
-  // 10,000 links builds in minutes rather than hours. It changes when a job starts, not what it reads.
+  // a thousand links builds in minutes. It changes when a job starts, not what it reads.
   const config = join(appDir, "wrangler.toml");
   await writeFile(config, (await readFile(config, "utf8")).replaceAll(/^max_batch_timeout = \d+$/gm, "max_batch_timeout = 0"));
   applyMigrations(root, appDir, persistDir);
