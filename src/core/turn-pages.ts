@@ -83,6 +83,18 @@ export interface SliceRange {
 export const SLICE_STEP = 16;
 
 /**
+ * Where each read of a slice's window ends, in turn: `firstStep` events past its groups, then
+ * widened by twice as much each time, up to `through` (the last). `LogIndex.slice` and
+ * `readSliceLog` read on until the window opens the next group.
+ */
+export function* sliceWindowEnds({ after, groupsThrough, through }: SliceRange, firstStep = SLICE_STEP): Generator<number> {
+  for (let end = Math.min(through, Math.max(after, groupsThrough) + firstStep), step = firstStep; ; step *= 2, end = Math.min(through, end + step)) {
+    yield end;
+    if (end >= through) return;
+  }
+}
+
+/**
  * The message ids of the sources in `window` (the log from some point on) after `groupsThrough`
  * that no earlier source of the window used, in order: each opens a group unless a source before
  * the window used its id.
@@ -172,16 +184,20 @@ export class LogIndex {
    * the first source that opens a group after them (or reaches `through`), and the events related
    * to the window through that source, elsewhere up to `through`.
    */
-  slice({ after, groupsThrough, through }: SliceRange, firstStep = SLICE_STEP): StoredEvent[] {
-    for (let end = Math.min(through, Math.max(after, groupsThrough) + firstStep), step = firstStep; ; step *= 2, end = Math.min(through, end + step)) {
-      const window = this.range(after, end);
+  slice(range: SliceRange, firstStep = SLICE_STEP): StoredEvent[] {
+    const { after, groupsThrough, through } = range;
+    let window: StoredEvent[] = [];
+    let end = after;
+    let next: number | undefined;
+    for (end of sliceWindowEnds(range, firstStep)) {
+      window = this.range(after, end);
       const usedBefore = groupCandidates(window, groupsThrough).filter((id) => this.#sources.get(id)?.some((source) => source.seq <= after));
-      const next = nextGroupAfter(window, groupsThrough, new Set(usedBefore));
-      if (next === undefined && end < through) continue;
-      const ids = sliceIds(window, next);
-      const outside = this.related(ids.messageIds, ids.proposalIds, through).filter((event) => event.seq <= after || event.seq > end);
-      return [...window, ...outside].sort((a, b) => a.seq - b.seq);
+      next = nextGroupAfter(window, groupsThrough, new Set(usedBefore));
+      if (next !== undefined) break;
     }
+    const ids = sliceIds(window, next);
+    const outside = this.related(ids.messageIds, ids.proposalIds, through).filter((event) => event.seq <= after || event.seq > end);
+    return [...window, ...outside].sort((a, b) => a.seq - b.seq);
   }
 
   /** Index of the first event with seq > `seq`. */

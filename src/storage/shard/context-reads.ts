@@ -7,7 +7,7 @@ import { BOUNDARY_COLUMNS, toBoundary } from "./boundaries";
 import type { PlanRecord, PlanRow } from "./plans";
 import { toPlan } from "./plans";
 import type { SliceRange } from "../../core/turn-pages";
-import { groupCandidates, nextGroupAfter, SLICE_STEP, sliceIds } from "../../core/turn-pages";
+import { groupCandidates, nextGroupAfter, sliceIds, sliceWindowEnds } from "../../core/turn-pages";
 import { readEventRange, toStoredEvent } from "./events";
 
 /**
@@ -194,23 +194,22 @@ export async function readSliceLog(db: D1Database, conversationId: string, range
  * trigger. Whether a source opens a group is whether any earlier source used its message id: within
  * the window that is in hand, before it one probe by id.
  */
-async function readSliceWindow(
-  db: D1Database,
-  conversationId: string,
-  { after, groupsThrough, through }: SliceRange,
-): Promise<{ window: StoredEvent[]; end: number; next: number | undefined }> {
+async function readSliceWindow(db: D1Database, conversationId: string, range: SliceRange): Promise<{ window: StoredEvent[]; end: number; next: number | undefined }> {
+  const { after, groupsThrough } = range;
   const window: StoredEvent[] = [];
   const usedBefore = new Set<string>();
   const probed = new Set<string>();
-  for (let read = after, end = Math.min(through, Math.max(after, groupsThrough) + SLICE_STEP), step = SLICE_STEP; ; step *= 2, end = Math.min(through, end + step)) {
-    window.push(...(await readEventRange(db, conversationId, read, end)));
-    read = end;
+  let end = after;
+  for (const readTo of sliceWindowEnds(range)) {
+    window.push(...(await readEventRange(db, conversationId, end, readTo)));
+    end = readTo;
     const unprobed = groupCandidates(window, groupsThrough).filter((id) => !probed.has(id));
     if (after > 0 && unprobed.length > 0) for (const id of await readMessageIdsSaid(db, conversationId, unprobed, after)) usedBefore.add(id);
     for (const id of unprobed) probed.add(id);
     const next = nextGroupAfter(window, groupsThrough, usedBefore);
-    if (next !== undefined || end >= through) return { window, end, next };
+    if (next !== undefined) return { window, end, next };
   }
+  return { window, end, next: undefined };
 }
 
 /** Which of these message ids a source at or before `seq` used (migration 0005's index). */
