@@ -3,6 +3,7 @@ import { matchExpression, recallTerms } from "../../core/search-text";
 import type { PageHitRow } from "../page-terms";
 import { pageHit } from "../page-terms";
 import { sourceOf } from "./memory-sources";
+import { nextPair } from "./skip-scan";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
@@ -226,21 +227,15 @@ export async function readConversationFacts(
   facts: number,
   sourcesPerFact: number,
 ): Promise<ConversationFactRow[]> {
-  // The next fact key after (path, key) in the sources' primary-key order, a seek or two: the next
-  // key of the same page, or else the first key of the next page. (A row-value seek past
-  // (path, key) stepped over every version's rows of the key.)
-  const first = (where: string) => `(SELECT MIN(n.fact_key) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND ${where})`;
-  const sameNext = (path: string, key: string) => first(`n.path = ${path} AND n.fact_key > ${key}`);
-  const nextPath = (path: string) => `(SELECT MIN(n.path) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path > ${path})`;
-  const step = (path: string, key: string) =>
-    `CASE WHEN ${sameNext(path, key)} IS NOT NULL THEN ${path} ELSE ${nextPath(path)} END, COALESCE(${sameNext(path, key)}, ${first(`n.path = ${nextPath(path)}`)})`;
+  // The fact keys in the sources' primary-key order: the next key of the page, else the first of the next page.
+  const keys = { table: "conversation_memory_sources", scope: sourceOf("n"), outer: "path", inner: "fact_key" };
   const live = (path: string) => `EXISTS (SELECT 1 FROM ${HEAD} WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = ${path} AND v.deleted = 0)`;
   const { results } = await db
     .prepare(
       `WITH RECURSIVE walk (path, fact_key, kept) AS (
-         SELECT ${step("?3", "?4")}, 0
+         SELECT ${nextPair(keys, "?3", "?4")}, 0
          UNION ALL
-         SELECT ${step("w.path", "w.fact_key")}, w.kept + ${live("w.path")}
+         SELECT ${nextPair(keys, "w.path", "w.fact_key")}, w.kept + ${live("w.path")}
          FROM walk w WHERE w.path IS NOT NULL AND w.kept + ${live("w.path")} < ?5
        ), facts AS (
          SELECT w.path, w.fact_key, p.version AS page_version, v.content,

@@ -1,6 +1,7 @@
 import type { ShardContinuation } from "../../core/ops";
 import type { IncidentKind, IncidentRecord, IncidentRow } from "./incidents";
 import { incidentOf } from "./incidents";
+import { nextPair } from "./skip-scan";
 
 /**
  * The operator's statements: what one database says of its own state (its newest migration, its
@@ -29,17 +30,14 @@ export interface OpenPlanRecord {
  * the probe costs the shard's chains, not every plan they ever made.
  */
 export async function oldestOpenPlan(db: D1Database): Promise<OpenPlanRecord | undefined> {
-  const sameNext = "(SELECT MIN(n.agent_id) FROM compaction_plans n WHERE n.conversation_id = c.conversation_id AND n.agent_id > c.agent_id)";
-  const nextConversation = "(SELECT MIN(n.conversation_id) FROM compaction_plans n WHERE n.conversation_id > c.conversation_id)";
-  const firstAgent = (conversation: string) => `(SELECT MIN(n.agent_id) FROM compaction_plans n WHERE n.conversation_id = ${conversation})`;
+  // The shard's chains in the plans' chain index: the next agent of the conversation, else the first of the next conversation.
+  const chains = { table: "compaction_plans", scope: "1", outer: "conversation_id", inner: "agent_id" };
   const row = await db
     .prepare(
       `WITH RECURSIVE chains (conversation_id, agent_id) AS (
-         SELECT first.id, ${firstAgent("first.id")} FROM (SELECT MIN(conversation_id) AS id FROM compaction_plans) first
+         SELECT ${nextPair(chains, "''", "''")}
          UNION ALL
-         SELECT CASE WHEN ${sameNext} IS NOT NULL THEN c.conversation_id ELSE ${nextConversation} END,
-                COALESCE(${sameNext}, ${firstAgent(nextConversation)})
-         FROM chains c WHERE c.conversation_id IS NOT NULL
+         SELECT ${nextPair(chains, "c.conversation_id", "c.agent_id")} FROM chains c WHERE c.conversation_id IS NOT NULL
        ), newest (run_id) AS (
          SELECT (SELECT n.run_id FROM compaction_plans n WHERE n.conversation_id = c.conversation_id AND n.agent_id = c.agent_id ORDER BY n.created_at DESC LIMIT 1)
          FROM chains c WHERE c.conversation_id IS NOT NULL
