@@ -59,7 +59,7 @@ export interface PacketInput {
   readonly head: { readonly body: BoundaryBody; readonly hash: string; readonly coveredThroughSeq: number } | undefined;
   readonly amendments: readonly Amendment[];
   readonly slice: FrozenSlice;
-  /** The chain's uncovered log events: the frozen sources' own conversation type is read from them. */
+  /** The chain's uncovered log events, at least through the frozen groups: the frozen sources' own conversation type is read from them. */
   readonly window: readonly StoredEvent[];
   readonly memoryPages: readonly { readonly path: string; readonly version: number; readonly contentHash: string; readonly content: string }[];
   readonly documents: readonly TrustedDocument[];

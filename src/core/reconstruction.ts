@@ -1,5 +1,6 @@
 import type { Author, StoredEvent } from "./events";
 import { hashCanonical } from "./hash";
+import { latestBelow } from "./sorted";
 
 /**
  * Canonical reconstruction: a pure fold of the immutable log into effective turns.
@@ -191,13 +192,5 @@ const roleRank = (turn: Turn): number => (turn.role === "user" ? 0 : 1);
 function groupOf(proposal: Proposal, sources: ReadonlyMap<string, Source>, sourceSeqs: readonly number[]): number {
   const replyTo = proposal.body.replyToMessageId;
   const target = replyTo === undefined ? undefined : sources.get(replyTo);
-  if (target !== undefined) return target.seq;
-  let lo = 0;
-  let hi = sourceSeqs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((sourceSeqs[mid] ?? Infinity) < proposal.seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return sourceSeqs[lo - 1] ?? 0;
+  return target?.seq ?? latestBelow(sourceSeqs, proposal.seq);
 }

@@ -1,8 +1,10 @@
 import type { Group } from "./compaction-plan";
-import { groupTurns, turnChars } from "./compaction-plan";
+import { turnChars } from "./compaction-plan";
 import type { StoredEvent } from "./events";
+import { GroupUndo } from "./group-undo";
 import { push } from "./multimap";
-import type { ReconstructionPolicy } from "./reconstruction";
+import { latestBelow, partitionPoint } from "./sorted";
+import type { ReconstructionPolicy, Turn } from "./reconstruction";
 import { reconstruct } from "./reconstruction";
 
 type Source = Extract<StoredEvent, { kind: "source" }>;
@@ -23,22 +25,37 @@ type Delivery = Extract<StoredEvent, { kind: "delivery" }>;
  * - `references(absorbedThroughSeq)`: which messages and proposals outside the window later events
  *   speak about — the ids whose history an amendment must be derived from.
  *
+ * - `groups()`: those turns themselves, in whole groups, as the fold gives them.
+ *
  * Only the group an event touches is re-folded, with the same `reconstruct`, over that group's own
  * events; everything else is bookkeeping of which events belong to which group. Events must be
- * added in sequence order, each after `windowStart`.
+ * added in sequence order, each after `windowStart`. When a boundary covers the window's oldest
+ * groups, `trim` moves `windowStart` past them at the cost of what it covers: the ledger is then the
+ * one a fresh ledger over the rest of the window would be, without folding the rest again.
  */
 export class TailLedger {
   #tailChars = 0;
   #tailMessages = 0;
   #lastSeq: number;
+  #windowStart: number;
   #refVersion = 0;
+  #refolds = 0;
+  /** The event being added (undefined while trimming): its re-folds are recorded for `groupsAsOf`. */
+  #adding: number | undefined;
+  readonly #undo: GroupUndo;
   readonly #groupChars = new Map<number, number>();
   readonly #groupMessages = new Map<number, number>();
+  /** The folded turns of each group that has any, by the group's sequence number. */
+  readonly #groupTurns = new Map<number, Turn[]>();
   /** The first source of each message id: it opens the group; a later source reusing the id is never folded in. */
   readonly #sources = new Map<string, Source>();
   readonly #sourceByGroup = new Map<number, Source>();
-  /** The sequence number of the newest of those first sources (0: none yet). */
-  #lastSourceSeq = 0;
+  /** The groups those first sources open, ascending. */
+  readonly #openGroups: number[] = [];
+  /** Later sources reusing a held id, in order: one opens a group once the first leaves the window. */
+  readonly #laterSources = new Map<string, Source[]>();
+  /** Every proposal that replies to a message, by that message id, in order. */
+  readonly #repliesTo = new Map<string, Proposal[]>();
   readonly #corrections = new Map<string, Correction[]>();
   /** Every proposal of an id, in order; the fold keeps the first one that is a tail event. */
   readonly #proposals = new Map<string, Proposal[]>();
@@ -54,10 +71,23 @@ export class TailLedger {
 
   constructor(
     private readonly policy: ReconstructionPolicy,
-    readonly windowStart: number,
+    windowStart: number,
     private readonly hashes?: Map<string, string>,
+    undoEntries?: number,
   ) {
     this.#lastSeq = windowStart;
+    this.#windowStart = windowStart;
+    this.#undo = new GroupUndo(windowStart, undoEntries);
+  }
+
+  /** Events at or before it are outside the window (covered, or before the epoch). */
+  get windowStart(): number {
+    return this.#windowStart;
+  }
+
+  /** How many times a group was folded since the ledger was made: what its upkeep cost. */
+  get refolds(): number {
+    return this.#refolds;
   }
 
   /** Characters of the exact tail turns (whole groups after `windowStart`). */
@@ -83,18 +113,42 @@ export class TailLedger {
   add(event: StoredEvent): void {
     if (event.seq <= this.#lastSeq) throw new RangeError(`events must be added in order: ${event.seq} after ${this.#lastSeq}`);
     this.#lastSeq = event.seq;
+    this.#adding = event.seq;
     switch (event.kind) {
       case "source":
-        return this.#addSource(event);
+        this.#addSource(event);
+        break;
       case "correction":
-        return this.#addCorrection(event);
+        this.#addCorrection(event);
+        break;
       case "proposal":
-        return this.#addProposal(event);
+        this.#addProposal(event);
+        break;
       case "delivery":
-        return this.#addDelivery(event);
+        this.#addDelivery(event);
+        break;
       case "run":
-        return;
+        break;
     }
+    this.#adding = undefined;
+  }
+
+  /**
+   * `groups()` as of `seq`, an event at or after `windowStart` the ledger has added: what the events
+   * through it fold to. Undefined when that is further back than the ledger remembers (`GroupUndo`);
+   * the caller folds the window instead.
+   */
+  groupsAsOf(seq: number): Group[] | undefined {
+    const then = this.#undo.asOf(seq);
+    if (then === undefined) return undefined;
+    const groups: Group[] = [];
+    for (const group of this.#openGroups) {
+      if (group > seq) break;
+      const turns = then.has(group) ? then.get(group) : this.#groupTurns.get(group);
+      if (turns === undefined) continue;
+      groups.push({ seq: group, turns, chars: then.has(group) ? turns.reduce((n, turn) => n + turnChars(turn), 0) : (this.#groupChars.get(group) ?? 0) });
+    }
+    return groups;
   }
 
   /** The message and proposal ids, outside the window, that events after `absorbedThroughSeq` speak about. */
@@ -114,12 +168,31 @@ export class TailLedger {
     return { messageIds: [...messageIds], proposalIds: [...proposalIds] };
   }
 
+  /** The exact tail's turns in whole groups, oldest first: what folding the window gives (`groupsAfter`). */
+  groups(): Group[] {
+    const groups: Group[] = [];
+    for (const seq of this.#openGroups) {
+      const turns = this.#groupTurns.get(seq);
+      if (turns !== undefined) groups.push({ seq, turns, chars: this.#groupChars.get(seq) ?? 0 });
+    }
+    return groups;
+  }
+
   #addSource(source: Source): void {
     const messageId = source.body.messageId;
-    if (this.#sources.has(messageId)) return;
+    if (this.#sources.has(messageId)) {
+      push(this.#laterSources, messageId, source);
+      return;
+    }
+    this.#openGroups.push(source.seq);
+    this.#hold(source);
+  }
+
+  /** A source becomes its id's first in the window: it opens its group, and what waited for it joins. */
+  #hold(source: Source): void {
+    const messageId = source.body.messageId;
     this.#sources.set(messageId, source);
     this.#sourceByGroup.set(source.seq, source);
-    this.#lastSourceSeq = source.seq;
     const replies = this.#outsideReplies.get(messageId);
     const corrected = this.#outsideCorrections.delete(messageId);
     const repliedTo = this.#outsideReplies.delete(messageId);
@@ -149,6 +222,7 @@ export class TailLedger {
     push(this.#proposals, id, proposal);
     this.#outsideDeliveries.delete(id);
     const replyTo = proposal.body.replyToMessageId;
+    if (replyTo !== undefined) push(this.#repliesTo, replyTo, proposal);
     if (replyTo !== undefined && !this.#sources.has(replyTo)) push(this.#outsideReplies, replyTo, { proposalId: id, seq: proposal.seq });
     for (const group of this.#reelect(id)) this.#refold(group);
   }
@@ -162,19 +236,128 @@ export class TailLedger {
     if (kept !== undefined) this.#refold(kept.group);
   }
 
-  /** Re-decides which proposal of `id` the fold keeps; returns the groups that changed. */
+  /**
+   * Moves the window's start past a boundary's coverage. `trimmed` are the window's events at or
+   * before `newStart`, in order. Afterwards the ledger is the one a fresh ledger over the events
+   * after `newStart` would be: what spoke about a message that left the window now speaks about
+   * covered history (a reference), a later source reusing the id of one that left opens its group,
+   * and only the groups the trimmed events shaped are folded again.
+   */
+  trim(newStart: number, trimmed: readonly StoredEvent[]): void {
+    if (newStart <= this.#windowStart) return;
+    this.#windowStart = newStart;
+    this.#lastSeq = Math.max(this.#lastSeq, newStart);
+    this.#refVersion += 1;
+    const touched = new Set<number>();
+    const left: string[] = [];
+    const reelect = new Set<string>();
+    for (const event of trimmed) {
+      if (event.seq > newStart) throw new RangeError(`event ${event.seq} is not at or before ${newStart}`);
+      const forgotten = this.#forget(event);
+      if (forgotten.left !== undefined) left.push(forgotten.left);
+      if (forgotten.proposalId !== undefined) reelect.add(forgotten.proposalId);
+      if (forgotten.group !== undefined) touched.add(forgotten.group);
+    }
+    for (const group of this.#openGroups.splice(0, partitionPoint(this.#openGroups, (group) => group <= newStart))) {
+      this.#setGroup(group, []);
+      this.#groupProposals.delete(group);
+    }
+    for (const messageId of left) for (const group of this.#leave(messageId)) touched.add(group);
+    for (const id of reelect) {
+      if (!this.#proposals.has(id)) {
+        const deliveries = this.#deliveries.get(id);
+        if (deliveries !== undefined) this.#outsideDeliveries.set(id, deliveries.map((d) => d.seq));
+      }
+      for (const group of this.#reelect(id)) touched.add(group);
+    }
+    const refolded = new Set([...touched].filter((group) => group > newStart));
+    for (const group of refolded) this.#refold(group);
+    this.#undo.trim(newStart, refolded, this.#lastSeq);
+  }
+
+  /**
+   * Takes one trimmed event out of the ledger's lists: says the group it shaped, the proposal id whose
+   * kept reply must be decided again, or the message id whose first source it was.
+   */
+  #forget(event: StoredEvent): { group?: number | undefined; proposalId?: string; left?: string } {
+    switch (event.kind) {
+      case "source": {
+        const messageId = event.body.messageId;
+        if (this.#sources.get(messageId) !== event) {
+          dropFirst(this.#laterSources, messageId, event);
+          return {};
+        }
+        this.#sources.delete(messageId);
+        this.#sourceByGroup.delete(event.seq);
+        return { left: messageId };
+      }
+      case "correction": {
+        const target = event.body.targetMessageId;
+        dropFirst(this.#corrections, target, event);
+        dropFirst(this.#outsideCorrections, target, event.seq);
+        return { group: this.#sources.get(target)?.seq };
+      }
+      case "proposal": {
+        const replyTo = event.body.replyToMessageId;
+        dropFirst(this.#proposals, event.body.proposalId, event);
+        if (replyTo !== undefined) {
+          dropFirst(this.#repliesTo, replyTo, event);
+          const waiting = this.#outsideReplies.get(replyTo);
+          if (waiting?.[0]?.seq === event.seq) dropFirst(this.#outsideReplies, replyTo, waiting[0]);
+        }
+        return { proposalId: event.body.proposalId };
+      }
+      case "delivery": {
+        const id = event.body.proposalId;
+        dropFirst(this.#deliveries, id, event);
+        dropFirst(this.#outsideDeliveries, id, event.seq);
+        return { group: this.#effective.get(id)?.group };
+      }
+      case "run":
+        return {};
+    }
+  }
+
+  /**
+   * The first source of `messageId` left the window: the next source reusing the id opens its group
+   * (and takes the id's corrections and replies), or else what speaks about the id speaks about
+   * covered history. Returns the groups that changed.
+   */
+  #leave(messageId: string): number[] {
+    const later = this.#laterSources.get(messageId);
+    const next = later?.shift();
+    if (later?.length === 0) this.#laterSources.delete(messageId);
+    const replies = this.#repliesTo.get(messageId) ?? [];
+    if (next === undefined) {
+      const corrections = this.#corrections.get(messageId);
+      if (corrections !== undefined) this.#outsideCorrections.set(messageId, corrections.map((c) => c.seq));
+      if (replies.length > 0) this.#outsideReplies.set(messageId, replies.map((p) => ({ proposalId: p.body.proposalId, seq: p.seq })));
+      return replies.flatMap((reply) => this.#reelect(reply.body.proposalId));
+    }
+    this.#openGroups.splice(partitionPoint(this.#openGroups, (group) => group < next.seq), 0, next.seq);
+    this.#hold(next);
+    // The new group takes the replies to its message, and the plain replies after it whose latest
+    // message before them was an older one.
+    const touched = [next.seq, ...replies.flatMap((reply) => this.#reelect(reply.body.proposalId))];
+    for (const [id, { proposal, group }] of [...this.#effective]) {
+      if (proposal.body.replyToMessageId === undefined && proposal.seq > next.seq && group < next.seq) touched.push(...this.#reelect(id));
+    }
+    return touched;
+  }
+
+  /** Re-decides which proposal of `id` the fold keeps, and in which group; returns the groups that changed. */
   #reelect(id: string): number[] {
     const kept = (this.#proposals.get(id) ?? []).find((p) => p.body.replyToMessageId === undefined || this.#sources.has(p.body.replyToMessageId));
     const before = this.#effective.get(id);
-    if (before?.proposal === kept) return [];
+    const group = kept === undefined ? undefined : this.#groupOf(kept);
+    if (before?.proposal === kept && before?.group === group) return [];
     const touched: number[] = [];
     if (before !== undefined) {
       this.#groupProposals.get(before.group)?.delete(id);
       this.#effective.delete(id);
       touched.push(before.group);
     }
-    if (kept !== undefined) {
-      const group = this.#groupOf(kept);
+    if (kept !== undefined && group !== undefined) {
       this.#effective.set(id, { proposal: kept, group });
       let members = this.#groupProposals.get(group);
       if (members === undefined) this.#groupProposals.set(group, (members = new Set()));
@@ -184,16 +367,11 @@ export class TailLedger {
     return touched;
   }
 
-  /**
-   * The group a kept reply belongs to: its message's, else the latest message before it (as the
-   * fold decides). A reply without a message to answer is elected only when it is added (it
-   * qualifies at once, so an earlier one of its id would already be kept), when every source the
-   * ledger holds precedes it: the latest message before it is the newest one.
-   */
+  /** The group a kept reply belongs to: its message's, else the latest message the window holds before it (as the fold decides; 0: none). */
   #groupOf(proposal: Proposal): number {
     const replyTo = proposal.body.replyToMessageId;
     const target = replyTo === undefined ? undefined : this.#sources.get(replyTo);
-    return target?.seq ?? this.#lastSourceSeq;
+    return target?.seq ?? latestBelow(this.#openGroups, proposal.seq);
   }
 
   /** Folds one group from its own events, exactly as the whole-window fold would, and updates the total. */
@@ -207,30 +385,33 @@ export class TailLedger {
       const kept = this.#effective.get(id);
       if (kept !== undefined) events.push(kept.proposal, ...(this.#deliveries.get(id) ?? []));
     }
-    const turns = group <= this.windowStart ? [] : reconstruct(events, this.policy, this.hashes).filter((turn) => turn.group === group);
+    this.#refolds += 1;
+    const turns = group <= this.#windowStart ? [] : reconstruct(events, this.policy, this.hashes).filter((turn) => turn.group === group);
+    this.#setGroup(group, turns);
+  }
+
+  /** Records a group's folded turns and moves the totals by the difference. */
+  #setGroup(group: number, turns: Turn[]): void {
+    if (this.#adding !== undefined) this.#undo.record(this.#adding, group, this.#groupTurns.get(group));
     const chars = turns.reduce((total, turn) => total + turnChars(turn), 0);
     this.#tailChars += chars - (this.#groupChars.get(group) ?? 0);
     this.#tailMessages += turns.length - (this.#groupMessages.get(group) ?? 0);
     if (chars === 0) this.#groupChars.delete(group);
     else this.#groupChars.set(group, chars);
-    if (turns.length === 0) this.#groupMessages.delete(group);
-    else this.#groupMessages.set(group, turns.length);
+    if (turns.length === 0) {
+      this.#groupMessages.delete(group);
+      this.#groupTurns.delete(group);
+    } else {
+      this.#groupMessages.set(group, turns.length);
+      this.#groupTurns.set(group, turns);
+    }
   }
 }
 
-/**
- * The window's tail events: a reply to a message the window does not hold would land in a covered
- * group, so it is an amendment of covered history, not a tail turn.
- */
-export function tailEvents(window: readonly StoredEvent[]): StoredEvent[] {
-  const sources = new Set(window.flatMap((e) => (e.kind === "source" ? [e.body.messageId] : [])));
-  return window.filter((event) => !(event.kind === "proposal" && event.body.replyToMessageId !== undefined && !sources.has(event.body.replyToMessageId)));
-}
-
-/**
- * The whole groups opened after `after`, folded from every turn-shaping event after it (in order):
- * each such group is complete, since whatever speaks about a message comes after it in the log.
- */
-export function groupsAfter(events: readonly StoredEvent[], after: number, policy: ReconstructionPolicy): Group[] {
-  return groupTurns(reconstruct(tailEvents(events), policy).filter((turn) => turn.group > after));
+/** Takes `value` off the front of its list under `key` (the list of a trimmed event starts with it), dropping an emptied list. */
+function dropFirst<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list?.[0] !== value) return;
+  list.shift();
+  if (list.length === 0) map.delete(key);
 }

@@ -2,6 +2,7 @@ import type { StoredEvent } from "./events";
 import { push } from "./multimap";
 import type { ReconstructionPolicy, Turn } from "./reconstruction";
 import { reconstruct } from "./reconstruction";
+import { partitionPoint } from "./sorted";
 
 /**
  * One page of the canonical reconstruction — the turns of whole groups after `after` — read
@@ -202,14 +203,7 @@ export class LogIndex {
 
   /** Index of the first event with seq > `seq`. */
   #firstAbove(seq: number): number {
-    let lo = 0;
-    let hi = this.#log.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.#log[mid]?.seq ?? Infinity) <= seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return partitionPoint(this.#log, (event) => event.seq <= seq);
   }
 }
 

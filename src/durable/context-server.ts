@@ -15,7 +15,7 @@ import { renderEnvelope } from "../core/render";
 import type { ResolverFailure } from "../core/resolver";
 import { verifyAnchor, verifyHeadAgainstLog, verifySettledHead } from "../core/resolver";
 import { groupsAsOf } from "../core/selection";
-import { groupsAfter } from "../core/tail-ledger";
+import { groupsAfter } from "../core/tail-fold";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { currentDeclaration } from "../storage/control/declarations";
 import { closeIncidents } from "../storage/shard/incidents";

@@ -6,7 +6,9 @@ import type { Amendment, Packet } from "../core/packet";
 import type { ReconstructionPolicy } from "../core/reconstruction";
 import { reconstruct } from "../core/reconstruction";
 import { renderEnvelope } from "../core/render";
-import { TailLedger, tailEvents } from "../core/tail-ledger";
+import { partitionPoint } from "../core/sorted";
+import { tailEvents } from "../core/tail-fold";
+import { TailLedger } from "../core/tail-ledger";
 import type { Activation } from "../storage/shard/activations";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import type { PlanRecord } from "../storage/shard/plans";
@@ -119,16 +121,32 @@ export function observeProvisionally(chain: HotChain, events: readonly StoredEve
   };
 }
 
-/** Drops what a new head covers from the window; the totals are rebuilt over what is left. */
+/**
+ * Drops what a new head covers from the window, at the cost of what it covers: the ledger lets go
+ * of those events and folds again only the groups they shaped (`TailLedger.trim`), so a chain
+ * catching up after compaction fell behind does not fold its whole backlog once per boundary.
+ */
 export function trimWindow(chain: HotChain, coveredThroughSeq: number): void {
-  chain.windowStart = Math.max(chain.windowStart, coveredThroughSeq);
-  chain.window = chain.window.filter((event) => event.seq > chain.windowStart);
+  const start = Math.max(chain.windowStart, coveredThroughSeq);
+  if (start === chain.windowStart) return;
+  const cut = firstAfter(chain.window, start);
+  const trimmed = chain.window.slice(0, cut);
+  chain.window = chain.window.slice(cut);
+  chain.windowStart = start;
+  // The cache keeps only what later folds can use; the ledger's own groups are already folded.
   chain.turnHashes.clear();
-  rebuildLedger(chain);
+  chain.ledger.trim(start, trimmed);
+  chain.amendments = undefined;
 }
 
+/** The window's events through `seq`: a prefix, found without reading the rest. */
+export const windowThrough = (chain: HotChain, seq: number): StoredEvent[] => chain.window.slice(0, firstAfter(chain.window, seq));
+
+/** The index of the window's first event after `seq` (the window is in sequence order). */
+const firstAfter = (window: readonly StoredEvent[], seq: number): number => partitionPoint(window, (event) => event.seq <= seq);
+
 /** A ledger of the window as it stands; the amendments cached against the old one go with it. */
-export function rebuildLedger(chain: HotChain): void {
+function rebuildLedger(chain: HotChain): void {
   chain.ledger = ledgerOf(chain.declaration, chain.windowStart, chain.window, chain.turnHashes);
   chain.amendments = undefined;
 }
@@ -139,8 +157,16 @@ function ledgerOf(declaration: StoredDeclaration, windowStart: number, window: r
   return ledger;
 }
 
-/** The uncovered exact turns in whole groups, as of `throughSeq` (`core/tail-ledger` `tailEvents`). */
+/**
+ * The uncovered exact turns in whole groups, as of `throughSeq` (`core/tail-ledger` `tailEvents`):
+ * the ledger's groups (every context call), or as they were at `throughSeq` (an earlier source of a
+ * batch, a plan as of a source that replies followed); folded from the window only when that is
+ * further back than the ledger remembers.
+ */
 export function tail(chain: HotChain, throughSeq = Number.POSITIVE_INFINITY): Group[] {
+  if (throughSeq >= (chain.window.at(-1)?.seq ?? chain.windowStart)) return chain.ledger.groups();
+  const remembered = chain.ledger.groupsAsOf(throughSeq);
+  if (remembered !== undefined) return remembered;
   const events = tailEvents(chain.window).filter((event) => event.seq <= throughSeq);
   const turns = reconstruct(events, foldPolicy(chain.declaration), chain.turnHashes).filter((turn) => turn.group > chain.windowStart);
   return groupTurns(turns);

@@ -20,7 +20,7 @@ import { compactionReader } from "../core/memory-privacy";
 import type { ActiveReader } from "./active-history";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
-import { latestSource } from "./hot-chain";
+import { latestSource, windowThrough } from "./hot-chain";
 import type { Watchdogs } from "./watchdogs";
 
 const MAX_RECALLED_PAGES = 8;
@@ -125,7 +125,7 @@ export class Planner {
       head,
       amendments,
       slice: slice.value,
-      window: chain.window,
+      window: windowThrough(chain, slice.value.frozen.at(-1)?.seq ?? chain.windowStart),
       memoryPages,
       documents: documents.value.documents,
       activeChars,

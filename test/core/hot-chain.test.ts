@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { StoredEvent } from "../../src/core/events";
-import { groupsAfter } from "../../src/core/tail-ledger";
+import { groupsAfter } from "../../src/core/tail-fold";
 import type { HotChain } from "../../src/durable/hot-chain";
 import { TURN_KINDS, foldPolicy, hotChain, latestSource, observe, observeProvisionally, tail, trimWindow } from "../../src/durable/hot-chain";
 import { storedDeclaration } from "./declaration-fixture";
-import { source, storeAll } from "./event-builders";
+import { delivered, proposal, source, storeAll } from "./event-builders";
 import { AGENTS, logArb } from "./log-arbitraries";
 
 /**
@@ -110,5 +110,30 @@ describe("hot chain", () => {
     trimWindow(chain, 3);
     expect(tail(chain)).toEqual([]);
     expect(latestSource(chain)).toBeUndefined();
+  });
+
+  it("settles a boundary at the cost of what it covers: nothing it leaves uncovered is folded or hashed again", () => {
+    // Compaction fell behind: 2,000 groups of a message, a reply and its delivery wait uncovered,
+    // and each settlement covers a few of them. Turn hashes are what a fold computes; the cache
+    // is emptied with each trim, so whatever is folded again after it shows up in the cache.
+    const groups = 2_000;
+    const inputs = Array.from({ length: groups }, (_, i) => [
+      source(`m${i}`, `message ${i}`),
+      proposal(`p${i}`, "agent-a", `reply ${i}`, { replyTo: `m${i}` }),
+      delivered(`p${i}`),
+    ]).flat();
+    const chain = loaded(storeAll(inputs), 0);
+    const served = tail(chain);
+    for (let covered = 1; covered <= 5; covered++) {
+      trimWindow(chain, covered * 30);
+      expect(chain.turnHashes.size).toBe(0);
+      // The exact tail the agent is served is the one it had, less what the boundary covers.
+      expect(tail(chain)).toEqual(served.slice(covered * 10));
+      // A plan as of the newest message, which a reply and its delivery followed: that group without them.
+      const newest = latestSource(chain)?.seq ?? 0;
+      expect(tail(chain, newest)).toEqual([...served.slice(covered * 10, -1), groupsAfter(chain.window.slice(-3, -2), newest - 1, foldPolicy(declaration))[0]]);
+      expect(chain.turnHashes.size).toBe(0);
+    }
+    expect(chain.ledger.tailMessages).toBe((groups - 50) * 2);
   });
 });

@@ -4,7 +4,8 @@ import { groupTurns } from "../../src/core/compaction-plan";
 import type { StoredEvent } from "../../src/core/events";
 import type { ReconstructionPolicy } from "../../src/core/reconstruction";
 import { reconstruct } from "../../src/core/reconstruction";
-import { TailLedger, groupsAfter, tailEvents } from "../../src/core/tail-ledger";
+import { groupsAfter, tailEvents } from "../../src/core/tail-fold";
+import { TailLedger } from "../../src/core/tail-ledger";
 import { delivered, edit, proposal, source, storeAll } from "./event-builders";
 import { logArb, policyArb } from "./log-arbitraries";
 
@@ -184,6 +185,131 @@ describe("TailLedger", () => {
     }
     expect(seen).toEqual(events.map((_, i) => [foldedTailChars(events.slice(0, i + 1), EVERYTHING, 0), foldedTailMessages(events.slice(0, i + 1), EVERYTHING, 0)]));
     expect(seen[3]).not.toEqual(seen[4]);
+  });
+
+  it("trimmed while events keep arriving, is the ledger made fresh over the events left, and goes on as it would", () => {
+    // Boundaries settle between appends: the window's start moves past covered groups any number
+    // of times, at any point, even past events not added yet (a head covering what this object has
+    // not observed).
+    const scenario = logArb.chain((log) =>
+      fc.record({
+        log: fc.constant(log),
+        policy: policyArb,
+        trims: fc.array(fc.tuple(fc.nat(log.length), fc.nat(log.length + 2)), { maxLength: 6 }),
+        undoEntries: fc.integer({ min: 1, max: 40 }),
+      }),
+    );
+    fc.assert(
+      fc.property(scenario, ({ log, policy, trims, undoEntries }) => {
+        const ledger = new TailLedger(policy, 0, undefined, undoEntries);
+        let window: StoredEvent[] = [];
+        let start = 0;
+        const check = () => {
+          const fresh = new TailLedger(policy, start);
+          for (const event of window) fresh.add(event);
+          expect(ledger.groups()).toEqual(groupsAfter(window, start, policy));
+          // As of any earlier point it remembers, the groups the events through it fold to.
+          for (let asOf = start; asOf <= ledger.lastSeq; asOf++) {
+            const then = ledger.groupsAsOf(asOf);
+            if (then !== undefined) expect(then).toEqual(groupsAfter(window.filter((e) => e.seq <= asOf), start, policy));
+          }
+          expect([ledger.tailChars, ledger.tailMessages]).toEqual([fresh.tailChars, fresh.tailMessages]);
+          for (let absorbed = start; absorbed <= ledger.lastSeq; absorbed++) expect(sorted(ledger.references(absorbed))).toEqual(sorted(fresh.references(absorbed)));
+        };
+        log.forEach((event, i) => {
+          for (const [at, to] of trims) {
+            if (at !== i || to <= start) continue;
+            ledger.trim(to, window.filter((e) => e.seq <= to));
+            window = window.filter((e) => e.seq > to);
+            start = to;
+            check();
+          }
+          if (event.seq <= start) return;
+          ledger.add(event);
+          window.push(event);
+          check();
+        });
+      }),
+      RUNS,
+    );
+  });
+
+  it("a later source reusing a covered message's id opens its group, with the replies and plain answers that follow it", () => {
+    const events = storeAll([
+      source("m1", "The first m1."),
+      source("m2", "Two."),
+      source("m1", "A second m1, never folded while the first is held."),
+      proposal("p1", "agent-a", "A reply to m1.", { replyTo: "m1" }),
+      delivered("p1"),
+      proposal("p2", "agent-a", "A plain answer."),
+      delivered("p2"),
+      edit("m1", "m1, edited."),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    for (const event of events) ledger.add(event);
+    expect(ledger.groups().map((g) => [g.seq, g.turns.map((t) => t.id)])).toEqual([
+      [1, ["s1", "p4"]],
+      [2, ["s2", "p6"]],
+    ]);
+    ledger.trim(2, events.slice(0, 2));
+    // Fresh over seq 3 on: the second m1 opens group 3, takes the reply to m1, the plain answer and the edit.
+    expect(ledger.groups().map((g) => [g.seq, g.turns.map((t) => [t.id, t.text])])).toEqual([
+      [
+        3,
+        [
+          ["s3", "m1, edited."],
+          ["p4", "A reply to m1."],
+          ["p6", "A plain answer."],
+        ],
+      ],
+    ]);
+    expect(ledger.tailChars).toBe(foldedTailChars(events.slice(2), EVERYTHING, 2));
+  });
+
+  it("once a boundary covers the reply an id kept, keeps that id's next proposal; a delivery left without its proposal speaks of covered history", () => {
+    const events = storeAll([
+      source("m1", "One."),
+      proposal("p1", "agent-a", "First try.", { key: "a" }),
+      proposal("p2", "agent-a", "Covered, delivered after the boundary."),
+      source("m2", "Two."),
+      proposal("p1", "agent-a", "Second try, kept once the first is covered.", { key: "b" }),
+      delivered("p1"),
+      delivered("p2"),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    for (const event of events) ledger.add(event);
+    expect(sorted(ledger.references(0))).toEqual({ messageIds: [], proposalIds: [] });
+    ledger.trim(3, events.slice(0, 3));
+    expect(ledger.groups().map((g) => [g.seq, g.turns.map((t) => t.id)])).toEqual([[4, ["s4", "p5"]]]);
+    expect(sorted(ledger.references(3))).toEqual({ messageIds: [], proposalIds: ["p2"] });
+    expect(sorted(ledger.references(6))).toEqual({ messageIds: [], proposalIds: ["p2"] });
+    expect(sorted(ledger.references(7))).toEqual({ messageIds: [], proposalIds: [] });
+  });
+
+  it("remembers the groups as of a recent point, not further back than it holds, and not across a trim that re-folded a group", () => {
+    const events = storeAll([
+      source("m1", "One."),
+      edit("m2", "Edited before it arrived."),
+      source("m2", "Two."),
+      source("m3", "Three."),
+      edit("m1", "One, edited."),
+      edit("m2", "Two, edited late."),
+    ]);
+    const texts = (groups: readonly { turns: readonly { text: string }[] }[] | undefined) => groups?.map((g) => g.turns.map((t) => t.text));
+    const ledger = new TailLedger(EVERYTHING, 0, undefined, 3);
+    for (const event of events) ledger.add(event);
+    // Three entries, one group each: m3 opening its group at 4 and the edits at 5 and 6. Each is
+    // undone as of a point before it; as of 2 the entries of m2 (at 3) are gone.
+    expect(texts(ledger.groupsAsOf(5))).toEqual([["One, edited."], ["Edited before it arrived."], ["Three."]]);
+    expect(texts(ledger.groupsAsOf(4))).toEqual([["One."], ["Edited before it arrived."], ["Three."]]);
+    expect(texts(ledger.groupsAsOf(3))).toEqual([["One."], ["Edited before it arrived."]]);
+    expect(ledger.groupsAsOf(2)).toBeUndefined();
+    // Covering m1 and the early edit re-folds m2's group: what it held before the late edit included
+    // the early one, so nothing before now is answered.
+    ledger.trim(2, events.slice(0, 2));
+    expect(texts(ledger.groups())).toEqual([["Two, edited late."], ["Three."]]);
+    expect(ledger.groupsAsOf(5)).toBeUndefined();
+    expect(texts(ledger.groupsAsOf(6))).toEqual([["Two, edited late."], ["Three."]]);
   });
 
   it("refuses events out of order, naming both sequence numbers", () => {
