@@ -8,8 +8,8 @@ import type { IncidentKind } from "./incidents";
  * window and the bins (`core/fleet-series`), never by how many rows it holds; the page asks every
  * shard at once and merges.
  *
- * The lag reads `boundaries` by time without an index on it: a shard's boundaries (one per
- * compaction, far fewer than its events) are scanned. The busiest conversations are counted over
+ * The lag reads the boundaries settled in the window (`boundaries_settled`, migrations/shard/0030),
+ * not every boundary the shard holds. The busiest conversations are counted over
  * the shard's newest `BUSIEST_SCAN_EVENTS` events only (a range of the log's rowid, which follows
  * insertion), so a page view never walks a shard's whole log, and no index on time is kept on the
  * append path for a page an operator opens now and then.
