@@ -72,8 +72,8 @@ module.exports = {
         "client/ is the shipped `foldline/client` (package.json exports): it must load in plain Node 20+ and in any Worker and install with no dependency, " +
         "so everything it reaches is its own files and the two service modules it ships (the error codes and the signature module, which import nothing): " +
         "no binding, no `cloudflare:` or `node:` module, no npm package, nothing else of the Worker. Type imports count too: its .d.ts must not need the Worker's types.",
-      // The grammY plugin, a file of client/ too, has the rule below instead.
-      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/grammy\\.ts$" },
+      // The grammY plugin and the AI SDK middleware, files of client/ too, have the rules below instead.
+      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/(grammy|ai-sdk)\\.ts$" },
       to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$"] },
     },
     {
@@ -94,6 +94,20 @@ module.exports = {
       comment: "The plugin runs inside the bot's grammY: it imports grammY's types only, so it neither loads a second copy nor makes a bundler pull one in.",
       from: { path: "^client/grammy\\.ts$" },
       to: { path: "^node_modules/grammy/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "ai-sdk-middleware-stands-alone",
+      severity: "error",
+      comment: "client/ai-sdk.ts is the shipped `foldline/ai-sdk`: the client's rule, plus the AI SDK itself, the bot's own peer dependency.",
+      from: { path: "^client/ai-sdk\\.ts$" },
+      to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$", "^node_modules/(ai|@ai-sdk/[^/]+)/"] },
+    },
+    {
+      name: "ai-sdk-types-only",
+      severity: "error",
+      comment: "The middleware runs inside the bot's AI SDK: it imports the SDK's types only, so it neither loads a second copy nor makes a bundler pull one in.",
+      from: { path: "^client/ai-sdk\\.ts$" },
+      to: { path: "^node_modules/(ai|@ai-sdk/[^/]+)/", dependencyTypesNot: ["type-only"] },
     },
     {
       name: "product-not-instruments",

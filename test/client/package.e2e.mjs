@@ -7,7 +7,8 @@
 // types); then the packed client, in that project, talks to the real Worker under `wrangler dev`
 // on a free loopback port (its own local D1, R2, Queues and Durable Objects in a temporary
 // directory, stopped with its workerd at the end): registers an agent, appends a source and
-// composes a request over it.
+// composes a request over it; and `foldline/ai-sdk`, with the bot's own AI SDK, records a call
+// through it.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -61,6 +62,18 @@ function nodesOnPath() {
   }
   return [...found];
 }
+
+/**
+ * The lines of a script that register `agent` (and its compactor) through the client named
+ * `client`, admitted to the scripts' conversations; the registration is kept as `result`, if named.
+ */
+const registering = (client, agent, result) => `${result === undefined ? "" : `const ${result} = `}await ${client}.registerAgent(${JSON.stringify(agent)}, {
+  agent: { id: ${JSON.stringify(agent)}, compactorId: ${JSON.stringify(`${agent}.compactor`)}, ...shared(${JSON.stringify(agent)}) },
+  compactor: { id: ${JSON.stringify(`${agent}.compactor`)}, targetId: ${JSON.stringify(agent)}, ...shared(${JSON.stringify(agent)}), policy: { triggerInputChars: 2000, retainInputChars: 1000, maxFrozenChars: 4000 }, outputMode: "projection" },
+});
+function shared(agent) {
+  return { enabled: true, provider: { profile: "default", model: "test-model" }, sources: ["api:client-e2e:*"], admitSensitive: true, historyAgents: [agent], documents: [], documentBudgetChars: 4000 };
+}`;
 
 describe("the client's generated types", () => {
   test("are what openapi-typescript makes of client/openapi.json (else run `npm run client:openapi`)", async () => {
@@ -183,6 +196,34 @@ export async function verified(secret: string, body: string, header: string | nu
     }
   });
 
+  test("type-checks a bot's AI SDK model wrapped by foldline/ai-sdk against the bot's own AI SDK", () => {
+    // The bot's AI SDK, from this repository's node_modules (nothing is downloaded).
+    symlinkSync(join(ROOT, "node_modules", "ai"), join(project, "node_modules", "ai"), "dir");
+    writeFileSync(
+      join(project, "ai-bot.ts"),
+      `import { generateText, wrapLanguageModel } from "ai";
+import type { LanguageModel } from "ai";
+import { createClient } from "foldline/client";
+import { foldline, recordDelivery } from "foldline/ai-sdk";
+import type { FoldlineAnswer } from "foldline/ai-sdk";
+
+export async function answer(model: Exclude<LanguageModel, string>, baseUrl: string, token: string, text: string): Promise<string> {
+  const client = createClient({ baseUrl, token });
+  const middleware = foldline({ client, conversation: "api:bot:chat-1", agent: "helper", user: { messageId: "7", author: { id: "ada" } }, delivery: "reported" });
+  const result = await generateText({ model: wrapLanguageModel({ model, middleware }), prompt: text });
+  await recordDelivery(client, result.providerMetadata?.["foldline"] as unknown as FoldlineAnswer, { status: "delivered", externalMessageId: "42" });
+  // @ts-expect-error: a user needs the message id that names its source
+  foldline({ client, conversation: "api:bot:chat-1", agent: "helper", user: { author: { id: "ada" } } });
+  return result.text;
+}
+`,
+    );
+    const compilerOptions = { target: "es2022", module: "nodenext", moduleResolution: "nodenext", strict: true, exactOptionalPropertyTypes: true, noEmit: true, skipLibCheck: true, lib: ["es2023", "dom"], types: [] };
+    writeFileSync(join(project, "tsconfig.ai.json"), JSON.stringify({ compilerOptions, files: ["ai-bot.ts"] }, null, 2));
+    const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.ai.json"], { cwd: project, encoding: "utf8", timeout: 300_000 });
+    assert.equal(tsc.status, 0, `tsc (ai) failed:\n${tsc.stdout}\n${tsc.stderr}`);
+  });
+
   describe("against the real Worker under wrangler dev", () => {
     /** @type {import("../../scripts/lib/worker.mjs").RunningWorker | undefined} */
     let worker;
@@ -210,11 +251,7 @@ export async function verified(secret: string, body: string, header: string | nu
         `import { createClient, FoldlineError } from "foldline/client";
 const foldline = createClient({ baseUrl: process.env.FOLDLINE_URL, token: process.env.FOLDLINE_TOKEN });
 const conversation = "api:client-e2e:chat-1";
-const shared = { enabled: true, provider: { profile: "default", model: "test-model" }, sources: ["api:client-e2e:*"], admitSensitive: true, historyAgents: ["helper"], documents: [], documentBudgetChars: 4000 };
-const registered = await foldline.registerAgent("helper", {
-  agent: { id: "helper", compactorId: "helper.compactor", ...shared },
-  compactor: { id: "helper.compactor", targetId: "helper", ...shared, policy: { triggerInputChars: 2000, retainInputChars: 1000, maxFrozenChars: 4000 }, outputMode: "projection" },
-});
+${registering("foldline", "helper", "registered")}
 const source = { kind: "source", idempotencyKey: "msg-1", body: { messageId: "1", author: { id: "ada", name: "Ada" }, text: "The offsite is in Lisbon, in May." } };
 const appended = await foldline.append(conversation, source);
 const replayed = await foldline.append(conversation, source);
@@ -248,16 +285,48 @@ console.log(JSON.stringify({
       });
     });
 
+    test("foldline/ai-sdk gives the bot's own AI SDK Foldline's history and records its answer, in plain Node", () => {
+      // The bot's AI SDK is the one linked for the type check above: the middleware imports its types only.
+      writeFileSync(
+        join(project, "live-ai.mjs"),
+        `import { generateText, wrapLanguageModel } from "ai";
+import { MockLanguageModelV4 } from "ai/test";
+import { createClient } from "foldline/client";
+import { foldline, recordDelivery } from "foldline/ai-sdk";
+const client = createClient({ baseUrl: process.env.FOLDLINE_URL, token: process.env.FOLDLINE_TOKEN });
+const conversation = "api:client-e2e:chat-ai";
+${registering("client", "helper-ai")}
+const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
+const model = new MockLanguageModelV4({ doGenerate: async () => ({ content: [{ type: "text", text: "In Lisbon." }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] }) });
+const middleware = foldline({ client, conversation, agent: "helper-ai", user: { messageId: "1", author: { id: "ada", name: "Ada" } } });
+const result = await generateText({ model: wrapLanguageModel({ model, middleware }), messages: [{ role: "user", content: "Not Foldline's." }, { role: "user", content: "Where is the offsite?" }] });
+await recordDelivery(client, result.providerMetadata.foldline);
+const context = await client.context(conversation, { agent: "helper-ai" });
+console.log(JSON.stringify({
+  text: result.text,
+  prompt: model.doGenerateCalls[0].prompt.map((m) => [m.role, m.content.map((p) => p.text).join("")]),
+  context: context.messages.map((m) => [m.role, m.content]),
+}));
+`,
+      );
+      assert.ok(worker !== undefined);
+      const answer = runNode(process.execPath, "live-ai.mjs", { FOLDLINE_URL: worker.url, FOLDLINE_TOKEN: token });
+      assert.deepEqual(answer, {
+        text: "In Lisbon.",
+        prompt: [["user", "Ada: Where is the offsite?"]],
+        context: [
+          ["user", "Ada: Where is the offsite?"],
+          ["assistant", "In Lisbon."],
+        ],
+      });
+    });
+
     test("refuses hostile path parameters before sending, so no call reaches another route (a table)", () => {
       writeFileSync(
         join(project, "paths.mjs"),
         `import { createClient, FoldlineError } from "foldline/client";
 const foldline = createClient({ baseUrl: process.env.FOLDLINE_URL, token: process.env.FOLDLINE_TOKEN, retry: { attempts: 1 } });
-const shared = { enabled: true, provider: { profile: "default", model: "test-model" }, sources: ["api:client-e2e:*"], admitSensitive: true, historyAgents: ["helper-victim"], documents: [], documentBudgetChars: 4000 };
-await foldline.registerAgent("helper-victim", {
-  agent: { id: "helper-victim", compactorId: "helper-victim.compactor", ...shared },
-  compactor: { id: "helper-victim.compactor", targetId: "helper-victim", ...shared, policy: { triggerInputChars: 2000, retainInputChars: 1000, maxFrozenChars: 4000 }, outputMode: "projection" },
-});
+${registering("foldline", "helper-victim")}
 const page = { path: { agent: "helper-victim", path: "notes/victim" } };
 await foldline.request("put", "/v1/agents/{agent}/memory/{path}", { ...page, body: { content: "The victim's page." } });
 const hostile = [
