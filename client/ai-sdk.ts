@@ -10,7 +10,8 @@
  *   dropped: Foldline holds the conversation, and serves it within the agent's bounds.
  * - **What is said is recorded.** With `user`, the call's last user message is appended as that
  *   user's source message first (its `messageId` makes a resend a replay), so it is the tail's last
- *   turn and is not sent twice. The model's text answer is appended as the agent's proposal, replying
+ *   turn and is not sent twice (unless it carries files, which the log does not hold: then the call's
+ *   message is sent too). The model's text answer is appended as the agent's proposal, replying
  *   to that message; its id is on the result (`providerMetadata.foldline.proposalId`). A proposal
  *   joins the agent's history once it is delivered: `recordDelivery` when the caller has shown or
  *   sent it, or `delivery: "with-answer"` when the answer reaches its reader as it is produced.
@@ -154,7 +155,9 @@ export function foldline(options: FoldlineModelOptions): Middleware {
       }
       const query = options.query ?? said;
       const context = await options.client.context(options.conversation, { agent: options.agent, ...(query === undefined || query.trim() === "" ? {} : { query }) });
-      const transformed: CallOptions = { ...params, prompt: withFoldlineHistory(params.prompt, context, recordUser) };
+      // The history holds the message's text only: one that also carries files (an image) is sent as the call gave it.
+      const inHistory = recordUser && lastUser?.role === "user" && lastUser.content.every((part) => part.type === "text");
+      const transformed: CallOptions = { ...params, prompt: withFoldlineHistory(params.prompt, context, inHistory) };
       recordings.set(transformed, { options, replyTo: recordUser ? user.messageId : options.replyTo });
       return transformed;
     },

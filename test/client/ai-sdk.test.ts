@@ -93,6 +93,19 @@ describe("foldline/ai-sdk", () => {
     expect(await eventsOf(token, conversation, "proposal")).toHaveLength(2);
   });
 
+  it("sends a user message that carries an image as the call gave it, its text recorded", async () => {
+    const { conversation, agent, token, client } = await setUp();
+    const model = answering(() => "A cat.");
+    const image = new Uint8Array([137, 80, 78, 71]);
+    await generateText({
+      model: wrapLanguageModel({ model, middleware: foldline({ client, conversation, agent, user: { messageId: "img-1", author: { id: "u:ada" } } }) }),
+      messages: [{ role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "image", image, mediaType: "image/png" }] }],
+    });
+    const prompt = model.doGenerateCalls[0]?.prompt ?? [];
+    expect(prompt.at(-1)).toMatchObject({ role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "file", mediaType: "image/png" }] });
+    expect((await eventsOf(token, conversation, "source")).map((s) => s["text"])).toEqual(["What is in this picture?"]);
+  });
+
   it("passes a step's tool calls and tool results through untouched, after the history", async () => {
     const { conversation, agent, token, client } = await setUp();
     let calls = 0;
