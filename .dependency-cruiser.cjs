@@ -73,7 +73,7 @@ module.exports = {
         "so everything it reaches is its own files and the two service modules it ships (the error codes and the signature module, which import nothing): " +
         "no binding, no `cloudflare:` or `node:` module, no npm package, nothing else of the Worker. Type imports count too: its .d.ts must not need the Worker's types.",
       // The grammY plugin and the AI SDK middleware, files of client/ too, have the rules below instead.
-      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/(grammy|ai-sdk)\\.ts$" },
+      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/(grammy|ai-sdk|openai-agents)\\.ts$" },
       to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$"] },
     },
     {
@@ -108,6 +108,20 @@ module.exports = {
       comment: "The middleware runs inside the bot's AI SDK: it imports the SDK's types only, so it neither loads a second copy nor makes a bundler pull one in.",
       from: { path: "^client/ai-sdk\\.ts$" },
       to: { path: "^node_modules/(ai|@ai-sdk/[^/]+)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "openai-agents-session-stands-alone",
+      severity: "error",
+      comment: "client/openai-agents.ts is the shipped `foldline/openai-agents`: the client's rule, plus the OpenAI Agents SDK itself, the bot's own peer dependency.",
+      from: { path: "^client/openai-agents\\.ts$" },
+      to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$", "^node_modules/(@openai/[^/]+|openai|zod)/"] },
+    },
+    {
+      name: "openai-agents-types-only",
+      severity: "error",
+      comment: "The session runs inside the bot's Agents SDK: it imports the SDK's types only.",
+      from: { path: "^client/openai-agents\\.ts$" },
+      to: { path: "^node_modules/@openai/", dependencyTypesNot: ["type-only"] },
     },
     {
       name: "product-not-instruments",

@@ -7,8 +7,8 @@
 // types); then the packed client, in that project, talks to the real Worker under `wrangler dev`
 // on a free loopback port (its own local D1, R2, Queues and Durable Objects in a temporary
 // directory, stopped with its workerd at the end): registers an agent, appends a source and
-// composes a request over it; and `foldline/ai-sdk`, with the bot's own AI SDK, records a call
-// through it.
+// composes a request over it; `foldline/ai-sdk`, with the bot's own AI SDK, records a call
+// through it, and `foldline/openai-agents` is the session of two Agents SDK runs.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -317,6 +317,48 @@ console.log(JSON.stringify({
         context: [
           ["user", "Ada: Where is the offsite?"],
           ["assistant", "In Lisbon."],
+        ],
+      });
+    });
+
+    test("foldline/openai-agents is the session of the bot's own Agents SDK run, in plain Node", () => {
+      // The bot's Agents SDK and OpenAI client, from this repository's node_modules (nothing is downloaded).
+      mkdirSync(join(project, "node_modules", "@openai"), { recursive: true });
+      symlinkSync(join(ROOT, "node_modules", "@openai", "agents"), join(project, "node_modules", "@openai", "agents"), "dir");
+      symlinkSync(join(ROOT, "node_modules", "openai"), join(project, "node_modules", "openai"), "dir");
+      writeFileSync(
+        join(project, "live-agents.mjs"),
+        `import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled } from "@openai/agents";
+import OpenAI from "openai";
+import { createClient } from "foldline/client";
+import { FoldlineSession } from "foldline/openai-agents";
+setTracingDisabled(true);
+const client = createClient({ baseUrl: process.env.FOLDLINE_URL, token: process.env.FOLDLINE_TOKEN });
+const conversation = "api:client-e2e:chat-agents";
+${registering("client", "helper-agents")}
+// The model's network edge: a chat completion that says how many messages it was sent.
+const fetch = async (_url, init) => {
+  const { messages } = JSON.parse(init.body);
+  return Response.json({ id: "c1", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: messages.length + " messages." } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+};
+const model = new OpenAIChatCompletionsModel(new OpenAI({ apiKey: "x", baseURL: "https://model.test/v1", fetch, maxRetries: 0 }), "m");
+const helper = new Agent({ name: "helper", instructions: "Be brief.", model });
+const session = new FoldlineSession({ client, conversation, agent: "helper-agents", author: { id: "ada", name: "Ada" } });
+const first = await run(helper, "We meet in Lisbon.", { session });
+const second = await run(helper, "Where do we meet?", { session });
+const context = await client.context(conversation, { agent: "helper-agents" });
+console.log(JSON.stringify({ outputs: [first.finalOutput, second.finalOutput], context: context.messages.map((m) => [m.role, m.content]) }));
+`,
+      );
+      assert.ok(worker !== undefined);
+      const answer = runNode(process.execPath, "live-agents.mjs", { FOLDLINE_URL: worker.url, FOLDLINE_TOKEN: token });
+      assert.deepEqual(answer, {
+        outputs: ["2 messages.", "4 messages."],
+        context: [
+          ["user", "Ada: We meet in Lisbon."],
+          ["assistant", "2 messages."],
+          ["user", "Ada: Where do we meet?"],
+          ["assistant", "4 messages."],
         ],
       });
     });
