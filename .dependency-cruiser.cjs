@@ -5,6 +5,31 @@
  * module's shape.
  * @type {import('dependency-cruiser').IConfiguration}
  */
+/**
+ * The two rules of a shipped module that plugs into a framework the bot brings (an optional peer
+ * dependency): the client's rule plus the framework, and the framework's types only, so the module
+ * neither loads a second copy of it nor makes a bundler pull one in.
+ */
+function peerPlugin(file, framework, modules, what) {
+  const from = { path: `^client/${file}\\.ts$` };
+  return [
+    {
+      name: `${file}-stands-alone`,
+      severity: "error",
+      comment: `client/${file}.ts is the shipped \`foldline/${file}\`, ${what} for ${framework}: the client's rule, plus ${framework} itself, the bot's own peer dependency.`,
+      from,
+      to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$", modules] },
+    },
+    {
+      name: `${file}-types-only`,
+      severity: "error",
+      comment: `The module runs inside the bot's ${framework}: it imports its types only.`,
+      from,
+      to: { path: modules, dependencyTypesNot: ["type-only"] },
+    },
+  ];
+}
+
 module.exports = {
   forbidden: [
     {
@@ -95,34 +120,8 @@ module.exports = {
       from: { path: "^client/grammy\\.ts$" },
       to: { path: "^node_modules/grammy/", dependencyTypesNot: ["type-only"] },
     },
-    {
-      name: "ai-sdk-middleware-stands-alone",
-      severity: "error",
-      comment: "client/ai-sdk.ts is the shipped `foldline/ai-sdk`: the client's rule, plus the AI SDK itself, the bot's own peer dependency.",
-      from: { path: "^client/ai-sdk\\.ts$" },
-      to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$", "^node_modules/(ai|@ai-sdk/[^/]+)/"] },
-    },
-    {
-      name: "ai-sdk-types-only",
-      severity: "error",
-      comment: "The middleware runs inside the bot's AI SDK: it imports the SDK's types only, so it neither loads a second copy nor makes a bundler pull one in.",
-      from: { path: "^client/ai-sdk\\.ts$" },
-      to: { path: "^node_modules/(ai|@ai-sdk/[^/]+)/", dependencyTypesNot: ["type-only"] },
-    },
-    {
-      name: "openai-agents-session-stands-alone",
-      severity: "error",
-      comment: "client/openai-agents.ts is the shipped `foldline/openai-agents`: the client's rule, plus the OpenAI Agents SDK itself, the bot's own peer dependency.",
-      from: { path: "^client/openai-agents\\.ts$" },
-      to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$", "^node_modules/(@openai/[^/]+|openai|zod)/"] },
-    },
-    {
-      name: "openai-agents-types-only",
-      severity: "error",
-      comment: "The session runs inside the bot's Agents SDK: it imports the SDK's types only.",
-      from: { path: "^client/openai-agents\\.ts$" },
-      to: { path: "^node_modules/@openai/", dependencyTypesNot: ["type-only"] },
-    },
+    ...peerPlugin("ai-sdk", "the AI SDK", "^node_modules/(ai|@ai-sdk/[^/]+)/", "a language-model middleware"),
+    ...peerPlugin("openai-agents", "the OpenAI Agents SDK", "^node_modules/(@openai/[^/]+|openai|zod)/", "a session"),
     {
       name: "product-not-instruments",
       severity: "error",

@@ -39,7 +39,6 @@ export class TailLedger {
   #lastSeq: number;
   #windowStart: number;
   #refVersion = 0;
-  #refolds = 0;
   /** The event being added (undefined while trimming): its re-folds are recorded for `groupsAsOf`. */
   #adding: number | undefined;
   readonly #undo: GroupUndo;
@@ -80,15 +79,6 @@ export class TailLedger {
     this.#undo = new GroupUndo(windowStart, undoEntries);
   }
 
-  /** Events at or before it are outside the window (covered, or before the epoch). */
-  get windowStart(): number {
-    return this.#windowStart;
-  }
-
-  /** How many times a group was folded since the ledger was made: what its upkeep cost. */
-  get refolds(): number {
-    return this.#refolds;
-  }
 
   /** Characters of the exact tail turns (whole groups after `windowStart`). */
   get tailChars(): number {
@@ -385,7 +375,6 @@ export class TailLedger {
       const kept = this.#effective.get(id);
       if (kept !== undefined) events.push(kept.proposal, ...(this.#deliveries.get(id) ?? []));
     }
-    this.#refolds += 1;
     const turns = group <= this.#windowStart ? [] : reconstruct(events, this.policy, this.hashes).filter((turn) => turn.group === group);
     this.#setGroup(group, turns);
   }
