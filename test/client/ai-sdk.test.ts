@@ -26,6 +26,22 @@ function answering(answer: (call: number) => string) {
   let calls = 0;
   return new MockLanguageModelV4({
     doGenerate: async () => ({ content: [{ type: "text", text: answer(calls++) }], finishReason: { unified: "stop", raw: "stop" }, usage: USAGE, warnings: [] }),
+    // Streamed, the same answer in two deltas.
+    doStream: async () => {
+      const text = answer(calls++);
+      const half = Math.floor(text.length / 2);
+      return {
+        stream: simulateReadableStream({
+          chunks: [
+            { type: "text-start" as const, id: "t" },
+            { type: "text-delta" as const, id: "t", delta: text.slice(0, half) },
+            { type: "text-delta" as const, id: "t", delta: text.slice(half) },
+            { type: "text-end" as const, id: "t" },
+            { type: "finish" as const, finishReason: { unified: "stop" as const, raw: "stop" }, usage: USAGE },
+          ],
+        }),
+      };
+    },
   });
 }
 
@@ -176,7 +192,7 @@ describe("foldline/ai-sdk", () => {
     expect(reported).toEqual([expect.objectContaining({ code: "unavailable" })]);
   });
 
-  it("over 300 messages, calls the model with a bounded prompt once compaction runs, every answer in the log, and the chain verifies", { timeout: 300_000 }, async () => {
+  it("over 300 messages through generateText and streamText in turn, calls the model with a bounded prompt once compaction runs, every answer in the log, and the chain verifies", { timeout: 300_000 }, async () => {
     const trigger = 3_000;
     // Boundaries are sensitive: an agent is served them only if it admits sensitive history.
     const { conversation, agent, token, client } = await setUp({ trigger, retain: 1_000, admitSensitive: true });
@@ -189,10 +205,13 @@ describe("foldline/ai-sdk", () => {
         return now === undefined || now.openRunId === null ? (now ?? null) : undefined;
       }, "no compaction in flight");
       boundariesAt.push(state?.headId === null || state === null ? 0 : 1);
-      await generateText({
+      // generateText and streamText in turn.
+      const call = {
         model: wrapLanguageModel({ model, middleware: foldline({ client, conversation, agent, user: { messageId: `loop-${i}`, author: { id: "u:ada", name: "Ada" } }, delivery: "with-answer" }) }),
         prompt: `Message ${i}: should the offsite move from Lisbon to Porto, and what does that do to the budget?`,
-      });
+      };
+      if (i % 2 === 0) await generateText(call);
+      else expect(await streamText(call).text).toMatch(/^Answer \d+:/);
     }
     const proposals = await eventsOf(token, conversation, "proposal");
     expect(proposals).toHaveLength(300);
@@ -201,7 +220,8 @@ describe("foldline/ai-sdk", () => {
     expect(chain.length).toBeGreaterThan(10);
     // Once a boundary serves, every prompt is within the trigger and the memory budget (4,000 by
     // default), plus the message and answer that came since the last compaction settled.
-    const chars = model.doGenerateCalls.map((c) => promptChars(c.prompt));
+    const prompts = Array.from({ length: 300 }, (_, i) => (i % 2 === 0 ? model.doGenerateCalls[i / 2] : model.doStreamCalls[(i - 1) / 2])?.prompt ?? []);
+    const chars = prompts.map(promptChars);
     const ctx = await client.context(conversation, { agent });
     expect(ctx.manifest.boundary?.id).toBe(chain.at(-1)?.body.id);
     const first = boundariesAt.indexOf(1);
