@@ -314,6 +314,17 @@ describe("TailLedger", () => {
     expect(texts(ledger.groupsAsOf(6))).toEqual([["Two, edited late."], ["Three."]]);
   });
 
+  it("after a trim that re-folds nothing, still answers nothing further back than it remembers", () => {
+    const events = storeAll([source("m1", "One."), source("m2", "Two."), source("m3", "Three."), edit("m2", "Two, edited."), edit("m3", "Three, edited."), edit("m2", "Two, edited again.")]);
+    const ledger = new TailLedger(EVERYTHING, 0, undefined, 3);
+    for (const event of events) ledger.add(event);
+    // Three entries at most: the edits at 5 and 6 are kept, everything through 4 let go.
+    expect(ledger.groupsAsOf(3)).toBeUndefined();
+    ledger.trim(1, events.slice(0, 1));
+    expect(ledger.groupsAsOf(3)).toBeUndefined();
+    expect(ledger.groupsAsOf(4)?.map((g) => g.turns.map((t) => t.text))).toEqual([["Two, edited."], ["Three."]]);
+  });
+
   it("refuses events out of order, naming both sequence numbers", () => {
     const ledger = new TailLedger(EVERYTHING, 5);
     const [first] = storeAll([source("m1", "hi")], 5);
