@@ -1,4 +1,4 @@
-import type { Turn } from "./reconstruction";
+import type { Group } from "./compaction-plan";
 
 /** Undo entries kept at most (each is one group re-folded by one added event). */
 export const GROUP_UNDO_ENTRIES = 4_096;
@@ -7,8 +7,8 @@ interface Entry {
   /** The added event that re-folded the group. */
   readonly seq: number;
   readonly group: number;
-  /** The group's turns before it (undefined: it had none). */
-  readonly turns: Turn[] | undefined;
+  /** The group before it (undefined: it folded to no turn). */
+  readonly before: Group | undefined;
 }
 
 /**
@@ -28,8 +28,8 @@ export class GroupUndo {
     this.#reach = reach;
   }
 
-  record(seq: number, group: number, turns: Turn[] | undefined): void {
-    this.#entries.push({ seq, group, turns });
+  record(seq: number, group: number, before: Group | undefined): void {
+    this.#entries.push({ seq, group, before });
     if (this.#entries.length <= this.limit) return;
     // Let go of the oldest half, whole events at a time: every event after the new reach keeps all its entries.
     const through = this.#entries[this.#entries.length - Math.ceil(this.limit / 2) - 1]?.seq ?? this.#reach;
@@ -37,15 +37,15 @@ export class GroupUndo {
     this.#reach = Math.max(this.#reach, through);
   }
 
-  /** The groups that differed as of `seq`, each with its turns then; undefined when `seq` is before the reach. */
-  asOf(seq: number): Map<number, Turn[] | undefined> | undefined {
+  /** The groups that differed as of `seq`, each as it was then; undefined when `seq` is before the reach. */
+  asOf(seq: number): Map<number, Group | undefined> | undefined {
     if (seq < this.#reach) return undefined;
-    const then = new Map<number, Turn[] | undefined>();
+    const then = new Map<number, Group | undefined>();
     // Newest first, so the oldest entry after `seq` for a group (its state before the first change since) is the one kept.
     for (let i = this.#entries.length - 1; i >= 0; i--) {
       const entry = this.#entries[i];
       if (entry === undefined || entry.seq <= seq) break;
-      then.set(entry.group, entry.turns);
+      then.set(entry.group, entry.before);
     }
     return then;
   }

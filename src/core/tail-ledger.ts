@@ -42,10 +42,8 @@ export class TailLedger {
   /** The event being added (undefined while trimming): its re-folds are recorded for `groupsAsOf`. */
   #adding: number | undefined;
   readonly #undo: GroupUndo;
-  readonly #groupChars = new Map<number, number>();
-  readonly #groupMessages = new Map<number, number>();
-  /** The folded turns of each group that has any, by the group's sequence number. */
-  readonly #groupTurns = new Map<number, Turn[]>();
+  /** Each group that folds to any turn, with its turns and their characters, by the group's sequence number. */
+  readonly #groups = new Map<number, Group>();
   /** The first source of each message id: it opens the group; a later source reusing the id is never folded in. */
   readonly #sources = new Map<string, Source>();
   readonly #sourceByGroup = new Map<number, Source>();
@@ -78,7 +76,6 @@ export class TailLedger {
     this.#windowStart = windowStart;
     this.#undo = new GroupUndo(windowStart, undoEntries);
   }
-
 
   /** Characters of the exact tail turns (whole groups after `windowStart`). */
   get tailChars(): number {
@@ -132,11 +129,10 @@ export class TailLedger {
     const then = this.#undo.asOf(seq);
     if (then === undefined) return undefined;
     const groups: Group[] = [];
-    for (const group of this.#openGroups) {
-      if (group > seq) break;
-      const turns = then.has(group) ? then.get(group) : this.#groupTurns.get(group);
-      if (turns === undefined) continue;
-      groups.push({ seq: group, turns, chars: then.has(group) ? turns.reduce((n, turn) => n + turnChars(turn), 0) : (this.#groupChars.get(group) ?? 0) });
+    for (const seqOfGroup of this.#openGroups) {
+      if (seqOfGroup > seq) break;
+      const group = then.has(seqOfGroup) ? then.get(seqOfGroup) : this.#groups.get(seqOfGroup);
+      if (group !== undefined) groups.push(group);
     }
     return groups;
   }
@@ -162,8 +158,8 @@ export class TailLedger {
   groups(): Group[] {
     const groups: Group[] = [];
     for (const seq of this.#openGroups) {
-      const turns = this.#groupTurns.get(seq);
-      if (turns !== undefined) groups.push({ seq, turns, chars: this.#groupChars.get(seq) ?? 0 });
+      const group = this.#groups.get(seq);
+      if (group !== undefined) groups.push(group);
     }
     return groups;
   }
@@ -380,20 +376,14 @@ export class TailLedger {
   }
 
   /** Records a group's folded turns and moves the totals by the difference. */
-  #setGroup(group: number, turns: Turn[]): void {
-    if (this.#adding !== undefined) this.#undo.record(this.#adding, group, this.#groupTurns.get(group));
+  #setGroup(seq: number, turns: Turn[]): void {
+    const before = this.#groups.get(seq);
+    if (this.#adding !== undefined) this.#undo.record(this.#adding, seq, before);
     const chars = turns.reduce((total, turn) => total + turnChars(turn), 0);
-    this.#tailChars += chars - (this.#groupChars.get(group) ?? 0);
-    this.#tailMessages += turns.length - (this.#groupMessages.get(group) ?? 0);
-    if (chars === 0) this.#groupChars.delete(group);
-    else this.#groupChars.set(group, chars);
-    if (turns.length === 0) {
-      this.#groupMessages.delete(group);
-      this.#groupTurns.delete(group);
-    } else {
-      this.#groupMessages.set(group, turns.length);
-      this.#groupTurns.set(group, turns);
-    }
+    this.#tailChars += chars - (before?.chars ?? 0);
+    this.#tailMessages += turns.length - (before?.turns.length ?? 0);
+    if (turns.length === 0) this.#groups.delete(seq);
+    else this.#groups.set(seq, { seq, turns, chars });
   }
 }
 
