@@ -96,7 +96,7 @@ function promptMessages(context: ContextResponse): PromptMessage[] {
  * context, then its last user message (unless it was just recorded into that context) and what
  * follows it. A prompt without a user message keeps all of it after the context.
  */
-export function withFoldlineHistory(prompt: readonly PromptMessage[], context: ContextResponse, lastUserRecorded: boolean): PromptMessage[] {
+function withFoldlineHistory(prompt: readonly PromptMessage[], context: ContextResponse, lastUserRecorded: boolean): PromptMessage[] {
   const last = prompt.findLastIndex((message) => message.role === "user");
   const system = prompt.filter((message, i) => message.role === "system" && (last === -1 || i < last));
   const current = last === -1 ? prompt.filter((message) => message.role !== "system") : prompt.slice(lastUserRecorded ? last + 1 : last);
@@ -138,6 +138,8 @@ const withAnswer = (metadata: ProviderMetadata | undefined, answer: FoldlineAnsw
 
 /** The middleware: `wrapLanguageModel({ model, middleware: foldline(options) })`. */
 export function foldline(options: FoldlineModelOptions): Middleware {
+  // The text recorded as the user's message: each step of a tool loop sends the same one, recorded once.
+  let recorded: string | undefined;
   return {
     specificationVersion: "v4",
     async transformParams({ params }) {
@@ -145,13 +147,14 @@ export function foldline(options: FoldlineModelOptions): Middleware {
       const said = lastUser === undefined ? undefined : textOf(lastUser);
       const { user } = options;
       const recordUser = user !== undefined && said !== undefined && said.trim() !== "";
-      if (recordUser) {
+      if (recordUser && recorded !== said) {
         await options.client.append(options.conversation, {
           kind: "source",
           idempotencyKey: keys.source(user.messageId),
           sensitive: user.sensitive ?? false,
           body: { messageId: user.messageId, author: { ...user.author }, text: said },
         });
+        recorded = said;
       }
       const query = options.query ?? said;
       const context = await options.client.context(options.conversation, { agent: options.agent, ...(query === undefined || query.trim() === "" ? {} : { query }) });

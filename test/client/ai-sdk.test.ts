@@ -131,14 +131,18 @@ describe("foldline/ai-sdk", () => {
           ? { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "weather", input: JSON.stringify({ city: "Lisbon" }) }], finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: USAGE, warnings: [] }
           : { content: [{ type: "text", text: "Sunny in Lisbon." }], finishReason: { unified: "stop", raw: "stop" }, usage: USAGE, warnings: [] },
     });
+    // Counted at the client: each step sends the user's message again, and it is appended once.
+    let appends = 0;
+    const counting: FoldlineClient = { ...client, append: async (...args) => (appends++, client.append(...args)) };
     const weather = tool({ description: "The weather in a city", inputSchema: jsonSchema<{ city: string }>({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }), execute: async ({ city }) => `${city}: sunny, 24°C` });
     const result = await generateText({
-      model: wrapLanguageModel({ model, middleware: foldline({ client, conversation, agent, user: { messageId: "w1", author: { id: "u:bob" } } }) }),
+      model: wrapLanguageModel({ model, middleware: foldline({ client: counting, conversation, agent, user: { messageId: "w1", author: { id: "u:bob" } } }) }),
       tools: { weather },
       stopWhen: isStepCount(2),
       prompt: "What is the weather in Lisbon?",
     });
     expect(result.text).toBe("Sunny in Lisbon.");
+    expect(appends).toBe(1);
     const second = model.doGenerateCalls[1]?.prompt ?? [];
     const served = await context(client, conversation, agent, "What is the weather in Lisbon?");
     expect(texts(second).slice(0, served.length)).toEqual(served);
