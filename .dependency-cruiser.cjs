@@ -98,7 +98,7 @@ module.exports = {
         "so everything it reaches is its own files and the two service modules it ships (the error codes and the signature module, which import nothing): " +
         "no binding, no `cloudflare:` or `node:` module, no npm package, nothing else of the Worker. Type imports count too: its .d.ts must not need the Worker's types.",
       // The grammY plugin and the AI SDK middleware, files of client/ too, have the rules below instead.
-      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/(grammy|ai-sdk|openai-agents)\\.ts$" },
+      from: { path: "^client/[^/]+\\.ts$", pathNot: "^client/(grammy|ai-sdk|openai-agents|agents)\\.ts$" },
       to: { reachable: true, pathNot: ["^client/[^/]+\\.ts$", "^src/core/errors\\.ts$", "^src/external/signature\\.ts$"] },
     },
     {
@@ -122,6 +122,7 @@ module.exports = {
     },
     ...peerPlugin("ai-sdk", "the AI SDK", "^node_modules/(ai|@ai-sdk/[^/]+)/", "a language-model middleware"),
     ...peerPlugin("openai-agents", "the OpenAI Agents SDK", "^node_modules/(@openai/[^/]+|openai|zod)/", "a session"),
+    ...peerPlugin("agents", "the Cloudflare Agents SDK", "^node_modules/agents/", "a mirror of its Sessions"),
     {
       name: "product-not-instruments",
       severity: "error",

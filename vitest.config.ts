@@ -111,6 +111,8 @@ export function workers(migrations: Migrations, inject: Inject) {
         // the test that made it, even when the code under test caught the throw.
         PLATFORM_LIMITS: "enforce",
       },
+      // wrangler.toml's object, and the Agents SDK's Sessions that `foldline/agents` mirrors (test/client/agents.test.ts).
+      durableObjects: { CONVERSATION: { className: "ConversationObject", useSQLite: true }, AGENT_SESSIONS: { className: "AgentSessionsHost", useSQLite: true } },
       serviceBindings: { ECHO_BOT: { name: "echo-bot", entrypoint: "EchoBot" } },
       workers: [{ name: "echo-bot", modules: true, script: ECHO_BOT_SCRIPT, compatibilityDate: "2026-11-01" }],
     },

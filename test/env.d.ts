@@ -14,6 +14,8 @@ declare global {
       TELEGRAM_WEBHOOK_SECRET_7001: string;
       /** Liveness project only (vitest.config.ts): every job the Worker sent to its compaction queue, oldest first. */
       QUEUE_RECORDER: Fetcher;
+      /** The Agents SDK's Sessions on a Durable Object, mirrored by `foldline/agents` (bench/worker/agents-host.ts). */
+      AGENT_SESSIONS: DurableObjectNamespace<import("../bench/worker/agents-host").AgentSessionsHost>;
     }
   }
 }

@@ -20,6 +20,8 @@ import { countAlarm, countDeliveries, meteredEnv } from "./usage-meter";
  */
 
 export { FoldlineRpc } from "../../src/index";
+// The Agents SDK's Sessions with `foldline/agents` mirroring them (the tests bind it as AGENT_SESSIONS).
+export { AgentSessionsHost } from "./agents-host";
 
 const instrumented = (env: Env): Env => limitedEnv(meteredEnv(simulatedD1Env(env)));
 

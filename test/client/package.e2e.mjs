@@ -8,7 +8,8 @@
 // on a free loopback port (its own local D1, R2, Queues and Durable Objects in a temporary
 // directory, stopped with its workerd at the end): registers an agent, appends a source and
 // composes a request over it; `foldline/ai-sdk`, with the bot's own AI SDK, records a call
-// through it, and `foldline/openai-agents` is the session of two Agents SDK runs.
+// through it, and `foldline/openai-agents` is the session of two Agents SDK runs; a Durable
+// Object whose Cloudflare Agents SDK Sessions `foldline/agents` mirrors type-checks.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -126,6 +127,8 @@ console.log(JSON.stringify({
   stale: await verifySignature(secret, body, header, now + 301),
   nanClock: await verifySignature(secret, body, header, Number.NaN).then((c) => c, (e) => e.name),
   methods: Object.keys(client).sort(),
+  // foldline/agents imports the Agents SDK's types only: it loads where the SDK is not installed.
+  agents: Object.keys(await import("foldline/agents")).sort(),
   error: [error instanceof Error, error.name, error.code, error.status, error.retryAfterSeconds],
 }));
 `,
@@ -140,6 +143,7 @@ console.log(JSON.stringify({
         stale: { ok: false, reason: "stale" },
         nanClock: "RangeError",
         methods: ["append", "appendBatch", "compose", "context", "registerAgent", "request", "searchMemory"],
+        agents: ["catchUp", "foldlineMessages", "mirrorToFoldline"],
         error: [true, "FoldlineError", "unavailable", 503, 2],
       });
     }
@@ -222,6 +226,40 @@ export async function answer(model: Exclude<LanguageModel, string>, baseUrl: str
     writeFileSync(join(project, "tsconfig.ai.json"), JSON.stringify({ compilerOptions, files: ["ai-bot.ts"] }, null, 2));
     const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.ai.json"], { cwd: project, encoding: "utf8", timeout: 300_000 });
     assert.equal(tsc.status, 0, `tsc (ai) failed:\n${tsc.stdout}\n${tsc.stderr}`);
+  });
+
+  test("type-checks a bot's Durable Object whose Agents SDK Sessions foldline/agents mirrors, against the bot's own Agents SDK and the Workers types", () => {
+    // The bot's Agents SDK, from this repository's node_modules (nothing is downloaded).
+    symlinkSync(join(ROOT, "node_modules", "agents"), join(project, "node_modules", "agents"), "dir");
+    writeFileSync(
+      join(project, "agents-bot.ts"),
+      `import { DurableObject } from "cloudflare:workers";
+import { Lifecycle } from "agents/lifecycle";
+import { Sessions } from "agents/sessions";
+import { createClient } from "foldline/client";
+import { catchUp, foldlineMessages, mirrorToFoldline } from "foldline/agents";
+import type { FoldlineModelMessage } from "foldline/agents";
+
+export class Chat extends DurableObject<{ FOLDLINE_URL: string; FOLDLINE_TOKEN: string }> {
+  readonly sessions = new Sessions();
+  readonly lifecycle = Lifecycle.install(this).use(this.sessions);
+  readonly session = this.sessions.session();
+  readonly foldline = createClient({ baseUrl: this.env.FOLDLINE_URL, token: this.env.FOLDLINE_TOKEN });
+  readonly stop = mirrorToFoldline(this.sessions, { client: this.foldline, conversation: "api:bot:chat-1", agent: "helper", author: (m) => ({ id: m.id }) });
+
+  async history(text: string): Promise<FoldlineModelMessage[]> {
+    await catchUp(this.session, { client: this.foldline, conversation: "api:bot:chat-1", agent: "helper" });
+    // @ts-expect-error: the agent whose context it is must be named
+    void foldlineMessages({ client: this.foldline, conversation: "api:bot:chat-1" });
+    return foldlineMessages({ client: this.foldline, conversation: "api:bot:chat-1", agent: "helper", query: text });
+  }
+}
+`,
+    );
+    const compilerOptions = { target: "es2022", module: "nodenext", moduleResolution: "nodenext", strict: true, exactOptionalPropertyTypes: true, noEmit: true, skipLibCheck: true, lib: ["es2023"], types: ["@cloudflare/workers-types"] };
+    writeFileSync(join(project, "tsconfig.agents.json"), JSON.stringify({ compilerOptions, files: ["agents-bot.ts"] }, null, 2));
+    const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.agents.json"], { cwd: project, encoding: "utf8", timeout: 300_000 });
+    assert.equal(tsc.status, 0, `tsc (agents) failed:\n${tsc.stdout}\n${tsc.stderr}`);
   });
 
   describe("against the real Worker under wrangler dev", () => {

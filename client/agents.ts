@@ -1,0 +1,264 @@
+/**
+ * `foldline/agents`: Foldline's memory for the Cloudflare Agents SDK's Sessions (`agents/sessions`,
+ * the store `AIChatAgent` and `Think` keep their messages in), docs/CLIENT.md, "The Agents SDK".
+ *
+ * - **What is said is recorded** (`mirrorToFoldline`): the Sessions change feed, which dispatches
+ *   every durable write in order and awaits its listeners, is mirrored into the conversation's log.
+ *   A user message is that person's source message; an assistant message is the agent's proposal,
+ *   delivered (the session holds what was shown), replying to the user message before it; an edit
+ *   of a user message is an `edit` correction, its deletion a `delete` correction. Each event's key
+ *   is derived from the session message, so mirroring it again is a replay, never a second event.
+ * - **Nothing is lost**: a write whose mirror failed (Foldline unreachable) is reported to
+ *   `onError`, and `catchUp` walks the session's active path and records what the log is missing.
+ * - **The history is Foldline's** (`foldlineMessages`): the agent's verified context (boundary,
+ *   amendments, recalled memory, exact tail) as AI SDK model messages, in place of the session's
+ *   transcript, bounded whatever the conversation's length.
+ * - **What does not map** (the log is immutable and linear): `clearMessages` clears the session,
+ *   never the log; an assistant message edited or deleted after it was recorded keeps its recorded
+ *   text (reported as `unsupported`); a branch's messages are recorded in the order they were written;
+ *   compaction overlays are the session's own and are not recorded (Foldline compacts the log itself).
+ *
+ * The Agents SDK is the bot's (an optional peer dependency): this module imports its types only.
+ * .dependency-cruiser.cjs holds it to that.
+ */
+import type { Session, SessionChangeEvent, SessionMessage, Sessions } from "agents/sessions";
+import { FoldlineError } from "./errors.js";
+import type { FoldlineClient } from "./index.js";
+import type { BatchEvent, ContextResponse } from "./types.js";
+
+type Author = { readonly id: string; readonly name?: string; readonly username?: string };
+
+export interface FoldlineMirrorOptions {
+  /** `createClient(…)`; its token needs the conversation (and the agent, for `foldlineMessages`). */
+  readonly client: FoldlineClient;
+  readonly conversation: string;
+  /** The agent the session's assistant messages are recorded as. */
+  readonly agent: string;
+  /** Who a user message is from (default: one author, `user`). */
+  readonly author?: (message: SessionMessage) => Author;
+  /** Whether a user message is sensitive (default: none is). */
+  readonly sensitive?: (message: SessionMessage) => boolean;
+  /** The session mirrored (default `""`, the primary session). */
+  readonly sessionId?: string;
+  /** A write that could not be mirrored (default: `console.error`). `catchUp` records what it missed. */
+  readonly onError?: (error: unknown, event: SessionChangeEvent) => void;
+}
+
+const DEFAULT_AUTHOR: Author = { id: "user" };
+
+/** The text a session message says: its text parts, in order. */
+const textOf = (message: SessionMessage): string =>
+  message.parts.flatMap((part) => (part.type === "text" && "text" in part && typeof part.text === "string" ? [part.text] : [])).join("\n");
+
+const SAFE_ID = /^[\x21-\x7e]{1,100}$/;
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The log's id for a session message: `ag-<session>:<id>`, or a digest of the two when they are not
+ * short printable ASCII (the log's ids are); the same message always gets the same id.
+ */
+async function messageIdOf(sessionId: string, id: string): Promise<string> {
+  const plain = `${sessionId}:${id}`;
+  return SAFE_ID.test(plain) ? `ag-${plain}` : `ag-h${(await sha256Hex(`${sessionId}\u0000${id}`)).slice(0, 40)}`;
+}
+
+/** The keys this module writes under (Foldline's own writers hold `tg:`, `reply:`, `dispatch:` and `run:`). */
+const keys = {
+  source: (messageId: string): string => `agents:source:${messageId}`,
+  proposal: (messageId: string): string => `agents:proposal:${messageId}`,
+  delivery: (messageId: string): string => `agents:delivery:${messageId}`,
+  edit: (messageId: string, version: string): string => `agents:edit:${messageId}:${version}`,
+  deletion: (messageId: string): string => `agents:delete:${messageId}`,
+};
+
+/** The events that record a session message as it stands; `replyTo` is the user message it answers. */
+async function recordingOf(options: FoldlineMirrorOptions, message: SessionMessage, replyTo: string | undefined): Promise<BatchEvent[]> {
+  const text = textOf(message);
+  if (text.trim() === "") return [];
+  const messageId = await messageIdOf(options.sessionId ?? "", message.id);
+  if (message.role === "user") {
+    const author = (options.author ?? (() => DEFAULT_AUTHOR))(message);
+    const sentAt = message.createdAt instanceof Date && !Number.isNaN(message.createdAt.getTime()) ? { sentAt: message.createdAt.toISOString() } : {};
+    return [{ kind: "source", idempotencyKey: keys.source(messageId), sensitive: options.sensitive?.(message) ?? false, body: { messageId, author: { ...author }, text, ...sentAt } }];
+  }
+  if (message.role !== "assistant") return [];
+  const reply = replyTo === undefined ? {} : { replyToMessageId: replyTo };
+  return [
+    { kind: "proposal", idempotencyKey: keys.proposal(messageId), body: { proposalId: messageId, agentId: options.agent, ...reply, text } },
+    { kind: "delivery", idempotencyKey: keys.delivery(messageId), body: { status: "delivered", proposalId: messageId } },
+  ];
+}
+
+/** Appends in batches of the API's size (100 events). */
+async function appendAll(options: FoldlineMirrorOptions, events: readonly BatchEvent[]): Promise<void> {
+  for (let i = 0; i < events.length; i += 100) await options.client.appendBatch(options.conversation, events.slice(i, i + 100));
+}
+
+const unsupported = (message: string): FoldlineError => new FoldlineError({ code: "unsupported", message });
+
+/** User messages whose text a mirror remembers recording, so an update that left the text alone records nothing. */
+const REMEMBERED_TEXTS = 1_024;
+
+/**
+ * Mirrors one session's writes into the conversation's log, from now on: `mirrorToFoldline(this.sessions,
+ * { client, conversation, agent })` where the object installs its Sessions (its constructor, so every
+ * instance mirrors). Returns the function that stops it. The write it mirrors waits for the log.
+ */
+export function mirrorToFoldline(sessions: Pick<Sessions, "subscribe">, options: FoldlineMirrorOptions): () => void {
+  const sessionId = options.sessionId ?? "";
+  const report = options.onError ?? ((error: unknown) => console.error("foldline: a session write was not recorded", error));
+  const texts = new Map<string, string>();
+  const remember = (messageId: string, text: string): void => {
+    texts.delete(messageId);
+    texts.set(messageId, text);
+    for (const key of texts.keys()) {
+      if (texts.size <= REMEMBERED_TEXTS) break;
+      texts.delete(key);
+    }
+  };
+  /** The user message the next assistant message answers (the newest one this mirror recorded). */
+  let answering: string | undefined;
+  return sessions.subscribe(async (event) => {
+    if (event.sessionId !== sessionId) return;
+    try {
+      switch (event.type) {
+        case "append":
+        case "import": {
+          if (event.type === "append" && !event.inserted) return;
+          await appendAll(options, await recordingOf(options, event.message, answering));
+          if (event.message.role !== "user") return;
+          answering = await messageIdOf(sessionId, event.message.id);
+          remember(answering, textOf(event.message));
+          return;
+        }
+        case "update": {
+          const { message } = event;
+          if (message.role === "assistant") return await appendAll(options, await recordingOf(options, message, answering));
+          const messageId = await messageIdOf(sessionId, message.id);
+          const text = textOf(message);
+          if (message.role !== "user" || text.trim() === "" || texts.get(messageId) === text) return;
+          await recordEdit(options, message, messageId, text);
+          remember(messageId, text);
+          return;
+        }
+        case "delete":
+          return await recordDeletion(options, event.messageIds);
+        case "clear":
+          throw unsupported("the session was cleared: Foldline's log is immutable and keeps every message it recorded");
+        case "compact":
+        case "compaction":
+          // The session's own overlay: Foldline compacts the log itself, with its own provenance.
+          return;
+      }
+    } catch (error) {
+      report(error, event);
+    }
+  });
+}
+
+/**
+ * A user message's new text: its source when the log has none yet (a message written empty, then
+ * filled), else an `edit` correction. An assistant message's update records it if it was not
+ * (written empty, then filled); one recorded with other text cannot change: the log answers
+ * `idempotency_conflict`, reported.
+ */
+async function recordEdit(options: FoldlineMirrorOptions, message: SessionMessage, messageId: string, text: string): Promise<void> {
+  try {
+    const [source] = (await options.client.appendBatch(options.conversation, await recordingOf(options, message, undefined))).results;
+    if (source !== undefined && !source.duplicate) return;
+  } catch (error) {
+    if (!(error instanceof FoldlineError) || error.code !== "idempotency_conflict") throw error;
+  }
+  // Each update is its own edit (a message edited back to an earlier text is a new edit); the
+  // client's retries of this one are replays of it.
+  const editedAt = new Date().toISOString();
+  await options.client.append(options.conversation, {
+    kind: "correction",
+    idempotencyKey: keys.edit(messageId, `${(await sha256Hex(text)).slice(0, 24)}:${Date.parse(editedAt)}`),
+    body: { action: "edit", targetMessageId: messageId, text, editedAt },
+  });
+}
+
+/**
+ * Deleted messages: a `delete` correction each. A person's message leaves what agents are served; an
+ * agent's delivered reply is not a message a correction withdraws, and stays (the change feed does not
+ * say which a deleted id was).
+ */
+async function recordDeletion(options: FoldlineMirrorOptions, ids: readonly string[]): Promise<void> {
+  const events: BatchEvent[] = [];
+  for (const id of ids) {
+    const messageId = await messageIdOf(options.sessionId ?? "", id);
+    events.push({ kind: "correction", idempotencyKey: keys.deletion(messageId), body: { action: "delete", targetMessageId: messageId } });
+  }
+  await appendAll(options, events);
+}
+
+/**
+ * Records what the log is missing of the session's active path (writes made while the mirror was
+ * stopped, or whose mirror failed), oldest first, each as `mirrorToFoldline` would have; what is
+ * already recorded is a replay. A user message whose text changed since is recorded as its edit.
+ * Reads the path in the session's bounded windows. Returns how many events were new to the log.
+ */
+export async function catchUp(session: Pick<Session, "history">, options: FoldlineMirrorOptions): Promise<number> {
+  let answering: string | undefined;
+  let added = 0;
+  const pending: BatchEvent[] = [];
+  const flush = async (): Promise<void> => {
+    for (let i = 0; i < pending.length; i += 100) {
+      const batch = pending.slice(i, i + 100);
+      try {
+        const appended = await options.client.appendBatch(options.conversation, batch);
+        added += appended.results.filter((result) => !result.duplicate).length;
+      } catch (error) {
+        if (!(error instanceof FoldlineError) || error.code !== "idempotency_conflict") throw error;
+        // One of the batch was recorded with other text (an edited user message): one at a time.
+        for (const event of batch) added += await appendOrEdit(options, event);
+      }
+    }
+    pending.length = 0;
+  };
+  for await (const message of session.history()) {
+    pending.push(...(await recordingOf(options, message, answering)));
+    if (message.role === "user") answering = await messageIdOf(options.sessionId ?? "", message.id);
+    if (pending.length >= 100) await flush();
+  }
+  await flush();
+  return added;
+}
+
+/** One event of a catch-up: appended, or, for a source recorded with other text, its edit. */
+async function appendOrEdit(options: FoldlineMirrorOptions, event: BatchEvent): Promise<number> {
+  try {
+    const appended = await options.client.append(options.conversation, event);
+    return appended.duplicate ? 0 : 1;
+  } catch (error) {
+    if (!(error instanceof FoldlineError) || error.code !== "idempotency_conflict" || event.kind !== "source") throw error;
+    const { messageId, text } = event.body;
+    const edit = await options.client.append(options.conversation, {
+      kind: "correction",
+      idempotencyKey: keys.edit(messageId, `${(await sha256Hex(text)).slice(0, 24)}:catch-up`),
+      body: { action: "edit", targetMessageId: messageId, text },
+    });
+    return edit.duplicate ? 0 : 1;
+  }
+}
+
+/** An AI SDK model message, as `generateText`/`streamText` take them in `messages`. */
+export type FoldlineModelMessage = { readonly role: "system"; readonly content: string } | { readonly role: "user" | "assistant"; readonly content: string };
+
+/**
+ * The agent's verified context as AI SDK model messages, for `streamText({ model, messages })` in
+ * place of the session's transcript: `foldlineMessages({ client, conversation, agent, query })`,
+ * `query` being the newest user message (it recalls memory for it). The context's system messages
+ * carry Foldline's envelopes (history and memory, marked as untrusted data); the caller's own system
+ * prompt goes in `system`.
+ */
+export async function foldlineMessages(options: { readonly client: FoldlineClient; readonly conversation: string; readonly agent: string; readonly query?: string }): Promise<FoldlineModelMessage[]> {
+  const { client, conversation, agent, query } = options;
+  const context: ContextResponse = await client.context(conversation, { agent, ...(query === undefined || query.trim() === "" ? {} : { query }) });
+  return context.messages.map((message) => ({ role: message.role, content: message.content }));
+}
