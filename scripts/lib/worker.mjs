@@ -40,8 +40,8 @@ function childEnv(root) {
   return { ...process.env, CI: "true", NO_COLOR: "1", PATH: `${join(root, "node_modules", ".bin")}:${process.env.PATH ?? ""}` };
 }
 
-/** What `wrangler dev` needs to build and run the Worker (wrangler.toml names `src/` and `migrations/`). */
-const APP_FILES = ["wrangler.toml", "package.json", "tsconfig.json", "worker-configuration.d.ts", "src", "migrations", "bench/worker"];
+/** What `wrangler dev` needs to build and run the Worker (wrangler.toml names `src/` and `migrations/`; the instrumented entry hosts the Agents SDK's Sessions over `client/`). */
+const APP_FILES = ["wrangler.toml", "package.json", "tsconfig.json", "worker-configuration.d.ts", "src", "migrations", "bench/worker", "client"];
 
 /**
  * Copies the Worker's sources into `appDir` and links node_modules, so that wrangler builds and
