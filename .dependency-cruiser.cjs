@@ -56,6 +56,31 @@ module.exports = {
       to: { pathNot: ["^src/(core|storage)/", "^node_modules/"] },
     },
     {
+      name: "below-api",
+      severity: "error",
+      comment:
+        "src/api holds the operations the transports offer (HTTP and RPC); the object, the queue consumers and everything they share sit below it. " +
+        "What the object and a route both need (served memory, for one) belongs in src/storage or src/core.",
+      from: { path: "^src/", pathNot: ["^src/(api|http|rpc)/", "^src/index\\.ts$"] },
+      to: { path: "^src/api/" },
+    },
+    {
+      name: "shard-not-control",
+      severity: "error",
+      comment:
+        "storage/shard holds the statements of a shard and storage/control those of the control database: neither imports the other. " +
+        "A table both keep (the declarations' revision) has its statements at the root of src/storage.",
+      from: { path: "^src/storage/(shard|control)/" },
+      to: { path: "^src/storage/(shard|control)/", pathNot: "^src/storage/$1/" },
+    },
+    {
+      name: "scripts-not-bench",
+      severity: "error",
+      comment: "The operator's scripts stand without the benchmark: what both use (the synthetic text) lives in scripts/lib, which the benchmark may import.",
+      from: { path: "^scripts/" },
+      to: { path: "^bench/" },
+    },
+    {
       name: "api-not-http",
       severity: "error",
       comment: "src/api holds the operations HTTP and RPC share; a transport may call it, never the other way round.",

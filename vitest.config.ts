@@ -170,6 +170,8 @@ const CORE_TESTS = "test/core/**/*.test.ts";
  * spawn one).
  */
 const SCHEMA_TESTS = "test/schema/**/*.test.ts";
+/** The type-level tests (test/types/*.test-d.ts), checked by vitest's typecheck mode. */
+const TYPE_TESTS = "test/types/**/*.test-d.ts";
 /** The operator's command-line scripts, run by Node as an operator runs them. */
 const SCRIPT_TESTS = "test/scripts/**/*.test.ts";
 
@@ -208,6 +210,9 @@ export default defineConfig(async () => {
         "./vitest.core.config.ts",
         { test: { name: "schema", environment: "node", include: [SCHEMA_TESTS] } },
         { test: { name: "scripts", environment: "node", include: [SCRIPT_TESTS] } },
+        // Type-level assertions (`expectTypeOf`, `@ts-expect-error`): type-checked by vitest's
+        // typecheck mode, never run, so `npm test` fails when one does.
+        { test: { name: "types", include: [], typecheck: { enabled: true, only: true, include: [TYPE_TESTS], tsconfig: "./tsconfig.json" } } },
         {
           plugins: [cloudflareTest(({ inject }) => workers(migrations, inject))],
           // One workerd per worker, reused by the files it runs (not restarted for each): every

@@ -15,7 +15,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startFakeOpenAi } from "../test/fake-openai/server.ts";
-import { prng, sentence } from "../bench/lib/conversation.mjs";
+import { prng, sentence } from "./lib/synthetic-text.mjs";
 import { applyMigrations, createToken, freePort, snapshotApp, startWorker, writeEnvFile } from "./lib/worker.mjs";
 import { failures, ledger, openPlans } from "./lib/chaos-checks.mjs";
 

@@ -14,7 +14,7 @@ import type { ScopedConversationId } from "./access";
 import { agentScopeHeld } from "./access";
 import { memoryListQuery, memoryVersionQuery, pageView, summaryView } from "./memory";
 import type { memoryPageListSchema, memoryPageSchema, Wire } from "./responses";
-import { memoryRefused } from "./served-memory";
+import { memoryRefused } from "../storage/served-memory";
 import { validate } from "./validation";
 
 /**

@@ -14,7 +14,7 @@ import type { ApiPrincipal } from "../storage/control/tokens";
 import type { ScopedConversationId } from "./access";
 import { agentInScope, agentNotFound } from "./access";
 import type { memorySearchSchema, recallResultSchema, Wire } from "./responses";
-import { recallCandidates } from "./served-memory";
+import { recallCandidates } from "../storage/served-memory";
 import { validate } from "./validation";
 import { shardDatabaseOf, shardsOf } from "../storage/shards";
 

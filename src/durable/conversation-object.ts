@@ -16,7 +16,7 @@ import { confirmPlacement, heldPlacement, placeConversation, readPlacement } fro
 import type { SourceWrite } from "../storage/shard/events";
 import { insertSourceWithRuns, storedForm } from "../storage/shard/events";
 import type { StoredDeclaration } from "../storage/control/declarations";
-import { raiseRevisionStatement } from "../storage/control/declarations";
+import { raiseRevisionStatement } from "../storage/declaration-revision";
 import type { ContextSelection } from "../core/context-manifest";
 import type { SettleError } from "../core/settle-checks";
 import { CompactionEngine } from "./compaction-engine";

@@ -7,8 +7,8 @@ import type { NativeMessage } from "../core/render";
 import { messageChars } from "../core/render";
 import type { Selection, SelectionFailure } from "../core/selection";
 import { selectContext } from "../core/selection";
-import type { MemoryDatabases } from "../api/served-memory";
-import { recallCandidates } from "../api/served-memory";
+import type { MemoryDatabases } from "../storage/served-memory";
+import { recallCandidates } from "../storage/served-memory";
 import { agentReader } from "../core/memory-privacy";
 import { logger } from "../logger";
 

@@ -15,7 +15,7 @@ import { insertPlanStatement, readPlan } from "../storage/shard/plans";
 import { putDocument, readTrustedDocuments } from "../storage/r2/documents";
 import { packetDocumentKey } from "../storage/r2/keys";
 import type { CompactionJob } from "../core/jobs";
-import { packetPages } from "../api/served-memory";
+import { packetPages } from "../storage/served-memory";
 import { compactionReader } from "../core/memory-privacy";
 import type { ActiveReader } from "./active-history";
 import type { EngineDeps } from "./engine-deps";

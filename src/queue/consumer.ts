@@ -6,7 +6,7 @@ import { logger } from "../logger";
 import { conversationStub } from "../durable/stub";
 import { runCompactorModel } from "../model/compactor-model";
 import { readPacket } from "../storage/r2/documents";
-import { livePages } from "../api/served-memory";
+import { livePages } from "../storage/served-memory";
 import { shardDatabaseOf } from "../storage/shards";
 import { latestRepair, putRepair } from "../storage/r2/repairs";
 import type { CompactionJob, ExtractJob, Job } from "../core/jobs";

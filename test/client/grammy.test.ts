@@ -2,10 +2,10 @@ import { exports } from "cloudflare:workers";
 import { Bot } from "grammy";
 import type { Context } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
-import { describe, expect, expectTypeOf, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { FoldlineClient } from "../../client/index";
 import { createClient, FoldlineError } from "../../client/index";
-import type { FoldlineContext, FoldlineFlavor } from "../../client/grammy";
+import type { FoldlineFlavor } from "../../client/grammy";
 import { foldline } from "../../client/grammy";
 import { mapTelegramUpdate, telegramUpdateSchema } from "../../src/core/telegram-update";
 import { BOT_ID, call, json, tokenFor, webhook } from "../integration/helpers";
@@ -261,11 +261,6 @@ describe("foldline/grammy: ctx.foldline", () => {
     expect(errors).toHaveLength(1);
     expect(errors[0]).toBeInstanceOf(FoldlineError);
     expect((errors[0] as FoldlineError).code).toBe("unsupported");
-  });
-
-  it("is typed as a grammY context flavor", () => {
-    expectTypeOf<BotContext["foldline"]>().toEqualTypeOf<FoldlineContext>();
-    expectTypeOf<FoldlineContext["compose"]>().parameter(0).toEqualTypeOf<string | { text: string; images?: { url: string; detail?: "auto" | "low" | "high" }[] }>();
   });
 });
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { livePages, packetPages } from "../../src/api/served-memory";
+import { livePages, packetPages } from "../../src/storage/served-memory";
 import { compactionReader } from "../../src/core/memory-privacy";
 import { extractFacts } from "../../src/core/fact-extraction";
 import { sha256Hex } from "../../src/core/hash";

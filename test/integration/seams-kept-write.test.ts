@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterAll, describe, expect, it } from "vitest";
-import { declarationRevision, raiseRevisionStatement } from "../../src/storage/control/declarations";
+import { declarationRevision } from "../../src/storage/control/declarations";
+import { raiseRevisionStatement } from "../../src/storage/declaration-revision";
 import { shardsOf } from "../../src/storage/shards";
 import { mapDatabases } from "../../bench/worker/databases";
 import { register } from "../support/declarations";

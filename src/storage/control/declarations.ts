@@ -1,6 +1,7 @@
 import type { Epoch, Registration } from "../../core/declarations";
 import { registrationSchema } from "../../core/declarations";
 import { canonicalJson } from "../../core/hash";
+import { declarationRevisionStatement, raiseRevisionStatement, revisionOf } from "../declaration-revision";
 
 /**
  * Agent declarations (migration 0002, sources 0007): one row per revision, inserted and never
@@ -64,27 +65,8 @@ export async function servingDeclarations(db: D1Database, conversationId: string
   return results.map(toDeclaration);
 }
 
-/**
- * The declarations' revision (migration 0014): a counter every declaration or source row written
- * moves, inside the statement that wrote it. Equal revisions mean the same declarations.
- */
-export function declarationRevisionStatement(db: D1Database): D1PreparedStatement {
-  return db.prepare("SELECT revision FROM declaration_revision WHERE id = 1");
-}
-
-/** The revision a `declarationRevisionStatement` result reads (0 before any declaration). */
-export function revisionOf(result: D1Result | undefined): number {
-  const row = result?.results[0] as { revision?: unknown } | undefined;
-  return typeof row?.revision === "number" ? row.revision : 0;
-}
-
 export async function declarationRevision(db: D1Database): Promise<number> {
   return revisionOf(await declarationRevisionStatement(db).all());
-}
-
-/** Raises a shard's copy of the declarations' revision (migrations/shard/0014) to at least `revision`; it never goes down. */
-export function raiseRevisionStatement(shard: D1Database, revision: number): D1PreparedStatement {
-  return shard.prepare("UPDATE declaration_revision SET revision = MAX(revision, ?) WHERE id = 1").bind(revision);
 }
 
 /**

@@ -5,7 +5,7 @@ import { eventInputSchema } from "../../core/events";
 import type { LogGap, LogRange } from "../../core/log-audit";
 import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
 import { eventBody, SKIPPED_FIELDS, storedBody } from "../../core/stored-body";
-import { declarationRevisionStatement, revisionOf } from "../control/declarations";
+import { declarationRevisionStatement, revisionOf } from "../declaration-revision";
 import { turnTermStatements } from "./turn-terms";
 
 /**

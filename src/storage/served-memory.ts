@@ -4,11 +4,11 @@ import type { MemoryReader, MemoryRefusal } from "../core/memory-privacy";
 import { pageAuthor, pageRefusal, servingRefusal } from "../core/memory-privacy";
 import type { RecallCandidate, RecalledPageHit } from "../core/recall-rank";
 import { fuseByRank, rankCandidates } from "../core/recall-rank";
-import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages, searchSharedPages } from "../storage/shard/conversation-memory";
-import type { RecalledPage } from "../storage/control/memory-pages";
-import { livePagePaths, packWithinBudget, recallPages, searchPages } from "../storage/control/memory-pages";
-import type { TurnView } from "../storage/shard/turn-search";
-import { searchTurns } from "../storage/shard/turn-search";
+import { liveConversationPagePaths, rankConversationPages, readConversationPageVersions, searchConversationPages, searchSharedPages } from "./shard/conversation-memory";
+import type { RecalledPage } from "./control/memory-pages";
+import { livePagePaths, packWithinBudget, recallPages, searchPages } from "./control/memory-pages";
+import type { TurnView } from "./shard/turn-search";
+import { searchTurns } from "./shard/turn-search";
 
 /**
  * Memory pages as the rule lets a reader have them (core/memory-privacy), for every path that
