@@ -63,6 +63,20 @@ module.exports = {
       to: { path: "^src/http/" },
     },
     {
+      name: "mcp-not-http",
+      severity: "error",
+      comment: "src/mcp is a transport beside the routes (the MCP tools over src/api): the routes mount it, it never reaches into them.",
+      from: { path: "^src/mcp/" },
+      to: { path: "^src/http/" },
+    },
+    {
+      name: "mcp-sdk-in-mcp-only",
+      severity: "error",
+      comment: "The MCP SDK is the MCP transport's alone: everything else speaks in src/api's Results, so the SDK can change without touching an operation.",
+      from: { path: "^src/", pathNot: "^src/mcp/" },
+      to: { path: "^node_modules/@modelcontextprotocol/" },
+    },
+    {
       name: "queue-not-http",
       severity: "error",
       comment: "The queue consumers run outside any request: what they share with a route belongs in src/api or below.",
