@@ -390,6 +390,7 @@ const data = (result) => {
 async function session(versionNegotiation) {
   const client = new Client({ name: "e2e", version: "1.0.0" }, { versionNegotiation });
   await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", baseUrl), { requestInit: { headers: { authorization: "Bearer " + token } } }));
+  const era = [client.getProtocolEra(), client.getNegotiatedProtocolVersion()];
   const tools = (await client.listTools()).tools.map((t) => t.name).sort();
   const call = (name, args) => client.callTool({ name, arguments: { conversation, ...args } });
   const search = await call("search_memory", { agent: "helper-mcp", q: "offsite Lisbon" });
@@ -399,6 +400,7 @@ async function session(versionNegotiation) {
   const refused = await client.callTool({ name: "read_context", arguments: { conversation: "api:elsewhere:chat-1", agent: "helper-mcp" } });
   await client.close();
   return {
+    era,
     tools,
     search: data(search), context: data(context), turns: data(turns), verify: data(verify),
     contained: [search, context, turns].map((r) => r.content[0].text.split("</untrusted-history-summary>").length - 1),
@@ -418,6 +420,8 @@ console.log(JSON.stringify({ legacy: await session(undefined), modern: await ses
       assert.ok(worker !== undefined);
       const answer = runNode(process.execPath, "live-mcp.mjs", { FOLDLINE_URL: worker.url, FOLDLINE_TOKEN: token });
       assert.equal(answer.anonymous, 401);
+      assert.equal(answer.legacy.era[0], "legacy");
+      assert.deepEqual(answer.modern.era, ["modern", "2026-07-28"]);
       for (const era of ["legacy", "modern"]) {
         const got = answer[era];
         assert.deepEqual(got.tools, ["read_context", "read_turns", "search_memory", "verify_links"], era);

@@ -74,6 +74,7 @@ describe("/mcp", () => {
     for (const boundary of chain) await extractedBoundary(conversation, boundary.body.id);
     for (const era of ERAS) {
       const client = await connect(token, { era });
+      expect(client.getProtocolEra()).toBe(era === "legacy" ? "legacy" : "modern");
 
       const searched = dataOf(await client.callTool({ name: "search_memory", arguments: { conversation, agent: agentId, q: "guest 7 room", limit: 5 } }));
       expect(searched).toEqual(await rest(token, path(conversation, `memory/search?agent=${agentId}&q=${encodeURIComponent("guest 7 room")}&limit=5`)));
