@@ -60,7 +60,7 @@ app.openapi(serviceIndex, (c) =>
   c.json({
     service: "foldline",
     about: "conversation compaction with provenance for persistent chat agents",
-    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/openapi.json", "/reference", "/inspector"],
+    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/mcp", "/openapi.json", "/reference", "/inspector"],
   } satisfies Wire<typeof serviceIndexSchema>),
 );
 app.openapi(health, (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
