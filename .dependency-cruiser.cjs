@@ -59,9 +59,9 @@ module.exports = {
       name: "below-api",
       severity: "error",
       comment:
-        "src/api holds the operations the transports offer (HTTP and RPC); the object, the queue consumers and everything they share sit below it. " +
+        "src/api holds the operations the transports offer (HTTP, RPC and MCP); the object, the queue consumers and everything they share sit below it. " +
         "What the object and a route both need (served memory, for one) belongs in src/storage or src/core.",
-      from: { path: "^src/", pathNot: ["^src/(api|http|rpc)/", "^src/index\\.ts$"] },
+      from: { path: "^src/", pathNot: ["^src/(api|http|rpc|mcp)/", "^src/index\\.ts$"] },
       to: { path: "^src/api/" },
     },
     {
@@ -86,6 +86,20 @@ module.exports = {
       comment: "src/api holds the operations HTTP and RPC share; a transport may call it, never the other way round.",
       from: { path: "^src/api/" },
       to: { path: "^src/http/" },
+    },
+    {
+      name: "mcp-not-http",
+      severity: "error",
+      comment: "src/mcp is a transport beside the routes (the MCP tools over src/api): the routes mount it, it never reaches into them.",
+      from: { path: "^src/mcp/" },
+      to: { path: "^src/http/" },
+    },
+    {
+      name: "mcp-sdk-in-mcp-only",
+      severity: "error",
+      comment: "The MCP SDK is the MCP transport's alone: everything else speaks in src/api's Results, so the SDK can change without touching an operation.",
+      from: { path: "^src/", pathNot: "^src/mcp/" },
+      to: { path: "^node_modules/@modelcontextprotocol/" },
     },
     {
       name: "queue-not-http",

@@ -13,14 +13,14 @@ interface ObjectMeter {
 const CONVERSATION_PATH = /^\/v1\/conversations\/([^/]+)\//;
 
 /**
- * The D1 meter over one request to `/v1`: with `D1_METER = "on"` and the request header
+ * The D1 meter over one request to `/v1` or `/mcp`: with `D1_METER = "on"` and the request header
  * `x-foldline-d1-meter: on`, the answer carries `x-foldline-d1-reads` with what the Worker and the
  * conversation's object (for a `/v1/conversations/{c}/…` path) read from D1 to answer it, and, with
  * `USAGE_METER = "on"`, `x-foldline-usage`. Any other request passes through untouched.
  */
 export async function meteredFetch(request: Request, env: Env, handle: (env: Env) => Promise<Response>): Promise<Response> {
   const url = new URL(request.url);
-  if (!d1MeterEnabled(env) || request.headers.get(D1_METER_HEADER) !== "on" || !url.pathname.startsWith("/v1/")) return handle(env);
+  if (!d1MeterEnabled(env) || request.headers.get(D1_METER_HEADER) !== "on" || !(url.pathname.startsWith("/v1/") || url.pathname === "/mcp")) return handle(env);
   const meter = new D1Meter();
   meter.arm();
   const conversation = CONVERSATION_PATH.exec(url.pathname)?.[1];

@@ -84,7 +84,9 @@ export type LogEvents = Checked<{
   /** A request answered with an error: its code and status, nothing of the request. */
   "request.refused": { code: Code; status: Count };
   /** A throw no handler expected, answered as `internal` or (a retry fixes it) `unavailable`. */
-  unhandled: { surface: "http" | "rpc" | "inspector"; outcome: "internal" | "unavailable"; code: Code };
+  unhandled: { surface: "http" | "rpc" | "inspector" | "mcp"; outcome: "internal" | "unavailable"; code: Code };
+  /** What the MCP SDK reported beside its answer (a request it rejected, a failure after it): the thrown value's code alone. */
+  "mcp.error": { code: Code };
   /** A best-effort step that failed; what catches up is named in `docs/OPERATIONS.md`. */
   "step.failed": { step: FailedStep; conversationId?: Maybe<Id>; agentId?: Maybe<Id>; runId?: Maybe<Id>; kind?: Maybe<Code>; revision?: Maybe<Count>; code: Code };
   /** A Telegram update redelivered with another body: the first delivery stays the record. */

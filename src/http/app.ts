@@ -9,6 +9,7 @@ import { conversationMemory } from "./conversation-memory";
 import { problem, thrownProblem } from "./errors";
 import { incidentRoutes } from "./incidents";
 import { inspector } from "./inspector";
+import { serveMcp } from "../mcp/server";
 import { memory } from "./memory";
 import { ops } from "./ops";
 import type { Wire } from "../api/responses";
@@ -59,7 +60,7 @@ app.openapi(serviceIndex, (c) =>
   c.json({
     service: "foldline",
     about: "conversation compaction with provenance for persistent chat agents",
-    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/openapi.json", "/reference", "/inspector"],
+    endpoints: ["/healthz", "/v1/conversations/{conversation}/events", "/v1/conversations/{conversation}/turns", "/telegram/{bot}/webhook", "/mcp", "/openapi.json", "/reference", "/inspector"],
   } satisfies Wire<typeof serviceIndexSchema>),
 );
 app.openapi(health, (c) => c.json({ ok: true } satisfies Wire<typeof healthSchema>));
@@ -75,6 +76,10 @@ app.route("/telegram", telegram);
 app.route("/v1/agents", agents);
 app.route("/v1/ops", ops);
 app.route("/inspector", inspector);
+
+// MCP over Streamable HTTP (src/mcp): the same bearer tokens as /v1, checked before any MCP message is read.
+app.use("/mcp", requireToken);
+app.all("/mcp", (c) => serveMcp(c.req.raw, c.env, c.get("principal")));
 
 app.notFound((c) => problem(c, { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }));
 app.onError((error, c) => thrownProblem(c, error));

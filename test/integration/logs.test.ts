@@ -3,6 +3,7 @@ import { logger } from "../../src/logger";
 import { settledChain, waitFor } from "../support/chain";
 import { register } from "../support/declarations";
 import { extractedBoundary } from "../support/extraction";
+import { connect, dataOf, errorOf } from "../support/mcp";
 import { call, eventsPath, freshConversation, json, tokenFor } from "./helpers";
 
 /**
@@ -11,8 +12,9 @@ import { call, eventsPath, freshConversation, json, tokenFor } from "./helpers";
  * console received is read back. The Worker, its Durable Object and its queue consumer run in the
  * test's isolate, so a spy on `console` sees each of their lines. A marker is planted in every kind
  * of text a conversation carries (messages, authors' names, message ids and idempotency keys, a
- * trusted document, a memory page, and through them the compactor's summary), and in what refused
- * requests carried (a path, a body, a token): no line may hold it.
+ * trusted document, a memory page, and through them the compactor's summary), in the arguments of
+ * MCP tool calls, and in what refused requests carried (a path, a body, a token, a tool's name):
+ * no line may hold it.
  */
 
 const MARKER = `Quokka${crypto.randomUUID().replaceAll("-", "")}`;
@@ -70,7 +72,7 @@ describe("Workers Logs", () => {
     expect(events()).toEqual(LEVELS.map((level) => ({ event: "request.refused", level, ...fields })));
   });
 
-  it("follows an append, a compaction, an extraction, a context call and refusals, and logs none of their text", async () => {
+  it("follows an append, a compaction, an extraction, a context call, an MCP session and refusals, and logs none of their text", async () => {
     const conversation = freshConversation("api:logs");
     const agentId = `logs-${Date.now().toString(36)}-${counter++}`;
     const token = await tokenFor(conversation, `agent:${agentId}`);
@@ -99,6 +101,21 @@ describe("Workers Logs", () => {
     const context = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/context?agent=${agentId}&query=${encodeURIComponent(`Lisbon ${MARKER}`)}`, { token });
     expect(context.status).toBe(200);
     expect(await context.text()).toContain(MARKER);
+
+    // The same reads over MCP, with the marker in their arguments and in what they answer.
+    const mcp = await connect(token);
+    const found = dataOf(await mcp.callTool({ name: "search_memory", arguments: { conversation, agent: agentId, q: `Lisbon ${MARKER}` } }));
+    expect(JSON.stringify(found)).toContain(MARKER);
+    expect(JSON.stringify(dataOf(await mcp.callTool({ name: "read_context", arguments: { conversation, agent: agentId, query: `Lisbon ${MARKER}` } })))).toContain(MARKER);
+    expect(JSON.stringify(dataOf(await mcp.callTool({ name: "read_turns", arguments: { conversation, seq: 1, limit: 5 } })))).toContain(MARKER);
+    dataOf(await mcp.callTool({ name: "verify_links", arguments: { conversation, agent: agentId } }));
+    // …and its refusals: another conversation, a malformed argument, an unknown tool, an unknown method.
+    expect(errorOf(await mcp.callTool({ name: "read_turns", arguments: { conversation: `api:${MARKER}`, seq: 1 } })).code).toBe("forbidden");
+    expect(errorOf(await mcp.callTool({ name: "read_context", arguments: { conversation, agent: `${MARKER} !` } })).code).toBe("validation_failed");
+    await expect(mcp.callTool({ name: MARKER, arguments: { conversation } })).rejects.toThrow();
+    await mcp.close();
+    const unknownMethod = await call("POST", "/mcp", { token, headers: { accept: "application/json, text/event-stream" }, body: { jsonrpc: "2.0", id: 1, method: MARKER, params: { [MARKER]: MARKER } } });
+    expect(await unknownMethod.text()).toContain("error");
 
     // Refusals whose messages would quote what the request carried.
     expect((await call("GET", `/v1/nowhere/${MARKER}`, { token })).status).toBe(404);
