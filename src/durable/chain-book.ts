@@ -57,7 +57,8 @@ export const SERVING_CONFIRM_MS = 30_000;
  * Activation and loading: which declarations serve this conversation, and each one's chain, from
  * this object's memory or else from D1. An epoch is activated on its first eligible source turn
  * (its frontier document and activation row written once); reads before that get a provisional
- * chain that stores nothing.
+ * chain that stores nothing. A name that starts with `held` answers from this object's memory and
+ * does no I/O; the others may read D1 (the table in docs/ARCHITECTURE.md).
  */
 export class ChainBook {
   readonly #chains = new Map<string, HotChain>();
@@ -69,7 +70,7 @@ export class ChainBook {
   ) {}
 
   /** Every chain this object holds now. */
-  held(): IterableIterator<HotChain> {
+  heldChains(): IterableIterator<HotChain> {
     return this.#chains.values();
   }
 
@@ -78,7 +79,7 @@ export class ChainBook {
    * were read at (migration 0014) and revalidated by reading that revision alone: they are read
    * again only when it moved, so a declaration change is seen by the next call.
    */
-  async serving(): Promise<StoredDeclaration[]> {
+  async servingDeclarations(): Promise<StoredDeclaration[]> {
     const { env, conversationId } = this.deps;
     const held = this.#serving;
     if (held !== undefined && (await declarationRevision(env.DB)) === held.revision) {
@@ -95,7 +96,7 @@ export class ChainBook {
    * The serving declarations as last read and the revision they are as of, without asking D1: the
    * one-round-trip source append revalidates that revision inside its own write.
    */
-  heldServing(): HeldServing | undefined {
+  heldServingDeclarations(): HeldServing | undefined {
     const held = this.#serving;
     return held !== undefined && Date.now() - held.confirmedAt < SERVING_CONFIRM_MS ? held : undefined;
   }
@@ -116,22 +117,22 @@ export class ChainBook {
     }
   }
 
-  cached(declaration: StoredDeclaration): HotChain | undefined {
+  heldChain(declaration: StoredDeclaration): HotChain | undefined {
     const cached = this.#chains.get(declaration.agentId);
     return cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id ? cached : undefined;
   }
 
   /** The chain of an activated epoch, or undefined when it was never activated here. Never activates. */
-  async chain(declaration: StoredDeclaration, now: Date): Promise<HotChain | undefined> {
-    const cached = this.cached(declaration);
+  async activatedChain(declaration: StoredDeclaration, now: Date): Promise<HotChain | undefined> {
+    const cached = this.heldChain(declaration);
     if (cached !== undefined) return cached.provisional ? undefined : cached;
     const activation = await readActivation(this.deps.shard, this.deps.conversationId, declaration.agentId, declaration.epoch.id);
     return activation === undefined ? undefined : this.#load(declaration, activation, now, false);
   }
 
   /** The chain for an eligible source turn at `sourceSeq`: the epoch is activated on its first one. */
-  async activeChain(declaration: StoredDeclaration, sourceSeq: number, now: Date): Promise<HotChain> {
-    const chain = await this.chain(declaration, now);
+  async activatingChain(declaration: StoredDeclaration, sourceSeq: number, now: Date): Promise<HotChain> {
+    const chain = await this.activatedChain(declaration, now);
     if (chain !== undefined) return chain;
     const activation =
       (await readActivation(this.deps.shard, this.deps.conversationId, declaration.agentId, declaration.epoch.id)) ?? (await this.#activate(declaration, sourceSeq, now));
@@ -139,8 +140,8 @@ export class ChainBook {
   }
 
   /** The chain for a read: before activation, a provisional one from the frontier activation would write. */
-  async readChain(declaration: StoredDeclaration, now: Date): Promise<HotChain> {
-    const chain = this.cached(declaration) ?? (await this.chain(declaration, now));
+  async servedChain(declaration: StoredDeclaration, now: Date): Promise<HotChain> {
+    const chain = this.heldChain(declaration) ?? (await this.activatedChain(declaration, now));
     if (chain !== undefined) return chain;
     const startSeq = await this.#frontierStart(declaration);
     return this.#load(declaration, { frontierId: "", frontierHash: "", startSeq, activatingSeq: 0 }, now, true);

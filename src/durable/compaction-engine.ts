@@ -81,7 +81,7 @@ export class CompactionEngine {
 
   /** The declarations serving this conversation (the chain book's, read when it holds none). */
   async serving(): Promise<StoredDeclaration[]> {
-    return this.#book.serving();
+    return this.#book.servingDeclarations();
   }
 
   /**
@@ -91,16 +91,16 @@ export class CompactionEngine {
    */
   async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<StoredDeclaration[]> {
     if (!appended.some((event) => event.kind === "source")) {
-      for (const chain of this.#book.held()) observe(chain, appended);
+      for (const chain of this.#book.heldChains()) observe(chain, appended);
       return [];
     }
-    const serving = await this.#book.serving();
+    const serving = await this.#book.servingDeclarations();
     const skips: EventInput[] = [];
     for (const declaration of serving) {
       // Only a source the agent admits is an eligible turn: it activates the epoch, and preflights.
       const eligible = appended.filter((event) => event.kind === "source" && (!event.sensitive || declaration.registration.agent.admitSensitive));
       const first = eligible[0];
-      const chain = first === undefined ? this.#book.cached(declaration) : await this.#book.activeChain(declaration, first.seq, now);
+      const chain = first === undefined ? this.#book.heldChain(declaration) : await this.#book.activatingChain(declaration, first.seq, now);
       if (chain === undefined) continue;
       // Each source is preflighted as it would have been appended alone: the batch is observed up
       // to it, so the ledger's running totals are its active size and a batch of n costs n single
@@ -128,12 +128,12 @@ export class CompactionEngine {
    * the source, then `afterAppend` plans). `revision` is the declarations' revision they are as of.
    */
   async preflightAhead(source: StoredEvent, now: Date): Promise<Lookahead | undefined> {
-    const held = this.#book.heldServing();
+    const held = this.#book.heldServingDeclarations();
     if (held === undefined) return undefined;
     const chains: { chain: HotChain; eligible: boolean }[] = [];
     for (const declaration of held.declarations) {
       const eligible = !source.sensitive || declaration.registration.agent.admitSensitive;
-      const chain = this.#book.cached(declaration);
+      const chain = this.#book.heldChain(declaration);
       if (eligible && (chain === undefined || chain.provisional)) return undefined;
       if (chain !== undefined) chains.push({ chain, eligible });
     }
@@ -167,17 +167,17 @@ export class CompactionEngine {
     // An owed extraction outlives its chain's epoch and declaration: it needs neither.
     if (wake.kind === "extraction") return this.#extractions.onWake(key, wake, now);
     const { wakes } = this.#deps;
-    const serving = await this.#book.serving();
+    const serving = await this.#book.servingDeclarations();
     if (wake.kind === "catch_up") {
       await wakes.delete(key);
       for (const declaration of serving) {
-        const chain = await this.#book.chain(declaration, now);
+        const chain = await this.#book.activatedChain(declaration, now);
         if (chain !== undefined) await this.#planner.resume(chain, now);
       }
       return;
     }
     const declaration = serving.find((d) => d.agentId === wake.agentId && d.epoch.id === wake.epochId);
-    const chain = declaration === undefined ? undefined : await this.#book.chain(declaration, now);
+    const chain = declaration === undefined ? undefined : await this.#book.activatedChain(declaration, now);
     if (chain === undefined) {
       // A retired epoch, a disabled agent, or one no longer serving here: nothing is pending for it.
       await wakes.delete(key);
@@ -216,8 +216,8 @@ export class CompactionEngine {
    * active here gets the watchdog its open plan lacks (it activates nothing, plans nothing).
    */
   async adoptLegacyAlarm(now: Date): Promise<void> {
-    for (const declaration of await this.#book.serving()) {
-      const chain = await this.#book.chain(declaration, now);
+    for (const declaration of await this.#book.servingDeclarations()) {
+      const chain = await this.#book.activatedChain(declaration, now);
       if (chain !== undefined) await this.#watchdogs.ensure(chain, now);
     }
   }
@@ -258,9 +258,9 @@ export class CompactionEngine {
 
   /** What the chain looks like to this object (for inspection and tests). */
   async describe(agentId: string, now: Date): Promise<ChainState | undefined> {
-    const declaration = (await this.#book.serving()).find((d) => d.agentId === agentId);
+    const declaration = (await this.#book.servingDeclarations()).find((d) => d.agentId === agentId);
     if (declaration === undefined) return undefined;
-    const chain = await this.#book.readChain(declaration, now);
+    const chain = await this.#book.servedChain(declaration, now);
     const { wakes } = this.#deps;
     const watchdog = chain.openPlan === undefined ? undefined : await wakes.get(wakeKey.watchdog(agentId));
     const replan = await wakes.get(wakeKey.replan(agentId));

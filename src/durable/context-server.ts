@@ -74,7 +74,7 @@ export class ContextServer {
     if (declaration === undefined || !declaration.registration.agent.enabled || !scopesAllow(declaration.registration.agent.sources, conversationId)) {
       return fail("not_found", NOT_SERVING_MESSAGE);
     }
-    const chain = await this.book.readChain(declaration, now);
+    const chain = await this.book.servedChain(declaration, now);
     const verified = await this.#verify(declaration, chain, now);
     if (!verified.ok) return verified;
     const { agent } = declaration.registration;

@@ -152,9 +152,9 @@ export class Settlement {
     const { shard, conversationId } = this.deps;
     const plan = checkPlanExists(runId, await readPlan(shard, runId), conversationId);
     if (!plan.ok) return plan;
-    const declaration = checkPlanEpoch(plan.value, (await this.book.serving()).find((d) => d.agentId === plan.value.agentId));
+    const declaration = checkPlanEpoch(plan.value, (await this.book.servingDeclarations()).find((d) => d.agentId === plan.value.agentId));
     if (!declaration.ok) return declaration;
-    const chain = checkPlanCurrent(plan.value, await this.book.chain(declaration.value, now));
+    const chain = checkPlanCurrent(plan.value, await this.book.activatedChain(declaration.value, now));
     if (!chain.ok) return chain;
     return ok({ plan: plan.value, declaration: declaration.value, chain: chain.value });
   }
@@ -227,7 +227,7 @@ export class Settlement {
     const plan = await readPlan(shard, runId);
     if (plan === undefined || plan.conversationId !== conversationId) return;
     if ((await this.#settledAs(runId)) !== undefined) return;
-    const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId);
+    const declaration = (await this.book.servingDeclarations()).find((d) => d.agentId === plan.agentId);
     const compactorId = declaration?.registration.compactor.id ?? `${plan.agentId}.compactor`;
     await this.deps.append([failedAttemptEvent(compactorId, runId, attempt, code, message, {}, delivery)]);
     await recordIncident(env, {
@@ -258,8 +258,8 @@ export class Settlement {
     await this.watchdogs.drop(plan.agentId, runId);
     // The chain is read from D1 when this object has not held it since it woke: the re-plan must
     // not depend on the object having stayed in memory since the plan was made.
-    const declaration = (await this.book.serving()).find((d) => d.agentId === plan.agentId && d.epoch.id === plan.epochId);
-    const chain = declaration === undefined ? undefined : await this.book.chain(declaration, now);
+    const declaration = (await this.book.servingDeclarations()).find((d) => d.agentId === plan.agentId && d.epoch.id === plan.epochId);
+    const chain = declaration === undefined ? undefined : await this.book.activatedChain(declaration, now);
     if (chain?.openPlan?.runId === runId) chain.openPlan = undefined;
     if (chain !== undefined && chain.openPlan === undefined) {
       // This plan counts among the chain's failures once its incident is written; until then, it is one more.
