@@ -3,6 +3,7 @@
 import { costSection } from "./cost-report.mjs";
 import { locomoSection, locomoTargets } from "./locomo-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
+import { peerSection } from "./peer-report.mjs";
 import { scaleSection, scaleTargets } from "./scale-report.mjs";
 import { scriptsSection, scriptsTargets } from "./scripts-report.mjs";
 import { shardSection } from "./shard-report.mjs";
@@ -38,5 +39,9 @@ export const ONLY = {
   shards: {
     note: "**Only §11 (`--only shards`)**: the other sections did not run.",
     sections: [["11. Shards: aggregate append throughput", "shards", (m, env) => shardSection(m.shards, env)]],
+  },
+  peer: {
+    note: "**Only §15 (`--only peer`)**: the other sections did not run (§15 runs only when asked for).",
+    sections: [["15. The peer: Foldline beside the Agents SDK's Sessions, on the same replay", "peer", (m) => peerSection(m.peer)]],
   },
 };
