@@ -12,7 +12,7 @@
 //                   within the budget; served by word = history + that
 // A question counts when at least one of its evidence turns is there: by message id (the peer's
 // messages carry the Telegram message id Foldline stores), or by its exact text in a summary.
-import { askAll } from "./locomo-questions.mjs";
+import { askAll, evidenceOf } from "./locomo-questions.mjs";
 import { packRanked } from "./memory-baselines.mjs";
 import { served } from "./memory-phase.mjs";
 import { latencySummary, mean, round, roundSummary } from "./stats.mjs";
@@ -101,7 +101,7 @@ async function askPeer(peer, c, budget) {
   const searchChars = [];
   let phraseResults = 0;
   for (const qa of c.data.qa) {
-    const evidence = qa.evidence.map((id) => c.byDia.get(id)).filter((t) => t !== undefined);
+    const evidence = evidenceOf(c, qa);
     const ids = new Set(evidence.map((t) => t.messageId));
     const inHistory = evidence.some((t) => kept.has(t.messageId) || summaries.includes(t.text));
     const search = await peer.call(c.object, "search", { query: qa.question, limit: SEARCH_LIMIT });
