@@ -36,6 +36,7 @@ import { runLocomoPhase } from "./lib/locomo-phase.mjs";
 import { locomoTotalsTable } from "./lib/locomo-report.mjs";
 import { runMainWorker } from "./lib/main-worker.mjs";
 import { runMemoryPhase } from "./lib/memory-phase.mjs";
+import { runPeerPhase } from "./lib/peer-phase.mjs";
 import { FAKE_SUMMARY_CHARS } from "./lib/scenario.mjs";
 import { runScalePhase } from "./lib/scale-phase.mjs";
 import { runScriptsPhase } from "./lib/scripts-phase.mjs";
@@ -57,7 +58,8 @@ const { values: args } = parseArgs({
     // `shards` runs only §11 and writes results/shards.{md,json}; `locomo` runs only §12 (LoCoMo, which
     // runs only when asked for) and writes results/locomo.{md,json}; `scripts` runs only §14 and writes
     // results/scripts.{md,json}; `scale` runs only §13 (which runs only when asked for) and writes
-    // results/scale.{md,json}.
+    // results/scale.{md,json}; `peer` runs only §15 (Foldline beside the Agents SDK's Sessions, which
+    // runs only when asked for) and writes results/peer.{md,json}.
     only: { type: "string" },
     // §13's long conversation, in events (a million takes about an hour here).
     "scale-events": { type: "string", default: "100000" },
@@ -65,8 +67,8 @@ const { values: args } = parseArgs({
     "scale-boundaries": { type: "string", default: "1000" },
   },
 });
-if (args.only !== undefined && !["memory", "shards", "locomo", "scale", "scripts"].includes(args.only)) {
-  console.error("--only: memory (§9 and §10), shards (§11), locomo (§12), scale (§13) or scripts (§14), the sections that run on Workers of their own");
+if (args.only !== undefined && !["memory", "shards", "locomo", "scale", "scripts", "peer"].includes(args.only)) {
+  console.error("--only: memory (§9 and §10), shards (§11), locomo (§12), scale (§13), scripts (§14) or peer (§15), the sections that run on Workers of their own");
   process.exit(2);
 }
 if (args.source !== "worktree" && args.source !== "head") {
@@ -152,6 +154,7 @@ async function main() {
       args.only === "locomo" ? "§12: the offline extractive compactor and the offline extractor, on a Worker of its own with no model key" : null,
       args.only === "scale" ? "§13: the offline extractive compactor and the offline extractor, on a Worker of its own with no model key" : null,
       args.only === undefined || args.only === "scripts" ? "§14: none runs (trigger 2,000,000 characters; no key either)" : null,
+      args.only === "peer" ? `§15: Foldline's compactor and the peer's summarizer both call the loopback fake (summary ≤ ${FAKE_SUMMARY_CHARS} chars); memory extraction offline` : null,
     ]
       .filter((part) => part !== null)
       .join("; "),
@@ -195,6 +198,12 @@ async function main() {
     if (args.only === "scale") {
       await phase("scale", async () => {
         results.metrics.scale = await runScalePhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick, events: Number(args["scale-events"]), chainBoundaries: Number(args["scale-boundaries"]) });
+      });
+    }
+    // §15 (the peer) only when asked for: LoCoMo and §10's chat through Foldline and the Agents SDK's Sessions.
+    if (args.only === "peer") {
+      await phase("peer", async () => {
+        results.metrics.peer = await runPeerPhase({ root: ROOT, appDir, workDir: work, fake, log, quick: args.quick });
       });
     }
     // §14 after the others, on a Worker of its own: an append's cost by script and length.

@@ -39,6 +39,7 @@ const ASK_CONCURRENCY = 2;
 
 /** @typedef {import("./locomo-data.mjs").Locomo} Locomo */
 /** @typedef {import("./locomo-data.mjs").Turn} Turn */
+/** @typedef {{ n: number, data: Locomo, conversation: string, turns: Turn[], byDia: Map<string, Turn>, follower: LogFollower, seconds: number }} Replayed */
 
 /**
  * Starts the section's own Worker (fresh state; no OPENAI_API_KEY, so the offline compactor and the
@@ -87,40 +88,14 @@ async function measure({ api, secret, log, quick, shardNames, storedBytes }) {
   log(`[locomo] ${conversations.length} LoCoMo conversations (${conversations.map((c) => c.data.id).join(", ")}), ${totalTurns.toLocaleString("en-US")} turns, ${conversations.reduce((n, c) => n + c.data.qa.length, 0).toLocaleString("en-US")} questions; replayed through POST /telegram/${BOT}/webhook`);
 
   // Replay: one Telegram group per conversation, session by session, compaction caught up after each.
-  let updateId = 1;
+  const updates = { next: 1 };
   const started = Date.now();
-  /** @type {{ n: number, data: Locomo, conversation: string, turns: Turn[], byDia: Map<string, Turn>, follower: LogFollower, seconds: number, shard: string | undefined }[]} */
+  /** @type {(Replayed & { shard: string | undefined })[]} */
   const replayed = [];
   for (const { n, data } of conversations) {
-    const chatId = -(1_000_000_000 + n);
-    const conversation = `telegram:${BOT}:${chatId}`;
-    const chat = { id: chatId, type: "group", title: `LoCoMo ${data.id}: ${data.speaker_a} and ${data.speaker_b}` };
-    const people = new Map([data.speaker_a, data.speaker_b].map((name, i) => [name, { id: n * 1_000 + i + 1, is_bot: false, first_name: name }]));
-    const follower = new LogFollower(api, conversation);
-    /** @type {Turn[]} */
-    const turns = [];
-    // Message ids are sequential in each chat, from n × 10,000 + 1, so that one id names one message
-    // across all the agent's chats (its extracted pages cite messages by id alone: `msg <id>`).
-    let messageId = n * 10_000;
-    const t0 = Date.now();
-    for (const session of data.sessions) {
-      const start = sessionStart(session.date_time);
-      for (const [i, raw] of session.turns.entries()) {
-        const from = people.get(raw.speaker);
-        if (from === undefined) throw new Error(`${data.id} ${raw.dia_id}: speaker ${raw.speaker} is neither ${data.speaker_a} nor ${data.speaker_b}`);
-        const text = turnText(raw);
-        messageId += 1;
-        const update = { update_id: updateId++, message: { message_id: messageId, date: start + i * SECONDS_PER_TURN, chat, from, text } };
-        const response = await api.request("POST", `/telegram/${BOT}/webhook`, update, { "x-telegram-bot-api-secret-token": secret });
-        const body = response.status === 200 ? response.json() : null;
-        if (body === null || typeof body.seq !== "number") throw new Error(`telegram webhook for ${data.id} ${raw.dia_id}: HTTP ${response.status} ${response.text.slice(0, 300)}`);
-        turns.push({ diaId: raw.dia_id, session: session.session, speaker: raw.speaker, text, rendered: `${raw.speaker}: ${text}`, messageId: String(messageId), seq: body.seq, index: turns.length });
-      }
-      await waitForCatchUp({ api, follower, agentId: AGENT, trigger: MEMORY_POLICY.triggerInputChars, onWait: (w) => log(`  ${data.id} session ${session.session}: ${w}`) });
-    }
-    const seconds = (Date.now() - t0) / 1000;
-    replayed.push({ n, data, conversation, turns, byDia: new Map(turns.map((t) => [t.diaId, t])), follower, seconds, shard: pickShard(conversation, shardNames) });
-    log(`  ${data.id}: ${turns.length} turns in ${data.sessions.length} sessions replayed in ${seconds.toFixed(1)} s, ${follower.plannedRuns().length} compactions (${replayed.length}/${conversations.length}, ${((Date.now() - started) / 1000).toFixed(0)} s so far)`);
+    const c = await replayLocomo({ api, secret, bot: BOT, agent: AGENT, n, data, updates, log });
+    replayed.push({ ...c, shard: pickShard(c.conversation, shardNames) });
+    log(`  ${data.id}: ${c.turns.length} turns in ${data.sessions.length} sessions replayed in ${c.seconds.toFixed(1)} s, ${c.follower.plannedRuns().length} compactions (${replayed.length}/${conversations.length}, ${((Date.now() - started) / 1000).toFixed(0)} s so far)`);
   }
   const ingestSeconds = (Date.now() - started) / 1000;
   const pages = await settledPages(api, log, replayed.map((c) => c.conversation));
@@ -173,7 +148,7 @@ async function measure({ api, secret, log, quick, shardNames, storedBytes }) {
       repairedEvidenceIds: conversations.reduce((n, c) => n + c.data.dropped.repairedIds.length, 0),
       splitEvidenceStrings: conversations.reduce((n, c) => n + c.data.dropped.splitStrings.length, 0),
     },
-    ingest: { seconds: round(ingestSeconds, 1), webhookUpdates: updateId - 1, pagesExtracted: pages.extracted, pagesListed: pages.where, pagesSettleSeconds: pages.waitSeconds },
+    ingest: { seconds: round(ingestSeconds, 1), webhookUpdates: updates.next - 1, pagesExtracted: pages.extracted, pagesListed: pages.where, pagesSettleSeconds: pages.waitSeconds },
     // D1 bytes in use after the replay (compactions and extraction settled) over before it, against the text said.
     storage: { ...stored, bytesPer1000Messages: Math.round((stored.bytes / stored.messages) * 1000), bytesPerChar: round(stored.bytes / stored.chars, 2) },
     askSeconds: round(askSeconds, 1),
@@ -182,6 +157,46 @@ async function measure({ api, secret, log, quick, shardNames, storedBytes }) {
     byCategory,
     latency,
   };
+}
+
+/**
+ * One LoCoMo conversation through the real webhook (`POST /telegram/<bot>/webhook`) as one Telegram
+ * group, both speakers as users, session by session with the agent's compaction caught up after
+ * each. `onTurn` runs after each turn is stored, with its webhook call's time (the peer section
+ * appends the same turn to its peer there).
+ * @param {{ api: Api, secret: string, bot: string, agent: string, n: number, data: Locomo, updates: { next: number }, log: (line: string) => void, onTurn?: (turn: Turn, ms: number) => Promise<void> }} o
+ * @returns {Promise<Replayed>}
+ */
+export async function replayLocomo({ api, secret, bot, agent, n, data, updates, log, onTurn }) {
+  const chatId = -(1_000_000_000 + n);
+  const conversation = `telegram:${bot}:${chatId}`;
+  const chat = { id: chatId, type: "group", title: `LoCoMo ${data.id}: ${data.speaker_a} and ${data.speaker_b}` };
+  const people = new Map([data.speaker_a, data.speaker_b].map((name, i) => [name, { id: n * 1_000 + i + 1, is_bot: false, first_name: name }]));
+  const follower = new LogFollower(api, conversation);
+  /** @type {Turn[]} */
+  const turns = [];
+  // Message ids are sequential in each chat, from n × 10,000 + 1, so that one id names one message
+  // across all the agent's chats (its extracted pages cite messages by id alone: `msg <id>`).
+  let messageId = n * 10_000;
+  const t0 = Date.now();
+  for (const session of data.sessions) {
+    const start = sessionStart(session.date_time);
+    for (const [i, raw] of session.turns.entries()) {
+      const from = people.get(raw.speaker);
+      if (from === undefined) throw new Error(`${data.id} ${raw.dia_id}: speaker ${raw.speaker} is neither ${data.speaker_a} nor ${data.speaker_b}`);
+      const text = turnText(raw);
+      messageId += 1;
+      const update = { update_id: updates.next++, message: { message_id: messageId, date: start + i * SECONDS_PER_TURN, chat, from, text } };
+      const response = await api.request("POST", `/telegram/${bot}/webhook`, update, { "x-telegram-bot-api-secret-token": secret });
+      const body = response.status === 200 ? response.json() : null;
+      if (body === null || typeof body.seq !== "number") throw new Error(`telegram webhook for ${data.id} ${raw.dia_id}: HTTP ${response.status} ${response.text.slice(0, 300)}`);
+      const turn = { diaId: raw.dia_id, session: session.session, speaker: raw.speaker, text, rendered: `${raw.speaker}: ${text}`, messageId: String(messageId), seq: body.seq, index: turns.length };
+      turns.push(turn);
+      if (onTurn !== undefined) await onTurn(turn, response.ms);
+    }
+    await waitForCatchUp({ api, follower, agentId: agent, trigger: MEMORY_POLICY.triggerInputChars, onWait: (w) => log(`  ${data.id} session ${session.session}: ${w}`) });
+  }
+  return { n, data, conversation, turns, byDia: new Map(turns.map((t) => [t.diaId, t])), follower, seconds: (Date.now() - t0) / 1000 };
 }
 
 /**

@@ -37,6 +37,12 @@ const seqOf = (id) => (id === null ? null : Number(/^[sp](\d+)$/.exec(id)?.[1] ?
  */
 
 /**
+ * A question's evidence turns, as replayed (an id the conversation does not hold is left out).
+ * @param {{ byDia: Map<string, Turn> }} c @param {{ evidence: string[] }} qa
+ */
+export const evidenceOf = (c, qa) => qa.evidence.map((id) => c.byDia.get(id)).filter((t) => t !== undefined);
+
+/**
  * Every question of one replayed conversation, four ways.
  * @param {Api} api @param {string} agent @param {Replayed} c
  */
@@ -59,7 +65,7 @@ export async function askAll(api, agent, c) {
   const refusals = [];
   let tailDiffers = 0;
   for (const qa of c.data.qa) {
-    const evidence = qa.evidence.map((id) => c.byDia.get(id)).filter((t) => t !== undefined);
+    const evidence = evidenceOf(c, qa);
     const evidenceIds = new Set(evidence.map((t) => t.messageId));
     const evidenceIndexes = new Set(evidence.map((t) => t.index));
     /** @type {QuestionResult} */

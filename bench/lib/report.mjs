@@ -1,9 +1,8 @@
 // The markdown report: every metric with what exactly it measured, targets first.
 import { compactorInputSection, compactorInputTargets } from "./compactor-input-report.mjs";
 import { costSection } from "./cost-report.mjs";
-import { locomoSection, locomoTargets } from "./locomo-report.mjs";
 import { memorySection, memoryTargets } from "./memory-report.mjs";
-import { scaleSection, scaleTargets } from "./scale-report.mjs";
+import { ONLY } from "./only-report.mjs";
 import { scriptsSection, scriptsTargets } from "./scripts-report.mjs";
 import { shardSection } from "./shard-report.mjs";
 
@@ -108,34 +107,12 @@ export function renderMarkdown(r) {
     "",
   );
 
-  if (r.only === "memory") {
-    out.push("> **Only §9 and §10 (`--only memory`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], memoryTargets(m.memory)), "");
-    section("9. Memory: the facts of a long group chat after compaction", "memory", () => memorySection(m.memory));
-    section("10. Cost: a group conversation on Cloudflare, per 1,000 messages and per month", "cost", () => costSection(m.cost));
-    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
-    return `${out.join("\n").trim()}\n`;
-  }
-  if (r.only === "locomo") {
-    out.push("> **Only §12 (`--only locomo`)**: the other sections did not run (§12 runs only when asked for).", "", "## Targets", "", table(["target", "measured", "verdict"], locomoTargets(m.locomo)), "");
-    section("12. LoCoMo: evidence for questions about long real conversations", "locomo", () => locomoSection(m.locomo));
-    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
-    return `${out.join("\n").trim()}\n`;
-  }
-  if (r.only === "scale") {
-    out.push("> **Only §13 (`--only scale`)**: the other sections did not run (§13 runs only when asked for).", "", "## Targets", "", table(["target", "measured", "verdict"], scaleTargets(m.scale)), "");
-    section("13. Scale: each operation on a long conversation against a short one", "scale", () => scaleSection(m.scale));
-    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
-    return `${out.join("\n").trim()}\n`;
-  }
-  if (r.only === "scripts") {
-    out.push("> **Only §14 (`--only scripts`)**: the other sections did not run.", "", "## Targets", "", table(["target", "measured", "verdict"], scriptsTargets(m.scripts)), "");
-    section("14. Append cost by script and length", "scripts", () => scriptsSection(m.scripts));
-    if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
-    return `${out.join("\n").trim()}\n`;
-  }
-  if (r.only === "shards") {
-    out.push("> **Only §11 (`--only shards`)**: the other sections did not run.", "");
-    section("11. Shards: aggregate append throughput", "shards", () => shardSection(m.shards, env));
+  // The sections that run alone (`--only`): a note, their targets when they have any, their sections.
+  const alone = ONLY[r.only];
+  if (alone !== undefined) {
+    out.push(`> ${alone.note}`, "");
+    if (alone.targets !== undefined) out.push("## Targets", "", table(["target", "measured", "verdict"], alone.targets(m)), "");
+    for (const [title, metric, body] of alone.sections) section(title, metric, () => body(m, env));
     if (r.errors.length > 0) out.push("## Errors", "", ...r.errors.map((/** @type {any} */ e) => `- ${e.metric}: ${e.message}`), "");
     return `${out.join("\n").trim()}\n`;
   }

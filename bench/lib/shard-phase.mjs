@@ -14,7 +14,7 @@
 // of the load with a trigger no load comes near (no compaction runs; the logs are checked for a
 // planned run afterwards), warm-up appends (each conversation placed, its object and chains warm),
 // then a fixed number of single-source appends from one client per conversation, all at once.
-import { cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, readdirSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -23,7 +23,7 @@ import { probeEvent } from "./conversation.mjs";
 import { latencySummary, mean, round, roundSummary } from "./stats.mjs";
 import { d1Bindings } from "../../scripts/lib/d1-bindings.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
-import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
+import { INSTRUMENTED_MAIN, snapshotWithConfig } from "./instrumented.mjs";
 
 export const SHARD_COUNTS = [1, 2, 4];
 /**
@@ -79,19 +79,6 @@ export function withShards(toml, n) {
   const bound = d1Bindings(text);
   if (bound.length !== n + 1 || bound[0] !== "DB") throw new Error(`rewriting wrangler.toml for ${n} shard(s) bound ${bound.join(", ")}`);
   return text;
-}
-
-/**
- * A copy of the run's snapshot (`appDir`) binding `n` shards; node_modules linked as in the snapshot.
- * @param {string} appDir @param {string} dir @param {number} n
- */
-function shardSnapshot(appDir, dir, n) {
-  mkdirSync(dir, { recursive: true });
-  for (const entry of readdirSync(appDir)) {
-    if (entry === "node_modules") symlinkSync(join(appDir, "node_modules"), join(dir, "node_modules"), "dir");
-    else cpSync(join(appDir, entry), join(dir, entry), { recursive: true });
-  }
-  writeFileSync(join(dir, "wrangler.toml"), withShards(readFileSync(join(appDir, "wrangler.toml"), "utf8"), n));
 }
 
 /**
@@ -182,7 +169,7 @@ async function append(api, conversation, key) {
 function shardTemplate({ root, appDir, workDir, shards }) {
   const app = join(workDir, `shards-${shards}-app`);
   const state = join(workDir, `shards-${shards}-template`);
-  shardSnapshot(appDir, app, shards);
+  snapshotWithConfig(appDir, app, (toml) => withShards(toml, shards));
   applyMigrations(root, app, state);
   const token = createToken(root, app, state, ["api:*", "agent:*"], "bench-shards");
   return { app, state, token };

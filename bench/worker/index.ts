@@ -4,6 +4,7 @@ import { mapDatabases } from "./databases";
 import type { D1Reads } from "./d1-meter";
 import { D1Meter, d1MeterEnabled, meteredD1 } from "./d1-meter";
 import { meteredFetch } from "./d1-meter-http";
+import { PEER_ROUTE_PREFIX, peerRoute } from "./peer-route";
 import { simulatedD1Env } from "./d1-simulation";
 import { invocation, limitedEnv } from "./limits";
 import { countAlarm, countDeliveries, meteredEnv } from "./usage-meter";
@@ -22,6 +23,8 @@ import { countAlarm, countDeliveries, meteredEnv } from "./usage-meter";
 export { FoldlineRpc } from "../../src/index";
 // The Agents SDK's Sessions with `foldline/agents` mirroring them (the tests bind it as AGENT_SESSIONS).
 export { AgentSessionsHost } from "./agents-host";
+// The Agents SDK's Sessions alone, with its own compaction and search: the bench's peer section (PEER_SESSIONS).
+export { PeerSessions } from "./peer-sessions";
 
 const instrumented = (env: Env): Env => limitedEnv(meteredEnv(simulatedD1Env(env)));
 
@@ -46,6 +49,11 @@ export class ConversationObject extends ProductObject {
     return this.#meter.take();
   }
 
+  /** The object's own SQLite size (`databaseSize`): the bench's peer section counts it with Foldline's storage. */
+  storageBytes(): number {
+    return this.ctx.storage.sql.databaseSize;
+  }
+
   override async alarm(): Promise<void> {
     countAlarm(this.env);
     await invocation("object alarm", this.env, () => super.alarm());
@@ -68,7 +76,10 @@ for (const name of Object.getOwnPropertyNames(ProductObject.prototype)) {
 }
 
 export default {
-  fetch: (request, env, ctx) => invocation(`fetch ${new URL(request.url).pathname}`, env, () => meteredFetch(request, env, async (metered) => product.fetch(request, instrumented(metered), ctx))),
+  fetch: async (request, env, ctx) => {
+    const bench = new URL(request.url).pathname.startsWith(PEER_ROUTE_PREFIX) ? await peerRoute(request, env) : null;
+    return bench ?? invocation(`fetch ${new URL(request.url).pathname}`, env, () => meteredFetch(request, env, async (metered) => product.fetch(request, instrumented(metered), ctx)));
+  },
   queue: (batch, env) =>
     invocation(`queue ${batch.queue} (${batch.messages.length} messages)`, env, () => {
       countDeliveries(env, batch.messages);
