@@ -36,11 +36,8 @@ const PEER_MODEL = "bench-peer";
 const CHAT = "api:bench:peer-chat";
 /** §10's chat: the same seed and length. */
 const CHAT_SEED = 16;
-/**
- * LoCoMo's conversations replayed (the first of the eight, in id order; 2 with --quick): four keep
- * the section to minutes on a 2-core machine, where all eight through both took three times longer.
- */
-const LOCOMO_CONVERSATIONS = 4;
+/** LoCoMo's conversations replayed: all eight (the first two, in id order, with --quick). */
+const LOCOMO_CONVERSATIONS = 8;
 
 /**
  * The snapshot's wrangler.toml plus the peer's object: a binding and the sqlite migration that
