@@ -263,6 +263,38 @@ export class Chat extends DurableObject<{ FOLDLINE_URL: string; FOLDLINE_TOKEN: 
     assert.equal(tsc.status, 0, `tsc (agents) failed:\n${tsc.stdout}\n${tsc.stderr}`);
   });
 
+  test("each entry point loads in a Worker: a bot's Worker importing all five, bundled and run by wrangler dev", async () => {
+    const botWorker = join(project, "worker");
+    mkdirSync(botWorker);
+    writeFileSync(join(botWorker, "wrangler.toml"), 'name = "a-bot"\nmain = "index.js"\ncompatibility_date = "2026-11-01"\n');
+    writeFileSync(
+      join(botWorker, "index.js"),
+      `import * as client from "foldline/client";
+import * as grammy from "foldline/grammy";
+import * as aiSdk from "foldline/ai-sdk";
+import * as openaiAgents from "foldline/openai-agents";
+import * as agents from "foldline/agents";
+const names = (module) => Object.keys(module).sort();
+export default { fetch: () => Response.json({ client: names(client), grammy: names(grammy), aiSdk: names(aiSdk), openaiAgents: names(openaiAgents), agents: names(agents) }) };
+`,
+    );
+    const envFile = join(scratch, "bot-worker.env");
+    await writeEnvFile(envFile, {});
+    const running = await startWorker({ root: ROOT, appDir: botWorker, persistDir: join(scratch, "bot-worker-state"), envFile, port: await freePort(0), logPath: join(scratch, "bot-worker.log"), log: () => {}, ready: { path: "/", status: 200 } });
+    try {
+      const loaded = await (await fetch(running.url)).json();
+      assert.deepEqual(loaded, {
+        client: ["DEFAULT_TOLERANCE_SECONDS", "FoldlineError", "SIGNATURE_HEADER", "createClient", "signBody", "verifySignature"],
+        grammy: ["foldline"],
+        aiSdk: ["foldline", "recordDelivery"],
+        openaiAgents: ["FoldlineSession"],
+        agents: ["catchUp", "foldlineMessages", "mirrorToFoldline"],
+      });
+    } finally {
+      await running.stop();
+    }
+  });
+
   describe("against the real Worker under wrangler dev", () => {
     /** @type {import("../../scripts/lib/worker.mjs").RunningWorker | undefined} */
     let worker;
