@@ -13,9 +13,9 @@
 // `foldline/agents` mirrors type-checks.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { openApiTypes } from "../../client/scripts/openapi-types.mjs";
 import { ROOT } from "../../scripts/lib/local-state.mjs";
@@ -46,6 +46,14 @@ function runNode(nodeBinary, file, env = {}) {
   const result = spawnSync(nodeBinary, [file], { cwd: project, encoding: "utf8", env: { ...cleanEnv(), ...env }, timeout: 120_000 });
   assert.equal(result.status, 0, `${nodeBinary} ${file} failed:\n${result.stdout}\n${result.stderr}`);
   return JSON.parse(result.stdout);
+}
+
+/** A package of this repository's node_modules linked into the fresh project, once (nothing is downloaded). */
+function linkFromRoot(...segments) {
+  const link = join(project, "node_modules", ...segments);
+  if (existsSync(link)) return;
+  mkdirSync(dirname(link), { recursive: true });
+  symlinkSync(join(ROOT, "node_modules", ...segments), link, "dir");
 }
 
 /** Every distinct Node on PATH (and this one) at version 20 or later, with its version. */
@@ -263,6 +271,30 @@ export class Chat extends DurableObject<{ FOLDLINE_URL: string; FOLDLINE_TOKEN: 
     assert.equal(tsc.status, 0, `tsc (agents) failed:\n${tsc.stdout}\n${tsc.stderr}`);
   });
 
+  test("type-checks a bot's Agents SDK run whose session is foldline/openai-agents, against the bot's own Agents SDK", () => {
+    linkFromRoot("@openai", "agents");
+    linkFromRoot("openai");
+    writeFileSync(
+      join(project, "openai-agents-bot.ts"),
+      `import { Agent, run } from "@openai/agents";
+import { createClient } from "foldline/client";
+import { FoldlineSession } from "foldline/openai-agents";
+
+export async function answer(baseUrl: string, token: string, text: string): Promise<string | undefined> {
+  const session = new FoldlineSession({ client: createClient({ baseUrl, token }), conversation: "api:bot:chat-1", agent: "helper", author: { id: "ada", name: "Ada" } });
+  const result = await run(new Agent({ name: "helper", instructions: "Answer briefly." }), text, { session });
+  // @ts-expect-error: the session needs the author of its user messages
+  new FoldlineSession({ client: createClient({ baseUrl, token }), conversation: "api:bot:chat-1", agent: "helper" });
+  return result.finalOutput;
+}
+`,
+    );
+    const compilerOptions = { target: "es2022", module: "nodenext", moduleResolution: "nodenext", strict: true, exactOptionalPropertyTypes: true, noEmit: true, skipLibCheck: true, lib: ["es2023", "dom"], types: [] };
+    writeFileSync(join(project, "tsconfig.openai-agents.json"), JSON.stringify({ compilerOptions, files: ["openai-agents-bot.ts"] }, null, 2));
+    const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.openai-agents.json"], { cwd: project, encoding: "utf8", timeout: 300_000 });
+    assert.equal(tsc.status, 0, `tsc (openai-agents) failed:\n${tsc.stdout}\n${tsc.stderr}`);
+  });
+
   test("each entry point loads in a Worker: a bot's Worker importing all five, bundled and run by wrangler dev", async () => {
     const botWorker = join(project, "worker");
     mkdirSync(botWorker);
@@ -394,9 +426,8 @@ console.log(JSON.stringify({
 
     test("foldline/openai-agents is the session of the bot's own Agents SDK run, in plain Node", () => {
       // The bot's Agents SDK and OpenAI client, from this repository's node_modules (nothing is downloaded).
-      mkdirSync(join(project, "node_modules", "@openai"), { recursive: true });
-      symlinkSync(join(ROOT, "node_modules", "@openai", "agents"), join(project, "node_modules", "@openai", "agents"), "dir");
-      symlinkSync(join(ROOT, "node_modules", "openai"), join(project, "node_modules", "openai"), "dir");
+      linkFromRoot("@openai", "agents");
+      linkFromRoot("openai");
       writeFileSync(
         join(project, "live-agents.mjs"),
         `import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled } from "@openai/agents";
