@@ -223,6 +223,33 @@ export class TailLedger {
   }
 
   /**
+   * @internal Everything the ledger holds, list by list, each entry as its key and the sequence
+   * numbers under it, sorted: for the tests that hold a trimmed ledger to a fresh one over the same
+   * events, so that no list keeps what left the window (what it holds is what it has to).
+   */
+  census(): Record<string, string[]> {
+    const seqs = <V>(map: ReadonlyMap<string | number, readonly V[] | ReadonlySet<V>>, show: (value: V) => string | number): string[] =>
+      [...map].map(([key, values]) => `${key}:${[...values].map(show).join(",")}`).sort();
+    const bySeq = (event: StoredEvent): number => event.seq;
+    return {
+      groups: [...this.#groups.keys()].map(String).sort(),
+      sources: [...this.#sources].map(([id, source]) => `${id}:${source.seq}`).sort(),
+      sourceByGroup: [...this.#sourceByGroup.keys()].map(String).sort(),
+      openGroups: this.#openGroups.map(String),
+      laterSources: seqs(this.#laterSources, bySeq),
+      repliesTo: seqs(this.#repliesTo, bySeq),
+      corrections: seqs(this.#corrections, bySeq),
+      proposals: seqs(this.#proposals, bySeq),
+      effective: [...this.#effective].map(([id, { proposal, group }]) => `${id}:${proposal.seq}@${group}`).sort(),
+      groupProposals: seqs(this.#groupProposals, (id) => id),
+      deliveries: seqs(this.#deliveries, bySeq),
+      outsideCorrections: seqs(this.#outsideCorrections, (seq) => seq),
+      outsideReplies: seqs(this.#outsideReplies, (reply) => `${reply.proposalId}@${reply.seq}`),
+      outsideDeliveries: seqs(this.#outsideDeliveries, (seq) => seq),
+    };
+  }
+
+  /**
    * Moves the window's start past a boundary's coverage. `trimmed` are the window's events at or
    * before `newStart`, in order. Afterwards the ledger is the one a fresh ledger over the events
    * after `newStart` would be: what spoke about a message that left the window now speaks about
@@ -246,7 +273,9 @@ export class TailLedger {
     }
     for (const group of this.#openGroups.splice(0, partitionPoint(this.#openGroups, (group) => group <= newStart))) {
       this.#setGroup(group, []);
-      this.#groupProposals.delete(group);
+      // A reply the window still holds, in a group that left it, belongs where the fold now puts it
+      // (deciding it again takes it out of the group, and the group's emptied list with it).
+      for (const id of this.#groupProposals.get(group) ?? []) reelect.add(id);
     }
     for (const messageId of left) for (const group of this.#leave(messageId)) touched.add(group);
     for (const id of reelect) {
@@ -339,7 +368,9 @@ export class TailLedger {
     if (before?.proposal === kept && before?.group === group) return [];
     const touched: number[] = [];
     if (before !== undefined) {
-      this.#groupProposals.get(before.group)?.delete(id);
+      const members = this.#groupProposals.get(before.group);
+      members?.delete(id);
+      if (members?.size === 0) this.#groupProposals.delete(before.group);
       this.#effective.delete(id);
       touched.push(before.group);
     }

@@ -215,6 +215,8 @@ describe("TailLedger", () => {
           }
           expect([ledger.tailChars, ledger.tailMessages]).toEqual([fresh.tailChars, fresh.tailMessages]);
           for (let absorbed = start; absorbed <= ledger.lastSeq; absorbed++) expect(sorted(ledger.references(absorbed))).toEqual(sorted(fresh.references(absorbed)));
+          // Nothing that left the window is still held: the lists are the fresh ledger's, entry for entry.
+          expect(ledger.census()).toEqual(fresh.census());
         };
         log.forEach((event, i) => {
           for (const [at, to] of trims) {
@@ -266,6 +268,63 @@ describe("TailLedger", () => {
       ],
     ]);
     expect(ledger.tailChars).toBe(foldedTailChars(events.slice(2), EVERYTHING, 2));
+  });
+
+  it("a later source reusing a covered message's id takes the plain answers after it from an older group the window still holds", () => {
+    const events = storeAll([
+      source("m1", "The first m1."),
+      source("a", "A message the window keeps."),
+      source("m1", "A second m1."),
+      proposal("p1", "agent-a", "A plain answer after the second m1."),
+      delivered("p1"),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    for (const event of events) ledger.add(event);
+    // While the first m1 is held, the second opens nothing: the answer is in the group of `a`.
+    expect(ledger.groups().map((g) => [g.seq, g.turns.map((t) => t.id)])).toEqual([
+      [1, ["s1"]],
+      [2, ["s2", "p4"]],
+    ]);
+    ledger.trim(1, events.slice(0, 1));
+    expect(ledger.groups().map((g) => [g.seq, g.turns.map((t) => t.id)])).toEqual([
+      [2, ["s2"]],
+      [3, ["s3", "p4"]],
+    ]);
+    const fresh = new TailLedger(EVERYTHING, 1);
+    for (const event of events.slice(1)) fresh.add(event);
+    expect(ledger.census()).toEqual(fresh.census());
+  });
+
+  it("holds, list by list, what its events need and nothing else (its census)", () => {
+    const events = storeAll([
+      source("m1", "One."),
+      proposal("p1", "agent-a", "A reply to m1.", { replyTo: "m1" }),
+      delivered("p1"),
+      edit("m1", "One, edited."),
+      source("m1", "m1 again."),
+      proposal("p2", "agent-a", "A reply to a message not here.", { replyTo: "gone" }),
+      delivered("p9"),
+      edit("gone", "Edited elsewhere."),
+      proposal("p3", "agent-a", "A plain answer."),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    for (const event of events) ledger.add(event);
+    expect(ledger.census()).toEqual({
+      groups: ["1"],
+      sources: ["m1:1"],
+      sourceByGroup: ["1"],
+      openGroups: ["1"],
+      laterSources: ["m1:5"],
+      repliesTo: ["gone:6", "m1:2"],
+      corrections: ["gone:8", "m1:4"],
+      proposals: ["p1:2", "p2:6", "p3:9"],
+      effective: ["p1:2@1", "p3:9@1"],
+      groupProposals: ["1:p1,p3"],
+      deliveries: ["p1:3", "p9:7"],
+      outsideCorrections: ["gone:8"],
+      outsideReplies: ["gone:p2@6"],
+      outsideDeliveries: ["p9:7"],
+    });
   });
 
   it("once a boundary covers the reply an id kept, keeps that id's next proposal; a delivery left without its proposal speaks of covered history", () => {
