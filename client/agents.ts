@@ -42,7 +42,15 @@ export interface FoldlineMirrorOptions {
   readonly sessionId?: string;
   /** A write that could not be mirrored (default: `console.error`). `catchUp` records what it missed. */
   readonly onError?: (error: unknown, event: SessionChangeEvent) => void;
+  /**
+   * How long a session write waits for the log (default 30,000 ms): past it the write goes on, the
+   * miss is reported to `onError` (code `network`), and `catchUp` records it. The late call may
+   * still land; recorded again, it is a replay.
+   */
+  readonly timeoutMs?: number;
 }
+
+const DEFAULT_MIRROR_TIMEOUT_MS = 30_000;
 
 const DEFAULT_AUTHOR: Author = { id: "user" };
 
@@ -122,40 +130,53 @@ export function mirrorToFoldline(sessions: Pick<Sessions, "subscribe">, options:
   };
   /** The user message the next assistant message answers (the newest one this mirror recorded). */
   let answering: string | undefined;
+  const mirror = async (event: SessionChangeEvent): Promise<void> => {
+    switch (event.type) {
+      case "append":
+      case "import": {
+        if (event.type === "append" && !event.inserted) return;
+        const events = await recordingOf(options, event.message, answering);
+        const userMessage = event.message.role === "user" && events.length > 0 ? await messageIdOf(sessionId, event.message.id) : undefined;
+        // The next answer replies to this message even if recording it fails (`catchUp` records it later).
+        if (userMessage !== undefined) answering = userMessage;
+        await appendAll(options, events);
+        if (userMessage !== undefined) remember(userMessage, textOf(event.message));
+        return;
+      }
+      case "update": {
+        const { message } = event;
+        if (message.role === "assistant") return await appendAll(options, await recordingOf(options, message, answering));
+        const messageId = await messageIdOf(sessionId, message.id);
+        const text = textOf(message);
+        if (message.role !== "user" || text.trim() === "" || texts.get(messageId) === text) return;
+        await recordEdit(options, message, messageId, text);
+        remember(messageId, text);
+        return;
+      }
+      case "delete":
+        return await recordDeletion(options, event.messageIds);
+      case "clear":
+        throw unsupported("the session was cleared: Foldline's log is immutable and keeps every message it recorded");
+      case "compact":
+      case "compaction":
+        // The session's own overlay: Foldline compacts the log itself, with its own provenance.
+        return;
+    }
+  };
+  const timeoutMs = options.timeoutMs ?? DEFAULT_MIRROR_TIMEOUT_MS;
   return sessions.subscribe(async (event) => {
     if (event.sessionId !== sessionId) return;
+    // The session's write waits for this listener: a Foldline that does not answer must not hold it.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new FoldlineError({ code: "network", message: `Foldline did not answer within ${timeoutMs} ms; the session keeps the write (catchUp records it)` })), timeoutMs);
+    });
     try {
-      switch (event.type) {
-        case "append":
-        case "import": {
-          if (event.type === "append" && !event.inserted) return;
-          await appendAll(options, await recordingOf(options, event.message, answering));
-          if (event.message.role !== "user") return;
-          answering = await messageIdOf(sessionId, event.message.id);
-          remember(answering, textOf(event.message));
-          return;
-        }
-        case "update": {
-          const { message } = event;
-          if (message.role === "assistant") return await appendAll(options, await recordingOf(options, message, answering));
-          const messageId = await messageIdOf(sessionId, message.id);
-          const text = textOf(message);
-          if (message.role !== "user" || text.trim() === "" || texts.get(messageId) === text) return;
-          await recordEdit(options, message, messageId, text);
-          remember(messageId, text);
-          return;
-        }
-        case "delete":
-          return await recordDeletion(options, event.messageIds);
-        case "clear":
-          throw unsupported("the session was cleared: Foldline's log is immutable and keeps every message it recorded");
-        case "compact":
-        case "compaction":
-          // The session's own overlay: Foldline compacts the log itself, with its own provenance.
-          return;
-      }
+      await Promise.race([mirror(event), late]);
     } catch (error) {
       report(error, event);
+    } finally {
+      clearTimeout(timer);
     }
   });
 }
@@ -236,7 +257,11 @@ async function appendOrEdit(options: FoldlineMirrorOptions, event: BatchEvent): 
     const appended = await options.client.append(options.conversation, event);
     return appended.duplicate ? 0 : 1;
   } catch (error) {
-    if (!(error instanceof FoldlineError) || error.code !== "idempotency_conflict" || event.kind !== "source") throw error;
+    if (!(error instanceof FoldlineError) || error.code !== "idempotency_conflict") throw error;
+    // An answer recorded by a mirror that had not seen the message it answers carries no reply-to:
+    // it is recorded, and its proposal never changes.
+    if (event.kind === "proposal") return 0;
+    if (event.kind !== "source") throw error;
     const { messageId, text } = event.body;
     const edit = await options.client.append(options.conversation, {
       kind: "correction",

@@ -20,6 +20,8 @@ export interface HostMirror {
   readonly agent: string;
   /** Mirrors user messages as sensitive when their text contains this marker. */
   readonly sensitiveMarker?: string;
+  /** A Foldline that never answers an append (a hung call), and how long the mirror waits for one. */
+  readonly hung?: { readonly timeoutMs: number };
 }
 
 /** A message as the tests write it: one text part. */
@@ -40,7 +42,8 @@ export class AgentSessionsHost extends DurableObject<Env> {
   readonly #errors: string[] = [];
 
   #options(mirror: HostMirror): FoldlineMirrorOptions {
-    const client = createClient({ binding: this.ctx.exports.FoldlineRpc as unknown as FoldlineBinding, token: mirror.token });
+    const real = createClient({ binding: this.ctx.exports.FoldlineRpc as unknown as FoldlineBinding, token: mirror.token });
+    const client = mirror.hung === undefined ? real : { ...real, append: () => new Promise<never>(() => {}), appendBatch: () => new Promise<never>(() => {}) };
     const marker = mirror.sensitiveMarker;
     return {
       client,
@@ -49,6 +52,7 @@ export class AgentSessionsHost extends DurableObject<Env> {
       author: (message) => ({ id: `person-${message.id.slice(0, 4)}` }),
       sensitive: (message) => marker !== undefined && message.parts.some((part) => part.type === "text" && "text" in part && String(part.text).includes(marker)),
       onError: (error) => this.#errors.push(error instanceof FoldlineError ? error.code : String(error)),
+      ...(mirror.hung === undefined ? {} : { timeoutMs: mirror.hung.timeoutMs }),
     };
   }
 

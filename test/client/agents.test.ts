@@ -134,6 +134,34 @@ describe("foldline/agents", () => {
     expect(await logOf(token, conversation)).toHaveLength(5);
   });
 
+  it("lets the session's write go on when Foldline does not answer, says so, and catches the write up later", async () => {
+    const { conversation, agent, token, host, mirror, client } = await setUp();
+    await host.mirror({ ...mirror, hung: { timeoutMs: 100 } });
+    // The append resolves although the log never answers: the listener gave up on it.
+    expect(await host.append({ id: "u1", role: "user", text: "Sent while Foldline hangs." })).toBe(true);
+    expect(await host.errors()).toEqual(["network"]);
+    expect(await logOf(token, conversation)).toEqual([]);
+    // As an object starting again does: catch up, then mirror.
+    expect(await host.catchUp(mirror)).toBe(1);
+    await host.mirror(mirror);
+    await host.append({ id: "a1", role: "assistant", text: "An answer to it." });
+    const log = await logOf(token, conversation);
+    expect(said(log)).toEqual([
+      ["source", "Sent while Foldline hangs."],
+      ["proposal", "An answer to it."],
+      ["delivery", "delivered"],
+    ]);
+    // A mirror that had not seen the message recorded the answer as a plain reply, in that message's
+    // group; catching up again meets it (with a reply-to it would have given) and leaves it.
+    expect(log[1]?.body["replyToMessageId"]).toBeUndefined();
+    expect(await host.catchUp(mirror)).toBe(0);
+    expect((await foldlineMessages({ client, conversation, agent })).filter((m) => m.role !== "system")).toEqual([
+      { role: "user", content: expect.stringContaining("Sent while Foldline hangs.") },
+      { role: "assistant", content: "An answer to it." },
+    ]);
+    expect(await host.errors()).toEqual(["network"]);
+  });
+
   it("over 300 messages, serves a bounded history once compaction runs, every message in the log, and the chain verifies", { timeout: 300_000 }, async () => {
     const trigger = 3_000;
     const { conversation, agent, token, host, client } = await setUp({ trigger, retain: 1_000, admitSensitive: true });

@@ -39,8 +39,9 @@ export class Chat extends DurableObject<Env> {
     if (this.#mirror === undefined) {
       const client = createClient({ binding: this.env.FOLDLINE, token: this.env.FOLDLINE_TOKEN });
       this.#mirror = { client, conversation, agent: this.env.AGENT_ID, author: () => ({ id: "u:guest", name: "Guest" }) };
-      mirrorToFoldline(this.sessions, this.#mirror);
+      // What an earlier instance wrote and did not mirror first, then every write from here on.
       await catchUp(this.session, this.#mirror);
+      mirrorToFoldline(this.sessions, this.#mirror);
     }
     return this.#mirror;
   }
