@@ -181,12 +181,16 @@ export function mirrorToFoldline(sessions: Pick<Sessions, "subscribe">, options:
   });
 }
 
-/**
- * A user message's new text: its source when the log has none yet (a message written empty, then
- * filled), else an `edit` correction. An assistant message's update records it if it was not
- * (written empty, then filled); one recorded with other text cannot change: the log answers
- * `idempotency_conflict`, reported.
- */
+/** An `edit` correction of a recorded user message, under a key of its text and `version`. */
+async function editEvent(messageId: string, text: string, version: string, editedAt?: string): Promise<BatchEvent> {
+  return {
+    kind: "correction",
+    idempotencyKey: keys.edit(messageId, `${(await sha256Hex(text)).slice(0, 24)}:${version}`),
+    body: { action: "edit", targetMessageId: messageId, text, ...(editedAt === undefined ? {} : { editedAt }) },
+  };
+}
+
+/** A user message's new text: its source when the log has none yet (a message written empty, then filled), else an `edit` correction. */
 async function recordEdit(options: FoldlineMirrorOptions, message: SessionMessage, messageId: string, text: string): Promise<void> {
   try {
     const [source] = (await options.client.appendBatch(options.conversation, await recordingOf(options, message, undefined))).results;
@@ -197,11 +201,7 @@ async function recordEdit(options: FoldlineMirrorOptions, message: SessionMessag
   // Each update is its own edit (a message edited back to an earlier text is a new edit); the
   // client's retries of this one are replays of it.
   const editedAt = new Date().toISOString();
-  await options.client.append(options.conversation, {
-    kind: "correction",
-    idempotencyKey: keys.edit(messageId, `${(await sha256Hex(text)).slice(0, 24)}:${Date.parse(editedAt)}`),
-    body: { action: "edit", targetMessageId: messageId, text, editedAt },
-  });
+  await options.client.append(options.conversation, await editEvent(messageId, text, String(Date.parse(editedAt)), editedAt));
 }
 
 /**
@@ -218,13 +218,24 @@ async function recordDeletion(options: FoldlineMirrorOptions, ids: readonly stri
   await appendAll(options, events);
 }
 
+/** How many of the newest messages `catchUp` looks at by default. */
+const CATCH_UP_MESSAGES = 200;
+
 /**
- * Records what the log is missing of the session's active path (writes made while the mirror was
- * stopped, or whose mirror failed), oldest first, each as `mirrorToFoldline` would have; what is
- * already recorded is a replay. A user message whose text changed since is recorded as its edit.
- * Reads the path in the session's bounded windows. Returns how many events were new to the log.
+ * Records what the log is missing of the newest `lookBack` messages (default 200) of the session's
+ * active path (writes made while the mirror was stopped, or whose mirror failed), oldest first, each
+ * as `mirrorToFoldline` would have; what is already recorded is a replay. A user message whose text
+ * changed since is recorded as its edit. Its cost follows `lookBack`, never the session's length:
+ * the newest messages are read leaf first in the session's bounded windows, then appended at most
+ * 100 a call (one at a time for a batch that met a changed message). Returns how many events were
+ * new to the log.
  */
-export async function catchUp(session: Pick<Session, "history">, options: FoldlineMirrorOptions): Promise<number> {
+export async function catchUp(session: Pick<Session, "history">, options: FoldlineMirrorOptions, lookBack = CATCH_UP_MESSAGES): Promise<number> {
+  const newest: SessionMessage[] = [];
+  for await (const message of session.history({ newestFirst: true })) {
+    if (newest.length >= lookBack) break;
+    newest.push(message);
+  }
   let answering: string | undefined;
   let added = 0;
   const pending: BatchEvent[] = [];
@@ -242,9 +253,11 @@ export async function catchUp(session: Pick<Session, "history">, options: Foldli
     }
     pending.length = 0;
   };
-  for await (const message of session.history()) {
-    pending.push(...(await recordingOf(options, message, answering)));
-    if (message.role === "user") answering = await messageIdOf(options.sessionId ?? "", message.id);
+  for (const message of newest.reverse()) {
+    const events = await recordingOf(options, message, answering);
+    pending.push(...events);
+    // As the mirror does: an answer replies to the newest user message that says something.
+    if (message.role === "user" && events.length > 0) answering = await messageIdOf(options.sessionId ?? "", message.id);
     if (pending.length >= 100) await flush();
   }
   await flush();
@@ -262,12 +275,7 @@ async function appendOrEdit(options: FoldlineMirrorOptions, event: BatchEvent): 
     // it is recorded, and its proposal never changes.
     if (event.kind === "proposal") return 0;
     if (event.kind !== "source") throw error;
-    const { messageId, text } = event.body;
-    const edit = await options.client.append(options.conversation, {
-      kind: "correction",
-      idempotencyKey: keys.edit(messageId, `${(await sha256Hex(text)).slice(0, 24)}:catch-up`),
-      body: { action: "edit", targetMessageId: messageId, text },
-    });
+    const edit = await options.client.append(options.conversation, await editEvent(event.body.messageId, event.body.text, "catch-up"));
     return edit.duplicate ? 0 : 1;
   }
 }

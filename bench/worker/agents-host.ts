@@ -84,9 +84,9 @@ export class AgentSessionsHost extends DurableObject<Env> {
     await this.session.clearMessages();
   }
 
-  /** `catchUp` over the primary session: how many events were new to the log. */
-  async catchUp(mirror: HostMirror): Promise<number> {
-    return catchUp(this.session, this.#options(mirror));
+  /** `catchUp` over the primary session (its newest `lookBack` messages): how many events were new to the log. */
+  async catchUp(mirror: HostMirror, lookBack?: number): Promise<number> {
+    return catchUp(this.session, this.#options(mirror), lookBack);
   }
 
   /** What the mirror reported since the object started. */

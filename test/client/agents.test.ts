@@ -134,6 +134,17 @@ describe("foldline/agents", () => {
     expect(await logOf(token, conversation)).toHaveLength(5);
   });
 
+  it("catches up only the newest messages it is told to look back at, whatever the session's length", async () => {
+    const { conversation, token, host, mirror } = await setUp();
+    await host.unmirror();
+    for (let i = 1; i <= 5; i++) await host.append({ id: `u${i}`, role: "user", text: `Message ${i}.` });
+    expect(await host.catchUp(mirror, 2)).toBe(2);
+    expect(said(await logOf(token, conversation))).toEqual([
+      ["source", "Message 4."],
+      ["source", "Message 5."],
+    ]);
+  });
+
   it("lets the session's write go on when Foldline does not answer, says so, and catches the write up later", async () => {
     const { conversation, agent, token, host, mirror, client } = await setUp();
     await host.mirror({ ...mirror, hung: { timeoutMs: 100 } });
