@@ -7,6 +7,8 @@
 //   2. The R2 bucket and the queues (the dead-letter queue too) are created unless they exist.
 //   3. `npm run migrate -- --remote`: the control set on DB, the shard set on every shard.
 //   4. `wrangler deploy`.
+//   5. `npm run migrate -- --remote --release`: the log's rows stored before migrations/shard/0031
+//      leave `events`, now that the Worker that reads `log` is live.
 // Secrets (the model key, Telegram webhook secrets and bot tokens, OPS_ALERT_SECRET) are not
 // touched: docs/OPERATIONS.md, "Deploying". `--dry-run` prints the plan and changes nothing.
 import { spawnSync } from "node:child_process";
@@ -59,4 +61,7 @@ const migrate = spawnSync(process.execPath, [join(ROOT, "scripts", "migrate.mjs"
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 const deployed = wrangler(["deploy"]);
 if (deployed.status !== 0) process.exit(deployed.status ?? 1);
+// The Worker that reads `log` is live: the log's rows copied before it leave `events` (migrations/shard/0031).
+const released = spawnSync(process.execPath, [join(ROOT, "scripts", "migrate.mjs"), "--remote", "--release"], { cwd: ROOT, stdio: "inherit" });
+if (released.status !== 0) process.exit(released.status ?? 1);
 console.log("deployed: set the secrets (docs/OPERATIONS.md, "Deploying") if this is the first deploy");

@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 /** The part each table belongs to; an index or an FTS5 shadow table counts with its table. */
 const PARTS = /** @type {const} */ ([
-  ["log", /^events$/],
+  ["log", /^(log|log_copy|events)$/],
   ["turn index", /^(turn_index|turn_index_v1|turns|turn_terms)$/],
   ["memory", /^(conversation_memory_\w+|extraction_runs|memory_\w+)$/],
   ["chain", /^(boundaries|compaction_plans|activations)$/],
@@ -39,9 +39,10 @@ export async function d1BytesByPart(persistDir) {
         db.prepare("SELECT COALESCE(s.tbl_name, d.name) AS \"table\", SUM(d.pgsize) AS bytes FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").all()
       );
       for (const { table, bytes } of rows) parts[partOf(table)] = (parts[partOf(table)] ?? 0) + bytes;
-      const hasLog = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'events'").get() !== undefined;
-      if (hasLog) {
-        const text = /** @type {{ bytes: number | null }} */ (db.prepare("SELECT SUM(length(CAST(json_extract(body, '$.text') AS BLOB))) AS bytes FROM events WHERE kind IN ('source', 'proposal', 'correction')").get());
+      // The log is `log` (migrations/shard/0031); before it, `events`.
+      const logTable = ["log", "events"].find((name) => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined);
+      if (logTable !== undefined) {
+        const text = /** @type {{ bytes: number | null }} */ (db.prepare(`SELECT SUM(length(CAST(json_extract(body, '$.text') AS BLOB))) AS bytes FROM ${logTable} WHERE kind IN ('source', 'proposal', 'correction')`).get());
         textBytes += text.bytes ?? 0;
       }
     } finally {

@@ -16,6 +16,7 @@ import { ROOT } from "./local-state.mjs";
 /** Whether a database has anything left to index (one row, `n` > 0 when it has). */
 const PENDING = {
   shard: `SELECT (SELECT count(*) FROM search_backfill WHERE done_seq < through_seq)
+            + EXISTS (SELECT 1 FROM events WHERE rowid > (SELECT through_rowid FROM log_copy WHERE id = 1))
             + EXISTS (SELECT 1 FROM turn_index_v1)
             + EXISTS (SELECT 1 FROM conversation_memory_pages p JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version WHERE p.terms_version IS NULL AND v.deleted = 0)
             + EXISTS (SELECT 1 FROM conversation_memory_provenance_v1) AS n`,
@@ -83,10 +84,28 @@ export async function backfillSearch(binding, where, log) {
       write: async (statements) => d1Run(binding, where, statements.map(inline)),
     },
     kind,
-    (/** @type {{ events: number, turnsThroughId: number, pages: number, sourcesThroughId: number }} */ p) =>
-      log(`  ${binding}: ${p.events} events, turns moved through id ${p.turnsThroughId}, ${p.pages} pages, memory sources moved through id ${p.sourcesThroughId}`),
+    (/** @type {{ logThroughId: number, events: number, turnsThroughId: number, pages: number, sourcesThroughId: number }} */ p) =>
+      log(`  ${binding}: log copied through id ${p.logThroughId}, ${p.events} events, turns moved through id ${p.turnsThroughId}, ${p.pages} pages, memory sources moved through id ${p.sourcesThroughId}`),
   );
   log(
-    `${binding}: indexed ${done.events} events and ${done.pages} pages${done.turnsThroughId > 0 ? `; moved the turn index through id ${done.turnsThroughId}` : ""}${done.sourcesThroughId > 0 ? `; moved memory sources through id ${done.sourcesThroughId}` : ""}`,
+    `${binding}: indexed ${done.events} events and ${done.pages} pages${done.logThroughId > 0 ? `; copied the log through id ${done.logThroughId}` : ""}${done.turnsThroughId > 0 ? `; moved the turn index through id ${done.turnsThroughId}` : ""}${done.sourcesThroughId > 0 ? `; moved memory sources through id ${done.sourcesThroughId}` : ""}`,
   );
+}
+
+/**
+ * The last step of the log's move (migrations/shard/0031), for a shard whose Worker reads `log`:
+ * the rows copied from `events` leave it. A control database, or a shard with nothing left in
+ * `events`, costs one query.
+ * @param {string} binding @param {readonly string[]} where @param {(line: string) => void} log
+ */
+export async function releaseLog(binding, where, log) {
+  if (binding === "DB") return;
+  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) AS n");
+  if (Number(pending?.n ?? 0) === 0) return;
+  const { releaseLog: release } = await backfillModule();
+  const batches = await release({
+    rows: async (statement) => d1Rows(binding, where, inline(statement)),
+    write: async (statements) => d1Run(binding, where, statements.map(inline)),
+  });
+  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es))`);
 }

@@ -69,7 +69,8 @@ interface PlacementRow {
 interface SummaryRow {
   conversation_id: string;
   last_seq: number;
-  last_recorded_at: string;
+  /** Epoch milliseconds. */
+  last_recorded_at: number;
 }
 
 /** Placements in id order (control database): which conversations exist, and where each lives. */
@@ -90,9 +91,9 @@ function rangeStatement(db: D1Database, range: ScopeRange, after: string, limit:
 function summaryStatement(shard: D1Database, ids: readonly string[]): D1PreparedStatement {
   return shard
     .prepare(
-      `SELECT e.conversation_id, e.seq AS last_seq, e.recorded_at AS last_recorded_at
-       FROM json_each(?1) j CROSS JOIN events e
-       WHERE e.conversation_id = j.value AND e.seq = (SELECT MAX(seq) FROM events WHERE conversation_id = j.value)`,
+      `SELECT k.conversation_id, e.seq AS last_seq, e.recorded_at AS last_recorded_at
+       FROM json_each(?1) j CROSS JOIN conversation_keys k ON k.conversation_id = j.value
+       CROSS JOIN log e ON e.conversation_key = k.id AND e.seq = (SELECT MAX(seq) FROM log WHERE conversation_key = k.id)`,
     )
     .bind(JSON.stringify(ids));
 }
@@ -135,7 +136,7 @@ export async function listConversations(
   return {
     conversations: page.flatMap((row) => {
       const summary = summaries.get(row.conversation_id);
-      return summary === undefined ? [] : [{ conversationId: row.conversation_id, events: summary.last_seq, lastSeq: summary.last_seq, lastRecordedAt: summary.last_recorded_at }];
+      return summary === undefined ? [] : [{ conversationId: row.conversation_id, events: summary.last_seq, lastSeq: summary.last_seq, lastRecordedAt: new Date(summary.last_recorded_at).toISOString() }];
     }),
     nextAfter: rows.length > limit && last !== undefined ? last.conversation_id : null,
   };

@@ -3,9 +3,9 @@ import { eventTerms } from "../core/turn-terms";
 import type { Statement } from "./shard/turn-terms";
 import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
-import { toStoredEvent } from "./shard/events";
+import { eventColumns, IN_LOG, toStoredEvent } from "./shard/events";
 import type { TableMove } from "./shard/table-moves";
-import { SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
+import { LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
 
 /**
  * The word indexes of data stored before they existed (migrations/shard/0023, control/0019),
@@ -41,8 +41,8 @@ export interface BackfillConversation {
 
 /** The conversation's next events that may carry a text, after `done_seq`. */
 export const eventsPage = (c: BackfillConversation): Statement => ({
-  sql: `SELECT conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at FROM events
-        WHERE conversation_id = ?1 AND seq > ?2 AND seq <= ?3 AND kind IN ('source', 'proposal', 'correction') ORDER BY seq LIMIT ?4`,
+  sql: `SELECT ${eventColumns()} FROM log
+        WHERE ${IN_LOG} AND seq > ?2 AND seq <= ?3 AND kind IN ('source', 'proposal', 'correction') ORDER BY seq LIMIT ?4`,
   params: [c.conversation_id, c.done_seq, c.through_seq, EVENTS_PER_BATCH],
 });
 
@@ -131,6 +131,8 @@ export interface BackfillDatabase {
 }
 
 export interface BackfillProgress {
+  /** Rows of `events` copied to `log` (migrations/shard/0031), through this rowid (0: none). */
+  readonly logThroughId: number;
   /** Events read (those that may carry a text). */
   readonly events: number;
   /** Rows of `turn_index_v1` moved to `turns` (migrations/shard/0028), through this rowid (0: none). */
@@ -144,18 +146,19 @@ export interface BackfillProgress {
 /**
  * Moves what a shard's replaced tables still hold and indexes everything it held before
  * migrations/shard/0023 (`"shard"`), or the pages the control database held before control/0019
- * (`"control"`), a batch at a time; returns what it wrote. The turn index moves first: the events'
- * backfill writes to it.
+ * (`"control"`), a batch at a time; returns what it wrote. The log is copied first (the events'
+ * backfill reads it), then the turn index moves (the events' backfill writes to it).
  * Safe to stop at any point and run again: each batch continues from the progress the last one
  * recorded. `onBatch` hears of each batch (a script prints it).
  */
 export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control", onBatch: (progress: BackfillProgress) => void = () => {}): Promise<BackfillProgress> {
-  let progress: BackfillProgress = { events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 };
+  let progress: BackfillProgress = { logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 };
   const report = (next: BackfillProgress) => {
     progress = next;
     onBatch(progress);
   };
   if (kind === "shard") {
+    await copyLog(db, (throughId) => report({ ...progress, logThroughId: throughId }));
     await move(db, TURNS_MOVE, (throughId) => report({ ...progress, turnsThroughId: throughId }));
     await move(db, SOURCES_MOVE, (throughId) => report({ ...progress, sourcesThroughId: throughId }));
     for (;;) {
@@ -183,4 +186,27 @@ async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId:
     await db.write(table.batch(oldest[0].id));
     onBatch(oldest[0].id + table.perBatch - 1);
   }
+}
+
+/** Copies every row of `events` the copy has not taken to `log`, a batch per transaction; `onBatch` hears the rowid each batch reached. */
+async function copyLog(db: BackfillDatabase, onBatch: (throughId: number) => void): Promise<void> {
+  for (let next = await db.rows<{ id: number }>(LOG_COPY.next); next[0] !== undefined; next = await db.rows<{ id: number }>(LOG_COPY.next)) {
+    await db.write(LOG_COPY.batch(next[0].id));
+    onBatch(next[0].id + LOG_COPY.perBatch - 1);
+  }
+}
+
+/**
+ * The last step of migrations/shard/0031, once the Worker that reads `log` is live: copies what a
+ * Worker before it appended since the copy ran, then lets every copied row leave `events`, a batch
+ * per transaction. Returns how many batches it deleted.
+ */
+export async function releaseLog(db: BackfillDatabase): Promise<number> {
+  await copyLog(db, () => {});
+  let batches = 0;
+  for (let oldest = await db.rows<{ id: number }>(LOG_RELEASE.oldest); oldest[0] !== undefined; oldest = await db.rows<{ id: number }>(LOG_RELEASE.oldest)) {
+    await db.write(LOG_RELEASE.batch(oldest[0].id));
+    batches += 1;
+  }
+  return batches;
 }

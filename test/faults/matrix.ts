@@ -43,7 +43,7 @@ export interface Violation {
   readonly edge: "binding" | "model";
   readonly k: number;
   readonly kind: FaultKind;
-  /** Where the fault landed: `object DB_SHARD_1.batch (INSERT INTO events …)`. */
+  /** Where the fault landed: `object DB_SHARD_1.batch (INSERT INTO log …)`. */
   readonly at: string;
   readonly invariant: Invariant;
   readonly detail: string;

@@ -90,7 +90,7 @@ interface EventRow {
 /** The conversation's sources and corrections in order: what its clients wrote. Run events are the object's bookkeeping, which a failed preflight catches up from an alarm (README.md). */
 async function clientEvents(conversation: string): Promise<{ kind: string; key: string; body: unknown }[]> {
   const { results } = await (await shardOf(conversation))
-    .prepare("SELECT seq, kind, idempotency_key, body, hash FROM events WHERE conversation_id = ? AND kind IN ('source', 'correction') ORDER BY seq")
+    .prepare("SELECT seq, kind, idempotency_key, body, lower(hex(hash)) AS hash FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind IN ('source', 'correction') ORDER BY seq")
     .bind(conversation)
     .all<EventRow>();
   return results.map((r) => ({ kind: r.kind, key: r.idempotency_key, body: JSON.parse(r.body) as unknown }));
@@ -98,7 +98,7 @@ async function clientEvents(conversation: string): Promise<{ kind: string; key: 
 
 async function duplicateKeys(conversation: string): Promise<string[]> {
   const { results } = await (await shardOf(conversation))
-    .prepare("SELECT idempotency_key AS key, COUNT(*) AS n FROM events WHERE conversation_id = ? GROUP BY idempotency_key HAVING COUNT(*) > 1")
+    .prepare("SELECT idempotency_key AS key, COUNT(*) AS n FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) GROUP BY idempotency_key HAVING COUNT(*) > 1")
     .bind(conversation)
     .all<{ key: string; n: number }>();
   return results.map((r) => `event key ${r.key} stored ${r.n} times`);
@@ -111,7 +111,7 @@ async function lostEvents(conversation: string, x: Exchange): Promise<string[]> 
   if (acked.length === 0) return [`a ${x.status} answer acknowledged no event`];
   const lost: string[] = [];
   for (const event of acked) {
-    const row = await (await shardOf(conversation)).prepare("SELECT idempotency_key, hash FROM events WHERE conversation_id = ? AND seq = ?").bind(conversation, event.seq).first<{ idempotency_key: string; hash: string }>();
+    const row = await (await shardOf(conversation)).prepare("SELECT idempotency_key, lower(hex(hash)) AS hash FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(conversation, event.seq).first<{ idempotency_key: string; hash: string }>();
     if (row?.idempotency_key !== event.idempotencyKey || row.hash !== event.hash) lost.push(`acknowledged ${event.idempotencyKey} at seq ${event.seq}; the log holds ${row === null ? "nothing" : row.idempotency_key} there`);
   }
   return lost;

@@ -154,16 +154,16 @@ describe("the chain's head is anchored in the log", () => {
     const only = (await chainOf(token, conversation, agentId, 1)).at(-1);
     if (only === undefined) throw new Error("no boundary");
     const shard = await shardOf(conversation);
-    const receipt = shard.prepare("SELECT seq, body FROM events WHERE conversation_id = ? AND idempotency_key = ?").bind(conversation, `run:${only.runId}:completed`);
+    const receipt = shard.prepare("SELECT seq, body FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND idempotency_key = ?").bind(conversation, `run:${only.runId}:completed`);
     const row = await receipt.first<{ seq: number; body: string }>();
     expect(JSON.parse(row?.body ?? "{}")).toMatchObject({ status: "completed", anchor: { boundaryId: only.body.id, boundaryHash: only.hash, position: only.position } });
-    await expect(shard.prepare("DELETE FROM events WHERE conversation_id = ? AND seq = ?").bind(conversation, row?.seq).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("DELETE FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(conversation, row?.seq).run()).rejects.toThrow(/immutable/);
     // A second receipt anchoring the same position of the epoch (a successor settled after a deleted head) cannot be stored.
-    const next = await shard.prepare("SELECT MAX(seq) + 1 AS seq FROM events WHERE conversation_id = ?").bind(conversation).first<{ seq: number }>();
+    const next = await shard.prepare("SELECT MAX(seq) + 1 AS seq FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)").bind(conversation).first<{ seq: number }>();
     const twin = (row?.body ?? "").replace(only.body.id, "bnd_twin");
     await expect(
-      shard.prepare("INSERT INTO events (conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES (?, ?, 'run', 'run:twin:completed', 0, ?, ?, ?)")
-        .bind(conversation, next?.seq, twin, "0".repeat(64), new Date().toISOString())
+      shard.prepare("INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES ((SELECT id FROM conversation_keys WHERE conversation_id = ?), ?, 'run', 'run:twin:completed', 0, ?, unhex(?), ?)")
+        .bind(conversation, next?.seq, twin, "0".repeat(64), Date.now())
         .run(),
     ).rejects.toThrow(/UNIQUE/);
   });

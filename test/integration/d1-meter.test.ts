@@ -30,7 +30,7 @@ describe("meteredD1", () => {
     const shard = await shardOf(conversation);
     const meter = new D1Meter();
     const db = meteredD1(shard, meter);
-    const select = "SELECT seq, idempotency_key FROM events WHERE conversation_id = ? ORDER BY seq";
+    const select = "SELECT seq, idempotency_key FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) ORDER BY seq";
 
     // Unarmed: answers, counts nothing.
     expect((await db.prepare(select).bind(conversation).all()).results).toHaveLength(3);

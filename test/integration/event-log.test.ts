@@ -15,11 +15,11 @@ describe("the event log in D1", () => {
     const token = await tokenFor(conversation);
     await call("POST", eventsPath(conversation), { token, body: sourceEvent("k1", "m1", "original") });
     const shard = await shardOf(conversation);
-    await expect(shard.prepare("UPDATE events SET body = '{}' WHERE conversation_id = ?").bind(conversation).run()).rejects.toThrow(/immutable/);
-    await expect(shard.prepare("DELETE FROM events WHERE conversation_id = ?").bind(conversation).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("UPDATE log SET body = '{}' WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)").bind(conversation).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("DELETE FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)").bind(conversation).run()).rejects.toThrow(/immutable/);
     await expect(
       shard.prepare(
-        "INSERT INTO events (conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES (?, 3, 'source', 'gap', 0, '{}', ?, 'now')",
+        "INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES ((SELECT id FROM conversation_keys WHERE conversation_id = ?), 3, 'source', 'gap', 0, '{}', unhex(?), 0)",
       )
         .bind(conversation, "0".repeat(64))
         .run(),
@@ -32,7 +32,7 @@ describe("the event log in D1", () => {
     const token = await tokenFor(conversation);
     const event = { kind: "source", idempotencyKey: "k", body: { text: "hi", author: { name: "Ada", id: "u1" }, messageId: "m1" } };
     const reply = await json<{ event: { hash: string } }>(await call("POST", eventsPath(conversation), { token, body: event }));
-    const row = await (await shardOf(conversation)).prepare("SELECT body, hash FROM events WHERE conversation_id = ?").bind(conversation).first<{ body: string; hash: string }>();
+    const row = await (await shardOf(conversation)).prepare("SELECT body, lower(hex(hash)) AS hash FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)").bind(conversation).first<{ body: string; hash: string }>();
     expect(row?.body).toBe('{"author":{"id":"u1","name":"Ada"},"messageId":"m1","text":"hi"}');
     expect(row?.hash).toBe(reply.event.hash);
   });

@@ -52,7 +52,7 @@ export function sourceEvent(key: string, messageId: string, text: string, extra:
 /** Every row of the log for one conversation, straight from D1. */
 export async function logRows(conversation: string): Promise<{ seq: number; kind: string; idempotency_key: string; hash: string }[]> {
   const { results } = await (await shardOf(conversation)).prepare(
-    "SELECT seq, kind, idempotency_key, hash FROM events WHERE conversation_id = ? ORDER BY seq",
+    "SELECT seq, kind, idempotency_key, lower(hex(hash)) AS hash FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) ORDER BY seq",
   )
     .bind(conversation)
     .all<{ seq: number; kind: string; idempotency_key: string; hash: string }>();
@@ -68,7 +68,7 @@ export async function logRows(conversation: string): Promise<{ seq: number; kind
  */
 export async function totalEventRows(): Promise<number> {
   const counts = await Promise.all([
-    ...shardsOf(env).map(({ db }) => db.prepare("SELECT COUNT(*) AS n FROM events WHERE kind IN ('source', 'correction')").first<{ n: number }>()),
+    ...shardsOf(env).map(({ db }) => db.prepare("SELECT COUNT(*) AS n FROM log WHERE kind IN ('source', 'correction')").first<{ n: number }>()),
     env.DB.prepare("SELECT COUNT(*) AS n FROM conversation_placements").first<{ n: number }>(),
   ]);
   return counts.reduce((sum, row) => sum + (row?.n ?? 0), 0);

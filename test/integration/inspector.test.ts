@@ -123,7 +123,7 @@ async function walkPages(path: string, cookie: string, rows: string, key: (row: 
 async function seedFacts(conversation: string, agentId: string, count: number): Promise<string[]> {
   const shard = await shardOf(conversation);
   const { results: sources } = await shard
-    .prepare("SELECT seq, hash, json_extract(body, '$.messageId') AS message_id FROM events WHERE conversation_id = ? AND kind = 'source' ORDER BY seq LIMIT ?")
+    .prepare("SELECT seq, lower(hex(hash)) AS hash, json_extract(body, '$.messageId') AS message_id FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'source' ORDER BY seq LIMIT ?")
     .bind(conversation, count)
     .all<{ seq: number; hash: string; message_id: string }>();
   expect(sources).toHaveLength(count);

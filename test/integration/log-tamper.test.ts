@@ -16,9 +16,9 @@ import { call, eventsPath, json, logRows, sourceEvent } from "./helpers";
  */
 
 const edit = (shard: D1Database, conversation: string, seq: number, from: string, to: string): D1PreparedStatement =>
-  shard.prepare("UPDATE events SET body = replace(body, ?, ?) WHERE conversation_id = ? AND seq = ?").bind(from, to, conversation, seq);
+  shard.prepare("UPDATE log SET body = replace(body, ?, ?) WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(from, to, conversation, seq);
 const remove = (shard: D1Database, conversation: string, seq: number): D1PreparedStatement =>
-  shard.prepare("DELETE FROM events WHERE conversation_id = ? AND seq = ?").bind(conversation, seq);
+  shard.prepare("DELETE FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(conversation, seq);
 
 /** A source event the head covers: its summary and its packet's frozen slice were made from it. */
 async function coveredSource(conversation: string, throughSeq: number): Promise<number> {
@@ -47,13 +47,13 @@ describe("the resolver refuses what the verifier refuses: the head against the l
     const { conversation, agentId, token, head } = await anchoredChain(1);
     const shard = await shardOf(conversation);
     const seq = await coveredSource(conversation, head.coveredThroughSeq);
-    await behindTheServicesBack(shard, "events", [edit(shard, conversation, seq, "flights included", "flights excluded")]);
+    await behindTheServicesBack(shard, "log", [edit(shard, conversation, seq, "flights included", "flights excluded")]);
     expect(failedLinkChecks(await verify(token, conversation, agentId))).toContain("frozen_turns_match_log");
     await expectRefusedOnce(token, conversation, agentId, 3);
     await restart(conversation);
     expect((await call("GET", contextPath(conversation, agentId), { token })).status).toBe(409);
     // Put back, the head verifies again and the incident closes.
-    await behindTheServicesBack(shard, "events", [edit(shard, conversation, seq, "flights excluded", "flights included")]);
+    await behindTheServicesBack(shard, "log", [edit(shard, conversation, seq, "flights excluded", "flights included")]);
     expect((await call("GET", contextPath(conversation, agentId), { token })).status).toBe(200);
     expect((await incidentRows(conversation)).filter((i) => i.kind === "resolver_failure" && i.open === 1)).toEqual([]);
   });
@@ -61,7 +61,7 @@ describe("the resolver refuses what the verifier refuses: the head against the l
   it("refuses a head whose covered source was deleted", async () => {
     const { conversation, agentId, token, head } = await anchoredChain(1);
     const shard = await shardOf(conversation);
-    await behindTheServicesBack(shard, "events", [remove(shard, conversation, await coveredSource(conversation, head.coveredThroughSeq))]);
+    await behindTheServicesBack(shard, "log", [remove(shard, conversation, await coveredSource(conversation, head.coveredThroughSeq))]);
     await expectRefusedOnce(token, conversation, agentId, 2);
     const report = await verify(token, conversation, agentId);
     expect(report.valid).toBe(false);
@@ -107,7 +107,7 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const tail = (await logRows(conversation)).filter((r) => r.kind === "source" && r.seq > head.coveredThroughSeq).at(-2);
     if (tail === undefined) throw new Error("no tail source");
     const shard = await shardOf(conversation);
-    await behindTheServicesBack(shard, "events", [remove(shard, conversation, tail.seq)]);
+    await behindTheServicesBack(shard, "log", [remove(shard, conversation, tail.seq)]);
     await expectLogFinding(token, conversation, agentId, { missing: [tail.seq] });
   });
 
@@ -117,7 +117,7 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const run = (await logRows(conversation)).filter((r) => r.kind === "run" && !r.idempotency_key.endsWith(":completed")).at(-1);
     if (run === undefined) throw new Error("no run event");
     const shard = await shardOf(conversation);
-    await behindTheServicesBack(shard, "events", [remove(shard, conversation, run.seq)]);
+    await behindTheServicesBack(shard, "log", [remove(shard, conversation, run.seq)]);
     await expectLogFinding(token, conversation, agentId, { missing: [run.seq] });
   });
 
@@ -127,7 +127,7 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const tail = (await logRows(conversation)).filter((r) => r.kind === "source" && r.seq > head.coveredThroughSeq).at(-1);
     if (tail === undefined) throw new Error("no tail source");
     const shard = await shardOf(conversation);
-    await behindTheServicesBack(shard, "events", [edit(shard, conversation, tail.seq, "flights included", "flights excluded")]);
+    await behindTheServicesBack(shard, "log", [edit(shard, conversation, tail.seq, "flights included", "flights excluded")]);
     const report = await verify(token, conversation, agentId);
     expect(report.log).toMatchObject({ ok: false, missing: [], altered: [tail.seq] });
   });
@@ -138,7 +138,7 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const newest = (await logRows(conversation)).at(-1);
     if (newest === undefined) throw new Error("empty log");
     const shard = await shardOf(conversation);
-    await behindTheServicesBack(shard, "events", [remove(shard, conversation, newest.seq)]);
+    await behindTheServicesBack(shard, "log", [remove(shard, conversation, newest.seq)]);
     await restart(conversation);
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("after-gap", "after-gap", "Anyone there?") })).status).toBe(201);
     const placed = (await logRows(conversation)).find((r) => r.idempotency_key === "after-gap");
@@ -162,7 +162,7 @@ describe("/verify sees the whole log, not only the slices boundaries were made f
     const covered = (await logRows(conversation)).filter((r) => r.kind === "run" && r.seq > (chain[0]?.coveredThroughSeq ?? 0) && r.seq <= second.coveredThroughSeq).at(0);
     if (covered === undefined) throw new Error("no run event under the second link");
     const shard = await shardOf(conversation);
-    await behindTheServicesBack(shard, "events", [remove(shard, conversation, covered.seq)]);
+    await behindTheServicesBack(shard, "log", [remove(shard, conversation, covered.seq)]);
     const report = await verify(token, conversation, agentId);
     expect(report.log).toMatchObject({ ok: false, missing: [covered.seq] });
     await expectPagesShareTheLog(token, conversation, agentId, report);

@@ -79,7 +79,7 @@ describe("the turn index", () => {
     // Feeding the stored log through the index again (what the migration does for history stored
     // before it) arrives at the same state.
     await (await shardOf(conversation)).prepare(
-      "INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body) SELECT conversation_id, seq, kind, sensitive, body FROM events WHERE conversation_id = ? ORDER BY seq",
+      "INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body) SELECT ?1, seq, kind, sensitive, body FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) ORDER BY seq",
     )
       .bind(conversation)
       .run();

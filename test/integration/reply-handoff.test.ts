@@ -106,7 +106,7 @@ describe("the reply hand-off", () => {
     // The second write of an event commits and its answer is lost; the first message warms the
     // object (its declarations and chains held), so the second takes the one-round-trip path.
     let inserts = 0;
-    const lost = failFirst((c) => c.method === "batch" && mentions(c, "INSERT INTO events") && ++inserts === 2, { when: "after" });
+    const lost = failFirst((c) => c.method === "batch" && mentions(c, "INSERT INTO log") && ++inserts === 2, { when: "after" });
     const restore = await changeObjectEnv(conversation, (objectEnv) => mapDatabases(objectEnv, (db, name) => (name === "DB" ? db : faultyD1(db, lost))));
     try {
       const warm = sourceEvent("w-0", "w0", "first message");

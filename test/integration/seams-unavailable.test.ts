@@ -20,7 +20,7 @@ const ALL_CLOSED = shardsOf(env).map((shard) => shard.name).join(",");
 const closingAll = (objectEnv: Env) => ({ ...objectEnv, SHARDS_CLOSED: ALL_CLOSED }) as unknown as Env;
 
 /** The first write of events to a conversation's shard. */
-const writingEvents = (c: D1Call) => c.method === "batch" && mentions(c, "INSERT INTO events");
+const writingEvents = (c: D1Call) => c.method === "batch" && mentions(c, "INSERT INTO log");
 
 /** The object's env with every shard database under `judge`; the control database as it was. */
 const shardsUnder = (judge: Parameters<typeof faultyD1>[1]) => (objectEnv: Env) => mapDatabases(objectEnv, (db, name) => (name === "DB" ? db : faultyD1(db, judge)));

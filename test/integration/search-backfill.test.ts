@@ -77,6 +77,9 @@ describe("the word indexes' backfill", () => {
     expect(done.events).toBe(conversations.length * (events.length - 2)); // runs and deliveries are not read
     expect(done.pages).toBe(1);
     expect(progress.length).toBeGreaterThan(2);
+    // The log was copied to the table that keeps it now (migrations/shard/0031) before anything read it.
+    expect(done.logThroughId).toBeGreaterThan(0);
+    expect((await db.prepare("SELECT count(*) AS n FROM log").first<{ n: number }>())?.n).toBe(conversations.length * events.length);
     // The source moved to the table that keeps it now (migrations/shard/0027), and reads back the same.
     expect(done.sourcesThroughId).toBeGreaterThan(0);
     expect(await db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance_v1").first<{ n: number }>()).toEqual({ n: 0 });
@@ -85,10 +88,10 @@ describe("the word indexes' backfill", () => {
     ]);
 
     // A second run finds nothing left; a batch replayed over finished progress writes nothing.
-    expect(await runBackfill(bound(db), "shard")).toEqual({ events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
+    expect(await runBackfill(bound(db), "shard")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
 
     for (const c of conversations) {
-      const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN events e ON e.conversation_id = k.conversation_id WHERE k.conversation_id = ?1", c);
+      const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN log e ON e.conversation_key = k.id WHERE k.conversation_id = ?1", c);
       const key = await db.prepare("SELECT id FROM conversation_keys WHERE conversation_id = ?").bind(c).first<{ id: number }>();
       let texts = 0;
       for (const [i, e] of events.entries()) {
@@ -139,6 +142,6 @@ describe("the word indexes' backfill", () => {
     const held = await agentPageTerms(db, "helper");
     expect([...held.keys()]).toEqual(["notes/venue"]);
     expect({ ...held.get("notes/venue"), scope: undefined }).toEqual({ ...(await expectedTerms(db, { path: "notes/venue", content: "The venue is Porto." })), scope: undefined });
-    expect(await runBackfill(bound(db), "control")).toEqual({ events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
+    expect(await runBackfill(bound(db), "control")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
   });
 });

@@ -111,8 +111,8 @@ describe("the stale window of a registration that stored its declaration but did
 
   async function skippedRunFor(conversation: string, compactorId: string, messageId: string): Promise<boolean> {
     const shard = await shardOf(conversation);
-    const source = await shard.prepare("SELECT seq FROM events WHERE conversation_id = ? AND kind = 'source' AND json_extract(body, '$.messageId') = ?").bind(conversation, messageId).first<{ seq: number }>();
-    const run = await shard.prepare("SELECT 1 AS found FROM events WHERE conversation_id = ? AND idempotency_key = ?").bind(conversation, `run:pf_${compactorId}_${source?.seq ?? -1}:skipped`).first();
+    const source = await shard.prepare("SELECT seq FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'source' AND json_extract(body, '$.messageId') = ?").bind(conversation, messageId).first<{ seq: number }>();
+    const run = await shard.prepare("SELECT 1 AS found FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND idempotency_key = ?").bind(conversation, `run:pf_${compactorId}_${source?.seq ?? -1}:skipped`).first();
     return run !== null;
   }
 

@@ -24,11 +24,11 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "events", "activations", "compaction_plans", "boundaries", "incidents", "turns", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
+const CONVERSATION_TABLES = ["conversations", "log", "activations", "compaction_plans", "boundaries", "incidents", "turns", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
 
 /** How each table names the conversation its rows belong to. */
 const ofConversation = (table: (typeof CONVERSATION_TABLES)[number]): string =>
-  table === "conversations" ? "id = ?" : table === "conversation_memory_sources" || table === "turns" ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)" : "conversation_id = ?";
+  table === "conversations" ? "id = ?" : table === "conversation_memory_sources" || table === "turns" || table === "log" ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)" : "conversation_id = ?";
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -113,7 +113,7 @@ describe("conversations on shards", () => {
     const counts = await rowsPerShard(conversation);
     const home = counts["DB_SHARD_2"] ?? {};
     expect(home["conversations"]).toBe(1);
-    expect(home["events"]).toBeGreaterThanOrEqual(30);
+    expect(home["log"]).toBeGreaterThanOrEqual(30);
     expect(home["activations"]).toBe(1);
     expect(home["compaction_plans"]).toBeGreaterThanOrEqual(2);
     expect(home["boundaries"]).toBeGreaterThanOrEqual(2);
@@ -160,7 +160,7 @@ describe("conversations on shards", () => {
     expect((await call("POST", eventsPath(conversation), { token, body: sourceEvent("k2", "2", "again") })).status).toBe(201);
     expect(await runInDurableObject(conversationStub(env, conversation), (_instance, state) => state.storage.get<string>("shard"))).toBe(first);
     const home = shardsOf(env).find((s) => s.name === first);
-    const stored = await home?.db.prepare("SELECT COUNT(*) AS n FROM events WHERE conversation_id = ?").bind(conversation).first<{ n: number }>();
+    const stored = await home?.db.prepare("SELECT COUNT(*) AS n FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)").bind(conversation).first<{ n: number }>();
     expect(stored?.n).toBe(2);
     const log = await json<{ events: { seq: number }[] }>(await call("GET", eventsPath(conversation), { token }));
     expect(log.events.map((e) => e.seq)).toEqual([1, 2]);

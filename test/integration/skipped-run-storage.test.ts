@@ -31,7 +31,7 @@ async function conversationWithCompactor() {
 
 async function storedRuns(conversation: string): Promise<{ seq: number; body: string }[]> {
   const { results } = await (await shardOf(conversation))
-    .prepare("SELECT seq, body FROM events WHERE conversation_id = ? AND kind = 'run' ORDER BY seq")
+    .prepare("SELECT seq, body FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'run' ORDER BY seq")
     .bind(conversation)
     .all<{ seq: number; body: string }>();
   return results;
@@ -87,7 +87,7 @@ describe("a skipped run in the log", () => {
     // The trigger it was weighed against, 50,000, becomes 5,000.
     const edited = second.body.replace("50000", "5000");
     expect(edited).not.toBe(second.body);
-    await behindTheServicesBack(shard, "events", [shard.prepare("UPDATE events SET body = ? WHERE conversation_id = ? AND seq = ?").bind(edited, conversation, second.seq)]);
+    await behindTheServicesBack(shard, "log", [shard.prepare("UPDATE log SET body = ? WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(edited, conversation, second.seq)]);
     expect(altered(await verify(token, conversation, agentId))).toEqual([second.seq]);
   });
 
@@ -105,7 +105,7 @@ describe("a skipped run in the log", () => {
     ];
     for (const [i, [body, key]] of rows.entries()) {
       await shard
-        .prepare("INSERT INTO events (conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES (?, ?, 'run', ?, 0, ?, ?, '2026-01-01T00:00:00.000Z')")
+        .prepare("INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES ((SELECT id FROM conversation_keys WHERE conversation_id = ?), ?, 'run', ?, 0, ?, unhex(?), 0)")
         .bind(conversation, 5 + i, key, body, "0".repeat(64))
         .run();
     }

@@ -64,7 +64,7 @@ describe("the turn index", () => {
         }
         const db = await shardOf(conversation);
         // Every row: the event's terms as core/turn-terms computes them (an edit's author is its message's).
-        const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN events e ON e.conversation_id = k.conversation_id WHERE k.conversation_id = ?1", conversation);
+        const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN log e ON e.conversation_key = k.id WHERE k.conversation_id = ?1", conversation);
         const { results: keys } = await db.prepare("SELECT id FROM conversation_keys WHERE conversation_id = ?").bind(conversation).all<{ id: number }>();
         const base = (keys[0]?.id ?? 0) * 2 ** 32;
         let texts = 0;

@@ -160,7 +160,7 @@ describe("compaction stays live without new messages", () => {
 
     // The first eligible source turn activates it, at that turn.
     await say(token, conversation);
-    const [latest] = (await (await shardOf(conversation)).prepare("SELECT MAX(seq) AS seq FROM events WHERE conversation_id = ? AND kind = 'source'").bind(conversation).all<{ seq: number }>()).results;
+    const [latest] = (await (await shardOf(conversation)).prepare("SELECT MAX(seq) AS seq FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'source'").bind(conversation).all<{ seq: number }>()).results;
     expect(await activations()).toEqual([{ activating_seq: latest?.seq }]);
     expect((await stub.describeChain(conversation, other))?.activated).toBe(true);
   }, 60_000);

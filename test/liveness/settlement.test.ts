@@ -35,7 +35,7 @@ async function boundaryRows(conversation: string): Promise<{ run_id: string; pre
 }
 
 async function completedRuns(conversation: string): Promise<number> {
-  const row = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM events WHERE conversation_id = ? AND kind = 'run' AND json_extract(body, '$.status') = 'completed'")
+  const row = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'run' AND json_extract(body, '$.status') = 'completed'")
     .bind(conversation)
     .first<{ n: number }>();
   return row?.n ?? 0;

@@ -4,7 +4,7 @@ import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
 
 /**
- * The log's anchor index (migrations/shard/0011) holds the runs that anchor a chain's head, and
+ * The log's anchor index (migrations/shard/0011, on `log` since 0031) holds the runs that anchor a chain's head, and
  * nothing else: a skipped run (one per source per compactor serving the conversation, about half
  * of all events) costs no entry in it, while a second anchor for one position of an epoch is still
  * refused. Counted in the migrated schema with SQLite's own page statistics (`dbstat`).
@@ -19,7 +19,7 @@ function migrated(): DatabaseSync {
 }
 
 function append(db: DatabaseSync, seq: number, key: string, body: unknown): void {
-  db.prepare("INSERT INTO events (conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES ('api:t:1', ?, 'run', ?, 0, ?, ?, '2026-12-05T00:00:00.000Z')").run(
+  db.prepare("INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) VALUES ((SELECT id FROM conversation_keys WHERE conversation_id = 'api:t:1'), ?, 'run', ?, 0, ?, unhex(?), 0)").run(
     seq,
     key,
     JSON.stringify(body),
@@ -27,7 +27,7 @@ function append(db: DatabaseSync, seq: number, key: string, body: unknown): void
   );
 }
 
-const entries = (db: DatabaseSync): number => Number((db.prepare("SELECT COALESCE(SUM(ncell), 0) AS n FROM dbstat WHERE name = 'events_chain_anchor' AND pagetype = 'leaf'").get() as { n: number }).n);
+const entries = (db: DatabaseSync): number => Number((db.prepare("SELECT COALESCE(SUM(ncell), 0) AS n FROM dbstat WHERE name = 'log_chain_anchor' AND pagetype = 'leaf'").get() as { n: number }).n);
 
 it("indexes the runs that anchor a head, not the skipped runs, and still refuses a second anchor at one position", () => {
   const db = migrated();
@@ -38,7 +38,7 @@ it("indexes the runs that anchor a head, not the skipped runs, and still refuses
   append(db, 21, "run:cmp_1:completed", anchor(1));
   expect(entries(db)).toBe(1);
   expect(() => append(db, 22, "run:cmp_1b:completed", anchor(1))).toThrow(/UNIQUE/);
-  const plan = db.prepare("EXPLAIN QUERY PLAN SELECT body FROM events WHERE conversation_id = ?1 AND kind = 'run' AND json_extract(body, '$.anchor.epochId') = ?2 ORDER BY json_extract(body, '$.anchor.position') DESC LIMIT 1").all("api:t:1", "e1");
-  expect(plan.map((row) => (row as { detail: string }).detail).join(" ")).toContain("events_chain_anchor");
+  const plan = db.prepare("EXPLAIN QUERY PLAN SELECT body FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) AND kind = 'run' AND json_extract(body, '$.anchor.epochId') = ?2 ORDER BY json_extract(body, '$.anchor.position') DESC LIMIT 1").all("api:t:1", "e1");
+  expect(plan.map((row) => (row as { detail: string }).detail).join(" ")).toContain("log_chain_anchor");
   db.close();
 });

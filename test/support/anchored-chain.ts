@@ -66,9 +66,9 @@ export async function anchoredChain(boundaries: number) {
 
 /**
  * A hand edit of trusted storage on the conversation's shard: the immutability triggers of `table`
- * (`boundaries`, `events`) are dropped around it, as a person with database access could.
+ * (`boundaries`, `log`) are dropped around it, as a person with database access could.
  */
-export async function behindTheServicesBack(shard: D1Database, table: "boundaries" | "events", statements: D1PreparedStatement[]): Promise<void> {
+export async function behindTheServicesBack(shard: D1Database, table: "boundaries" | "log", statements: D1PreparedStatement[]): Promise<void> {
   const guard = (op: "update" | "delete") =>
     shard.prepare(`CREATE TRIGGER ${table}_immutable_${op} BEFORE ${op.toUpperCase()} ON ${table} BEGIN SELECT RAISE(ABORT, '${table}: rows are immutable'); END`);
   await shard.batch([

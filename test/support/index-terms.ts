@@ -82,7 +82,7 @@ export async function indexedTurns(db: D1Database, conversationId: string): Prom
     .prepare(
       `SELECT t.message_id AS message_id, t.role AS role, json_extract(e.body, '$.text') AS text, COALESCE(t.edit_seq, t.seq) AS text_seq,
               COALESCE(t.author_name, t.author_id, '') AS author, t.edit_seq IS NOT NULL AND t.edit_seq < t.seq AS early
-       FROM turns t JOIN events e ON e.conversation_id = ?1 AND e.seq = COALESCE(t.edit_seq, t.seq)
+       FROM turns t JOIN log e ON e.conversation_key = t.conversation_key AND e.seq = COALESCE(t.edit_seq, t.seq)
        WHERE t.conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) AND t.seq IS NOT NULL AND t.deleted = 0 AND (t.role = 'user' OR t.delivered = 1)
        ORDER BY t.message_id`,
     )

@@ -8,7 +8,8 @@ import type { PlanRecord, PlanRow } from "./plans";
 import { toPlan } from "./plans";
 import type { SliceRange } from "../../core/turn-pages";
 import { groupCandidates, nextGroupAfter, sliceIds, sliceWindowEnds } from "../../core/turn-pages";
-import { readEventRange, toStoredEvent } from "./events";
+import { eventColumns, IN_LOG, readEventRange, toStoredEvent } from "./events";
+import { conversationKey } from "./keys";
 
 /**
  * The reads of context selection: the evidence about a chain's head, and the few older events an
@@ -38,8 +39,8 @@ export interface HeadRows {
  * The body of an epoch's newest anchored completed run (?1 conversation, ?3 epoch), through
  * migration 0011's index, which also orders it by position: one indexed row, however long the log.
  */
-const NEWEST_ANCHOR = `SELECT body FROM events
-  WHERE conversation_id = ?1 AND kind = 'run' AND json_extract(body, '$.anchor.epochId') = ?3
+const NEWEST_ANCHOR = `SELECT body FROM log INDEXED BY log_chain_anchor
+  WHERE ${IN_LOG} AND kind = 'run' AND json_extract(body, '$.anchor.epochId') = ?3
   ORDER BY json_extract(body, '$.anchor.position') DESC LIMIT 1`;
 
 const HEAD_COLUMNS = `${BOUNDARY_COLUMNS}, previous_hash`;
@@ -83,7 +84,7 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
     // The head's own receipt, and the log's newest anchor of the epoch (which must name the head):
     // one statement, so judging the head against the log costs no extra round trip or statement.
     db.prepare(
-      `${head} SELECT 'receipt' AS source, e.body AS body FROM events e, head WHERE e.conversation_id = ?1 AND e.idempotency_key = 'run:' || head.run_id || ':completed'
+      `${head} SELECT 'receipt' AS source, e.body AS body FROM log e INDEXED BY log_by_key, head WHERE e.conversation_key = ${conversationKey("?1")} AND e.idempotency_key = 'run:' || head.run_id || ':completed'
        UNION ALL SELECT 'anchor' AS source, body FROM (${NEWEST_ANCHOR})`,
     ),
   ].map((statement) => statement.bind(conversationId, agentId, epochId));
@@ -110,7 +111,8 @@ export async function readHeadRows(db: D1Database, conversationId: string, agent
  * messages the proposals answer, all corrections of the messages, and every proposal and delivery
  * of the proposals. With `replies`, also the replies to the messages wherever they lie, with
  * their proposals' deliveries (a page of turns needs them; amendments find replies by proposal).
- * Served by the partial indexes of migrations 0005 and 0008.
+ * Served by the partial indexes of migrations 0005 and 0008 (on `log` since 0031), each named:
+ * without statistics SQLite would walk the conversation's primary-key range instead.
  *
  * With `outside`, the read serves a fold as the log stood at `through` of a window
  * `after < seq <= windowEnd` its caller already holds (`LogIndex.slice`): it returns only the
@@ -135,30 +137,30 @@ export async function readRelatedEvents(
   const windowEnd = outside?.windowEnd ?? Number.MAX_SAFE_INTEGER;
   // Outside the caller's window: at or before its start, or after its end up to `through`.
   const outsideWindow = (start: number, end: number, asOfParam: number) => `(+seq <= ?${start} OR (+seq > ?${end} AND +seq <= ?${asOfParam}))`;
-  const columns = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
+  const columns = eventColumns();
   // The ids of the proposals that answer the messages (migration 0008's index).
   const replyIds = replies
-    ? ` UNION SELECT json_extract(r.body, '$.proposalId') FROM events r
-         WHERE r.conversation_id = ?1 AND r.kind = 'proposal' AND +r.seq <= ?5 AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
+    ? ` UNION SELECT json_extract(r.body, '$.proposalId') FROM log r INDEXED BY log_proposal_by_reply
+         WHERE r.conversation_key = ${conversationKey("?1")} AND r.kind = 'proposal' AND +r.seq <= ?5 AND json_extract(r.body, '$.replyToMessageId') IN (SELECT value FROM json_each(?2))`
     : "";
   const results = await db.batch<Parameters<typeof toStoredEvent>[0]>([
     db
       // The messages themselves, and the messages the named proposals reply to (their groups).
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'source' AND ${outsideWindow(4, 6, 5)} AND json_extract(body, '$.messageId') IN (
+        `SELECT ${columns} FROM log INDEXED BY log_source_by_message WHERE ${IN_LOG} AND kind = 'source' AND ${outsideWindow(4, 6, 5)} AND json_extract(body, '$.messageId') IN (
            SELECT value FROM json_each(?2)
-           UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM events p
-           WHERE p.conversation_id = ?1 AND p.kind IN ('proposal', 'delivery') AND +p.seq <= ?5 AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
+           UNION SELECT json_extract(p.body, '$.replyToMessageId') FROM log p INDEXED BY log_by_proposal
+           WHERE p.conversation_key = ${conversationKey("?1")} AND p.kind IN ('proposal', 'delivery') AND +p.seq <= ?5 AND json_extract(p.body, '$.proposalId') IN (SELECT value FROM json_each(?3)))`,
       )
       .bind(conversationId, messages, proposals, before, asOf, windowEnd),
     db
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind = 'correction' AND ${outsideWindow(3, 5, 4)} AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`,
+        `SELECT ${columns} FROM log INDEXED BY log_correction_by_target WHERE ${IN_LOG} AND kind = 'correction' AND ${outsideWindow(3, 5, 4)} AND json_extract(body, '$.targetMessageId') IN (SELECT value FROM json_each(?2))`,
       )
       .bind(conversationId, messages, before, asOf, windowEnd),
     db
       .prepare(
-        `SELECT ${columns} FROM events WHERE conversation_id = ?1 AND kind IN ('proposal', 'delivery') AND ${outsideWindow(4, 6, 5)} AND json_extract(body, '$.proposalId') IN (
+        `SELECT ${columns} FROM log INDEXED BY log_by_proposal WHERE ${IN_LOG} AND kind IN ('proposal', 'delivery') AND ${outsideWindow(4, 6, 5)} AND json_extract(body, '$.proposalId') IN (
            SELECT value FROM json_each(?3)${replyIds})`,
       )
       .bind(conversationId, messages, proposals, before, asOf, windowEnd),
@@ -216,8 +218,8 @@ async function readSliceWindow(db: D1Database, conversationId: string, range: Sl
 async function readMessageIdsSaid(db: D1Database, conversationId: string, messageIds: readonly string[], seq: number): Promise<string[]> {
   const { results } = await db
     .prepare(
-      `SELECT DISTINCT json_extract(body, '$.messageId') AS id FROM events
-        WHERE conversation_id = ?1 AND kind = 'source' AND +seq <= ?3 AND json_extract(body, '$.messageId') IN (SELECT value FROM json_each(?2))`,
+      `SELECT DISTINCT json_extract(body, '$.messageId') AS id FROM log INDEXED BY log_source_by_message
+        WHERE ${IN_LOG} AND kind = 'source' AND +seq <= ?3 AND json_extract(body, '$.messageId') IN (SELECT value FROM json_each(?2))`,
     )
     .bind(conversationId, JSON.stringify(messageIds), seq)
     .all<{ id: string }>();

@@ -1,5 +1,5 @@
 import type { SizeSample } from "../../core/chart-geometry";
-import { INSPECTED_EVENTS, NEWEST_EVENTS_AFTER, skippedPath, STORED_SKIPPED } from "./events";
+import { IN_LOG, INSPECTED_EVENTS, NEWEST_EVENTS_AFTER, skippedPath, STORED_SKIPPED } from "./events";
 
 /**
  * A chain's active context size over time, as its compactor's preflight recorded it: every
@@ -23,7 +23,7 @@ export async function readPreflightSizes(db: D1Database, conversationId: string,
               json_extract(body, CASE WHEN compact THEN ${skippedPath("activeChars")} ELSE '$.detail.activeChars' END) AS active_chars,
               json_extract(body, CASE WHEN compact THEN ${skippedPath("triggerInputChars")} ELSE '$.detail.triggerInputChars' END) AS trigger_chars,
               CASE WHEN compact THEN 'skipped' ELSE json_extract(body, '$.status') END AS status
-       FROM (SELECT seq, body, ${STORED_SKIPPED} AS compact FROM events WHERE conversation_id = ?1 AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run')
+       FROM (SELECT seq, body, ${STORED_SKIPPED} AS compact FROM log WHERE ${IN_LOG} AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run')
        WHERE CASE WHEN compact THEN json_extract(body, ${skippedPath("compactor")}) = ?3
              ELSE json_extract(body, '$.role') = 'compactor' AND json_extract(body, '$.agentId') = ?3
                AND json_extract(body, '$.status') IN ('skipped', 'planned') AND json_extract(body, '$.detail.activeChars') IS NOT NULL END

@@ -6,11 +6,15 @@ import type { LogGap, LogRange } from "../../core/log-audit";
 import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
 import { eventBody, SKIPPED_FIELDS, storedBody } from "../../core/stored-body";
 import { declarationRevisionStatement, revisionOf } from "../declaration-revision";
+import { conversationKey } from "./keys";
 import { turnTermStatements } from "./turn-terms";
 
 /**
- * Every D1 statement on the event log. Rows are only ever inserted (the schema's triggers refuse
- * UPDATE and DELETE, and refuse a sequence gap); reads map rows back through the event schemas.
+ * Every D1 statement on the event log (`log`, migrations/shard/0031). Rows are only ever inserted
+ * (the schema's triggers refuse UPDATE and DELETE, and refuse a sequence gap); reads map rows back
+ * through the event schemas. The log is keyed by the conversation's `conversation_keys` id and
+ * keeps the time in epoch milliseconds; a read names the conversation by its id (?1) and gets it
+ * back as `conversation_id`, so a row reads as the event it stores.
  */
 
 export interface EventRow {
@@ -21,10 +25,21 @@ export interface EventRow {
   sensitive: number;
   body: string;
   hash: string;
-  recorded_at: string;
+  /** Epoch milliseconds. */
+  recorded_at: number;
 }
 
-const EVENT_COLUMNS = "conversation_id, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
+/** The log's rows of conversation ?1: `FROM log WHERE ${IN_LOG}`, its primary key's range. */
+export const IN_LOG = `conversation_key = ${conversationKey("?1")}`;
+
+/** The columns of an `EventRow` from the log's row `alias` (none: the only table) of conversation ?1. */
+export const eventColumns = (alias?: string): string => {
+  const column = (c: string) => (alias === undefined ? c : `${alias}.${c}`);
+  return ["?1 AS conversation_id", ...["seq", "kind", "idempotency_key", "sensitive", "body"].map(column), `lower(hex(${column("hash")})) AS hash`, column("recorded_at")].join(", ");
+};
+
+const EVENT_COLUMNS = eventColumns();
+const INSERTED_COLUMNS = "conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
 
 /**
  * SQL over a run's row: whether its `body` is a skipped run's stored array (`core/stored-body`; every
@@ -40,7 +55,7 @@ export function toStoredEvent(row: EventRow): StoredEvent {
     sensitive: row.sensitive === 1,
     body: eventBody(row.kind, row.body),
   });
-  return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: row.recorded_at };
+  return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: new Date(row.recorded_at).toISOString() };
 }
 
 /**
@@ -63,15 +78,16 @@ export async function readLogGaps(db: D1Database, conversationId: string, range:
   if (range.fromSeq > range.throughSeq) return [];
   const { results } = await db
     .prepare(
-      `WITH short (yes) AS MATERIALIZED (SELECT COUNT(*) < ?3 - ?2 + 1 FROM events WHERE conversation_id = ?1 AND seq BETWEEN ?2 AND ?3),
+      `WITH conv (id) AS MATERIALIZED (SELECT id FROM conversation_keys WHERE conversation_id = ?1),
+       short (yes) AS MATERIALIZED (SELECT COUNT(*) < ?3 - ?2 + 1 FROM log WHERE conversation_key = (SELECT id FROM conv) AND seq BETWEEN ?2 AND ?3),
        gap (start) AS (
-         SELECT ?2 WHERE (SELECT yes FROM short) AND NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?2)
+         SELECT ?2 WHERE (SELECT yes FROM short) AND NOT EXISTS (SELECT 1 FROM log WHERE conversation_key = (SELECT id FROM conv) AND seq = ?2)
          UNION ALL
-         SELECT e.seq + 1 FROM events e
-         WHERE (SELECT yes FROM short) AND e.conversation_id = ?1 AND e.seq >= ?2 AND e.seq < ?3
-           AND NOT EXISTS (SELECT 1 FROM events f WHERE f.conversation_id = ?1 AND f.seq = e.seq + 1)
+         SELECT e.seq + 1 FROM log e
+         WHERE (SELECT yes FROM short) AND e.conversation_key = (SELECT id FROM conv) AND e.seq >= ?2 AND e.seq < ?3
+           AND NOT EXISTS (SELECT 1 FROM log f WHERE f.conversation_key = (SELECT id FROM conv) AND f.seq = e.seq + 1)
        )
-       SELECT start, COALESCE((SELECT MIN(n.seq) FROM events n WHERE n.conversation_id = ?1 AND n.seq > gap.start AND n.seq <= ?3), ?3 + 1) AS next
+       SELECT start, COALESCE((SELECT MIN(n.seq) FROM log n WHERE n.conversation_key = (SELECT id FROM conv) AND n.seq > gap.start AND n.seq <= ?3), ?3 + 1) AS next
        FROM gap
        ORDER BY start
        LIMIT ?4`,
@@ -84,14 +100,14 @@ export async function readLogGaps(db: D1Database, conversationId: string, range:
 function selectByKeys(db: D1Database, conversationId: string, keys: readonly string[]): D1PreparedStatement {
   return db
     .prepare(
-      `SELECT ${EVENT_COLUMNS} FROM events
-       WHERE conversation_id = ? AND idempotency_key IN (SELECT value FROM json_each(?))`,
+      `SELECT ${EVENT_COLUMNS} FROM log INDEXED BY log_by_key
+       WHERE ${IN_LOG} AND idempotency_key IN (SELECT value FROM json_each(?2))`,
     )
     .bind(conversationId, JSON.stringify(keys));
 }
 
 /** The values of `EVENT_COLUMNS` after the conversation, in order, for a planned row. */
-function rowValues({ input, hash, seq }: PlannedInsert, recordedAt: string): (string | number)[] {
+function rowValues({ input, hash, seq }: PlannedInsert, recordedAt: number): (string | number)[] {
   return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, storedBody(input.kind, input.body), hash, recordedAt];
 }
 
@@ -110,18 +126,19 @@ const ROWS_BYTES = 1_000_000;
 function insertStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string, condition = "true", extra: readonly unknown[] = []): D1PreparedStatement[] {
   // A row's JSON at most triples in UTF-8.
   const chunks = chunksBySize(
-    planned.map((row) => rowValues(row, recordedAt)),
+    planned.map((row) => rowValues(row, Date.parse(recordedAt))),
     (values) => JSON.stringify(values).length * 3,
     ROWS_BYTES,
   );
-  const column = (i: number) => `json_extract(j.value, '$[${i}]')`;
+  // The hash travels as hex and is stored as its 32 bytes (migrations/shard/0031).
+  const column = (i: number) => (i === 5 ? `unhex(json_extract(j.value, '$[${i}]'))` : `json_extract(j.value, '$[${i}]')`);
   return chunks.map((rows) =>
     db
       .prepare(
-        `INSERT INTO events (${EVENT_COLUMNS})
-         SELECT ?1, ${Array.from({ length: 7 }, (_, i) => column(i)).join(", ")} FROM json_each(?2) j
-         WHERE ${condition} ORDER BY j.key
-         ON CONFLICT (conversation_id, idempotency_key) DO NOTHING`,
+        `INSERT INTO log (${INSERTED_COLUMNS})
+         SELECT k.id, ${Array.from({ length: 7 }, (_, i) => column(i)).join(", ")} FROM conversation_keys k, json_each(?2) j
+         WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
+         ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
       )
       .bind(conversationId, JSON.stringify(rows), ...extra),
   );
@@ -180,7 +197,7 @@ export function storedForm(conversationId: string, { input, hash, seq }: Planned
     sensitive: input.sensitive ? 1 : 0,
     body: storedBody(input.kind, input.body),
     hash,
-    recorded_at: recordedAt,
+    recorded_at: Date.parse(recordedAt),
   });
 }
 
@@ -214,7 +231,7 @@ export async function insertSourceWithRuns(
       conversationId,
       runs,
       recordedAt,
-      "EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
+      "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = unhex(?5)) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
       [source.seq, source.input.idempotencyKey, source.hash, revision],
     ),
     declarationRevisionStatement(db),
@@ -235,7 +252,7 @@ export async function listEvents(
   limit: number,
 ): Promise<StoredEvent[]> {
   const { results } = await db
-    .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM log WHERE ${IN_LOG} AND seq > ?2 ORDER BY seq LIMIT ?3`)
     .bind(conversationId, afterSeq, limit)
     .all<EventRow>();
   return results.map(toStoredEvent);
@@ -247,7 +264,7 @@ export async function readEventRange(db: D1Database, conversationId: string, aft
   const all: StoredEvent[] = [];
   for (let cursor = after; cursor < through; ) {
     const { results } = await db
-      .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`)
+      .prepare(`SELECT ${EVENT_COLUMNS} FROM log WHERE ${IN_LOG} AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4`)
       .bind(conversationId, cursor, through, page)
       .all<EventRow>();
     all.push(...results.map(toStoredEvent));
@@ -284,8 +301,8 @@ export async function readEventsByKeys(
 export async function readDeliveries(db: D1Database, conversationId: string, proposalId: string): Promise<StoredEvent[]> {
   const { results } = await db
     .prepare(
-      `SELECT ${EVENT_COLUMNS} FROM events
-       WHERE conversation_id = ? AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') = ?
+      `SELECT ${EVENT_COLUMNS} FROM log INDEXED BY log_by_proposal
+       WHERE ${IN_LOG} AND kind IN ('proposal', 'delivery') AND json_extract(body, '$.proposalId') = ?2
        ORDER BY seq`,
     )
     .bind(conversationId, proposalId)
@@ -299,7 +316,7 @@ export async function readDeliveries(db: D1Database, conversationId: string, pro
  */
 export async function listEventsBefore(db: D1Database, conversationId: string, beforeSeq: number, limit: number): Promise<StoredEvent[]> {
   const { results } = await db
-    .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM log WHERE ${IN_LOG} AND seq < ?2 ORDER BY seq DESC LIMIT ?3`)
     .bind(conversationId, beforeSeq, limit)
     .all<EventRow>();
   return results.map(toStoredEvent);
@@ -308,7 +325,7 @@ export async function listEventsBefore(db: D1Database, conversationId: string, b
 /** The `run` events newest first, at most `limit` with seq < `beforeSeq`. */
 export async function listRunEventsBefore(db: D1Database, conversationId: string, beforeSeq: number, limit: number): Promise<StoredEvent[]> {
   const { results } = await db
-    .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE conversation_id = ? AND kind = 'run' AND seq < ? ORDER BY seq DESC LIMIT ?`)
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM log WHERE ${IN_LOG} AND kind = 'run' AND seq < ?2 ORDER BY seq DESC LIMIT ?3`)
     .bind(conversationId, beforeSeq, limit)
     .all<EventRow>();
   return results.map(toStoredEvent);
@@ -334,8 +351,8 @@ export async function countRunsByStatus(
   const [counts, start] = await db.batch<{ status: string; runs: number } | { after_seq: number }>([
     db
       .prepare(
-        `SELECT CASE WHEN ${STORED_SKIPPED} THEN 'skipped' ELSE json_extract(body, '$.status') END AS status, COUNT(*) AS runs FROM events
-         WHERE conversation_id = ?1 AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run' GROUP BY status ORDER BY status`,
+        `SELECT CASE WHEN ${STORED_SKIPPED} THEN 'skipped' ELSE json_extract(body, '$.status') END AS status, COUNT(*) AS runs FROM log
+         WHERE ${IN_LOG} AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run' GROUP BY status ORDER BY status`,
       )
       .bind(conversationId, window),
     db.prepare(`SELECT ${NEWEST_EVENTS_AFTER} AS after_seq`).bind(conversationId, window),
@@ -348,7 +365,7 @@ export async function countRunsByStatus(
 export async function readEventsAt(db: D1Database, conversationId: string, seqs: readonly number[]): Promise<StoredEvent[]> {
   if (seqs.length === 0) return [];
   const { results } = await db
-    .prepare(`SELECT ${EVENT_COLUMNS.split(", ").map((c) => `e.${c}`).join(", ")} FROM json_each(?2) j CROSS JOIN events e ON e.conversation_id = ?1 AND e.seq = j.value ORDER BY e.seq`)
+    .prepare(`SELECT ${eventColumns("e")} FROM json_each(?2) j CROSS JOIN log e ON e.conversation_key = ${conversationKey("?1")} AND e.seq = j.value ORDER BY e.seq`)
     .bind(conversationId, JSON.stringify(seqs))
     .all<EventRow>();
   return results.map(toStoredEvent);

@@ -3,6 +3,7 @@ import { sha256Hex } from "../../core/hash";
 import type { ExtractionEvidence } from "../../core/wakeups";
 import type { PageTermsStore } from "../page-terms";
 import { pageTermStatements } from "../page-terms";
+import { IN_LOG } from "./events";
 import { agentKey, conversationKey } from "./keys";
 import { SOURCE_KEYS } from "./memory-sources";
 
@@ -174,7 +175,7 @@ export async function recordExtractionRun(db: D1Database, run: ExtractionRunReco
 export async function readEventHashes(db: D1Database, conversationId: string, seqs: readonly number[]): Promise<Map<number, string>> {
   if (seqs.length === 0) return new Map();
   const { results } = await db
-    .prepare("SELECT seq, hash FROM events WHERE conversation_id = ?1 AND seq IN (SELECT value FROM json_each(?2))")
+    .prepare(`SELECT seq, lower(hex(hash)) AS hash FROM log WHERE ${IN_LOG} AND seq IN (SELECT value FROM json_each(?2))`)
     .bind(conversationId, JSON.stringify(seqs))
     .all<{ seq: number; hash: string }>();
   return new Map(results.map((r) => [r.seq, r.hash]));

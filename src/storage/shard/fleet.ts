@@ -9,14 +9,10 @@ import type { IncidentKind } from "./incidents";
  * shard at once and merges.
  *
  * The lag reads the boundaries settled in the window (`boundaries_settled`, migrations/shard/0030),
- * not every boundary the shard holds. The busiest conversations are counted over
- * the shard's newest `BUSIEST_SCAN_EVENTS` events only (a range of the log's rowid, which follows
- * insertion), so a page view never walks a shard's whole log, and no index on time is kept on the
- * append path for a page an operator opens now and then.
+ * not every boundary the shard holds. The busiest conversations are counted by a search of each
+ * conversation's log by time (`readBusiestConversations`), so a page view never walks a shard's
+ * whole log, and no index on time is kept on the append path for a page an operator opens now and then.
  */
-
-/** How many of a shard's newest events the busiest conversations are counted over. */
-export const BUSIEST_SCAN_EVENTS = 20_000;
 
 /**
  * Every boundary settled since `since`, counted by the hour it settled in and the bin of its lag
@@ -57,15 +53,32 @@ export async function readFailureCells(db: D1Database, since: string): Promise<F
   return results;
 }
 
-/** The shard's `limit` conversations with the most events recorded since `since` among its newest `BUSIEST_SCAN_EVENTS`, most first. */
+/**
+ * The shard's `limit` conversations with the most events recorded since `since`, most first. Each
+ * conversation whose newest event is that recent has the first of them found by a binary search of
+ * its log by time (one primary-key seek a step; the log's times follow its sequence, its one
+ * writer being the conversation's object), so a conversation costs one seek when idle and about
+ * twice the logarithm of its length when not, whatever it said in the window.
+ */
 export async function readBusiestConversations(db: D1Database, shard: string, since: string, limit: number): Promise<BusyConversation[]> {
+  const at = "(SELECT recorded_at FROM log WHERE conversation_key = s.key AND seq = (s.lo + s.hi) / 2)";
   const { results } = await db
     .prepare(
-      `SELECT conversation_id, COUNT(*) AS events, MAX(recorded_at) AS last_recorded_at FROM events
-       WHERE rowid > (SELECT COALESCE(MAX(rowid), 0) FROM events) - ?3 AND recorded_at >= ?1
-       GROUP BY conversation_id ORDER BY events DESC, conversation_id LIMIT ?2`,
+      `WITH RECURSIVE active (key, conversation_id, last_seq, last_ms) AS (
+         SELECT k.id, c.id, c.last_seq, (SELECT recorded_at FROM log WHERE conversation_key = k.id AND seq = c.last_seq)
+         FROM conversations c JOIN conversation_keys k ON k.conversation_id = c.id WHERE c.last_seq > 0
+       ),
+       s (key, lo, hi) AS (
+         SELECT key, 1, last_seq FROM active WHERE last_ms >= ?1
+         UNION ALL
+         SELECT key, CASE WHEN ${at} >= ?1 THEN lo ELSE (lo + hi) / 2 + 1 END, CASE WHEN ${at} >= ?1 THEN (lo + hi) / 2 ELSE hi END
+         FROM s WHERE lo < hi
+       )
+       SELECT a.conversation_id AS conversation_id, a.last_seq - s.lo + 1 AS events, a.last_ms AS last_ms
+       FROM s JOIN active a ON a.key = s.key WHERE s.lo = s.hi
+       ORDER BY events DESC, conversation_id LIMIT ?2`,
     )
-    .bind(since, limit, BUSIEST_SCAN_EVENTS)
-    .all<{ conversation_id: string; events: number; last_recorded_at: string }>();
-  return results.map((r) => ({ conversationId: r.conversation_id, shard, events: r.events, lastRecordedAt: r.last_recorded_at }));
+    .bind(Date.parse(since), limit)
+    .all<{ conversation_id: string; events: number; last_ms: number }>();
+  return results.map((r) => ({ conversationId: r.conversation_id, shard, events: r.events, lastRecordedAt: new Date(r.last_ms).toISOString() }));
 }

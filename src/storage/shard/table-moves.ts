@@ -56,3 +56,44 @@ export const TURNS_MOVE = tableMove(
     JOIN conversation_keys k ON k.conversation_id = o.conversation_id
     WHERE ${range}`,
 );
+
+/**
+ * The log's rows stored before migrations/shard/0031, copied from `events` to `log` a batch at a
+ * time in rowid order, each batch recording how far it got (`log_copy`): npm run migrate runs it
+ * before the new Worker is uploaded, and a Worker not yet redeployed keeps reading `events` whole
+ * meanwhile. The copied rows leave `events` only once the new Worker is live (`LOG_RELEASE`), each
+ * only once `log` holds it exactly (the old table's delete trigger). A row already in `log` (a
+ * Worker not yet redeployed forwarded it) is not copied twice.
+ */
+const LOG_ROWS_PER_BATCH = 10_000;
+
+export const LOG_COPY = {
+  perBatch: LOG_ROWS_PER_BATCH,
+  /** The first rowid of `events` the copy has not taken (none: nothing left to copy). */
+  next: { sql: "SELECT rowid AS id FROM events WHERE rowid > (SELECT through_rowid FROM log_copy WHERE id = 1) ORDER BY rowid LIMIT 1", params: [] } as Statement,
+  /** The copy of the rows with rowids `fromId` … `fromId + size - 1`, and the progress past them. */
+  batch(fromId: number, size = LOG_ROWS_PER_BATCH): Statement[] {
+    const range = [fromId, fromId + size - 1];
+    return [
+      {
+        sql: `INSERT OR IGNORE INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at)
+          SELECT k.id, o.seq, o.kind, o.idempotency_key, o.sensitive, o.body, unhex(o.hash), CAST(round((julianday(o.recorded_at) - 2440587.5) * 86400000.0) AS INTEGER)
+          FROM events o JOIN conversation_keys k ON k.conversation_id = o.conversation_id
+          WHERE o.rowid BETWEEN ?1 AND ?2`,
+        params: range,
+      },
+      { sql: "UPDATE log_copy SET through_rowid = ?2 WHERE id = 1 AND through_rowid < ?2", params: range },
+    ];
+  },
+};
+
+/**
+ * Once the new Worker is live: the rows the copy took leave `events`, a batch at a time (the old
+ * table's trigger refuses a row `log` does not hold exactly, which stops the release there).
+ */
+export const LOG_RELEASE = {
+  oldest: { sql: "SELECT rowid AS id FROM events WHERE rowid <= (SELECT through_rowid FROM log_copy WHERE id = 1) ORDER BY rowid LIMIT 1", params: [] } as Statement,
+  batch: (fromId: number, size = LOG_ROWS_PER_BATCH): Statement[] => [
+    { sql: "DELETE FROM events WHERE rowid BETWEEN ?1 AND ?2 AND rowid <= (SELECT through_rowid FROM log_copy WHERE id = 1)", params: [fromId, fromId + size - 1] },
+  ],
+};

@@ -92,7 +92,7 @@ SELECT 'match' AS row, w.seq AS seq, w.lo AS lo, w.hi AS hi, NULL AS role, NULL 
 FROM windows w
 UNION ALL
 SELECT 'turn', seq, NULL, NULL, role, message_id, author_id, author_name, live, servable, lends,
-       CASE WHEN live OR lends THEN (SELECT json_extract(e.body, '$.text') FROM events e WHERE e.conversation_id = ?2 AND e.seq = text_seq) END
+       CASE WHEN live OR lends THEN (SELECT json_extract(e.body, '$.text') FROM log e WHERE e.conversation_key = ${KEY} AND e.seq = text_seq) END
 FROM (
   SELECT t.seq AS seq, t.role AS role, t.message_id AS message_id, t.author_id AS author_id, t.author_name AS author_name,
          COALESCE(t.edit_seq, t.seq) AS text_seq,

@@ -41,7 +41,7 @@ export function termsRow(conversationId: string, seq: number, terms: EventTerms,
     terms.author === undefined
       ? "COALESCE((SELECT COALESCE(t.author_terms, t.author_name, t.author_id) FROM turns t WHERE t.conversation_key = k.id AND t.role = 'user' AND t.message_id = ?3), '')"
       : "?3";
-  const text = folded("(SELECT json_extract(e.body, '$.text') FROM events e WHERE e.conversation_id = ?1 AND e.seq = ?2)", terms.raw);
+  const text = folded("(SELECT json_extract(e.body, '$.text') FROM log e WHERE e.conversation_key = k.id AND e.seq = ?2)", terms.raw);
   return {
     sql: `INSERT INTO turn_terms (rowid, author, text, grams)
           SELECT (k.id << 32) | ?2, ${author}, ${text}, ?4 FROM conversation_keys k WHERE k.conversation_id = ?1 AND ${condition}`,
@@ -68,8 +68,8 @@ export function turnTermStatements(db: D1Database, conversationId: string, plann
   for (const { input, seq, hash } of planned) {
     const terms = eventTerms(input);
     if (terms === undefined) continue;
-    const row = termsRow(conversationId, seq, terms, "EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND seq = ?2 AND hash = ?5 AND recorded_at = ?6)");
-    statements.push(db.prepare(row.sql).bind(...row.params, hash, recordedAt));
+    const row = termsRow(conversationId, seq, terms, "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?2 AND hash = unhex(?5) AND recorded_at = ?6)");
+    statements.push(db.prepare(row.sql).bind(...row.params, hash, Date.parse(recordedAt)));
     const author = authorTermsRow(conversationId, seq, terms);
     if (author !== undefined) statements.push(db.prepare(author.sql).bind(...author.params));
   }
