@@ -26,7 +26,8 @@
 --      leave `events`, each only once `log` holds it exactly (`events_leave_when_copied`).
 --
 -- A row `log` gets from `events` (forwarded or copied) was counted, checked for gaps and indexed
--- when `events` got it: `log`'s own triggers pass over any row `events` holds.
+-- when `events` got it: `log`'s own triggers pass over any row `events` holds (once `events` is
+-- empty, that costs them a look at an empty table).
 
 CREATE TABLE log (
   conversation_key INTEGER NOT NULL REFERENCES conversation_keys (id),
@@ -58,13 +59,13 @@ CREATE UNIQUE INDEX log_chain_anchor ON log (
 
 CREATE TRIGGER log_gap_free BEFORE INSERT ON log
 WHEN NEW.seq <> COALESCE((SELECT c.last_seq FROM conversations c JOIN conversation_keys k ON k.conversation_id = c.id WHERE k.id = NEW.conversation_key), 0) + 1
-  AND NOT EXISTS (SELECT 1 FROM events e JOIN conversation_keys k ON k.conversation_id = e.conversation_id WHERE k.id = NEW.conversation_key AND e.seq = NEW.seq)
+  AND (NOT EXISTS (SELECT 1 FROM events) OR NOT EXISTS (SELECT 1 FROM events e JOIN conversation_keys k ON k.conversation_id = e.conversation_id WHERE k.id = NEW.conversation_key AND e.seq = NEW.seq))
 BEGIN
   SELECT RAISE(ABORT, 'log: sequence must be the next number of its conversation');
 END;
 
 CREATE TRIGGER log_high_water AFTER INSERT ON log
-WHEN NOT EXISTS (SELECT 1 FROM events e JOIN conversation_keys k ON k.conversation_id = e.conversation_id WHERE k.id = NEW.conversation_key AND e.seq = NEW.seq)
+WHEN (NOT EXISTS (SELECT 1 FROM events) OR NOT EXISTS (SELECT 1 FROM events e JOIN conversation_keys k ON k.conversation_id = e.conversation_id WHERE k.id = NEW.conversation_key AND e.seq = NEW.seq))
 BEGIN
   UPDATE conversations
   SET last_seq = NEW.seq,
@@ -74,7 +75,7 @@ END;
 
 CREATE TRIGGER log_feed_turns AFTER INSERT ON log
 WHEN NEW.kind <> 'run'
-  AND NOT EXISTS (SELECT 1 FROM events e JOIN conversation_keys k ON k.conversation_id = e.conversation_id WHERE k.id = NEW.conversation_key AND e.seq = NEW.seq)
+  AND (NOT EXISTS (SELECT 1 FROM events) OR NOT EXISTS (SELECT 1 FROM events e JOIN conversation_keys k ON k.conversation_id = e.conversation_id WHERE k.id = NEW.conversation_key AND e.seq = NEW.seq))
 BEGIN
   INSERT INTO turn_feed (conversation_id, seq, kind, sensitive, body)
   VALUES ((SELECT conversation_id FROM conversation_keys WHERE id = NEW.conversation_key), NEW.seq, NEW.kind, NEW.sensitive, NEW.body);
