@@ -53,7 +53,10 @@ export interface ChainState {
 export interface Lookahead {
   readonly revision: number;
   readonly serving: StoredDeclaration[];
-  readonly skips: EventInput[] | undefined;
+  /** A chain is due to plan: the caller writes the source alone, then `afterAppend` plans (and writes the skips). */
+  readonly planDue: boolean;
+  /** The source's skipped runs, in the order `afterAppend` writes them; written with the source only when no plan is due. */
+  readonly skips: EventInput[];
   /** Undoes the chains' provisional observation of the source: it was not written. */
   readonly drop: () => void;
 }
@@ -123,9 +126,8 @@ export class CompactionEngine {
    * declarations, and an activated chain for each one the source is eligible for); nothing has
    * changed then. Otherwise a `Lookahead`: every held chain has observed `source` provisionally,
    * and the caller keeps that once the source is written at its sequence number, or calls `drop`,
-   * which undoes it exactly (a throw here has already undone it). `skips` are its skipped runs, in
-   * the order `afterAppend` writes them, or undefined when a chain is due to plan (the caller writes
-   * the source, then `afterAppend` plans). `revision` is the declarations' revision they are as of.
+   * which undoes it exactly (a throw here has already undone it). `skips` are its skipped runs and
+   * `planDue` whether a chain is due to plan. `revision` is the declarations' revision they are as of.
    */
   async preflightAhead(source: StoredEvent, now: Date): Promise<Lookahead | undefined> {
     const held = this.#book.heldServingDeclarations();
@@ -155,7 +157,7 @@ export class CompactionEngine {
       drop();
       throw error;
     }
-    return { revision: held.revision, serving: held.declarations, skips: planDue ? undefined : skips, drop };
+    return { revision: held.revision, serving: held.declarations, planDue, skips, drop };
   }
 
   /**

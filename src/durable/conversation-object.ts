@@ -119,7 +119,7 @@ export class ConversationObject extends DurableObject<Env> {
     const recordedAt = now.toISOString();
     const ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
     if (ahead === undefined) return undefined;
-    const runs: PlannedInsert[] = (ahead.skips ?? []).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
+    const runs: PlannedInsert[] = (ahead.planDue ? [] : ahead.skips).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
     const replying = ahead.serving.some((declaration) => declaration.registration.agent.reply.mode !== "none");
     let handoff: string | undefined;
     try {
@@ -152,7 +152,7 @@ export class ConversationObject extends DurableObject<Env> {
     // database: a registration that did not get to raise it. This append's runs were not written,
     // and its preflight runs below.
     if (written.revision < ahead.revision) await this.#raiseRevision(ahead.revision);
-    const decidedHere = ahead.skips !== undefined && written.revision === ahead.revision && runsWritten === runs.length;
+    const decidedHere = !ahead.planDue && written.revision === ahead.revision && runsWritten === runs.length;
     await this.#afterWrite(conversationId, [stored], now, decidedHere ? ahead.serving : undefined, handoff);
     return ok({ results: [{ event: stored, duplicate: false }], lastSeq: planned.seq });
   }
@@ -213,7 +213,7 @@ export class ConversationObject extends DurableObject<Env> {
     model: ModelEvidence,
   ): Promise<Result<Boundary, { code: SettleError; message: string }>> {
     return this.#exclusive(async () => {
-      await this.#bound(conversationId, "write");
+      await this.#bindOrThrow(conversationId, "write");
       return this.#compaction(conversationId).settle(runId, content, model, new Date());
     });
   }
@@ -221,7 +221,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** A failed attempt of a planned run; `delivery`: the queue message that made it (attempts are numbered per message). */
   async recordFailure(conversationId: string, runId: string, attempt: number, code: string, message: string, delivery?: string): Promise<void> {
     return this.#exclusive(async () => {
-      await this.#bound(conversationId, "write");
+      await this.#bindOrThrow(conversationId, "write");
       await this.#compaction(conversationId).recordFailure(runId, attempt, code, message, new Date(), delivery);
     });
   }
@@ -229,7 +229,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** Whether a planned run can still settle: the queue consumer asks before it pays for a model call. A read. */
   async runState(conversationId: string, runId: string) {
     return this.#exclusive(async () => {
-      await this.#bound(conversationId, "read");
+      await this.#bindOrThrow(conversationId, "read");
       return this.#compaction(conversationId).runState(runId, new Date());
     });
   }
@@ -237,7 +237,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** `reason`: what the operator reads (codes, ids, counts: core/ops-text.ts). */
   async abandon(conversationId: string, runId: string, reason: OpsText): Promise<void> {
     return this.#exclusive(async () => {
-      await this.#bound(conversationId, "write");
+      await this.#bindOrThrow(conversationId, "write");
       await this.#compaction(conversationId).abandon(runId, reason, new Date());
     });
   }
@@ -257,7 +257,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** The agent's chain as this object holds it. A read: it places nothing (`#bind`). */
   async describeChain(conversationId: string, agentId: string) {
     return this.#exclusive(async () => {
-      await this.#bound(conversationId, "read");
+      await this.#bindOrThrow(conversationId, "read");
       return this.#compaction(conversationId).describe(agentId, new Date());
     });
   }
@@ -271,7 +271,7 @@ export class ConversationObject extends DurableObject<Env> {
     await this.#exclusive(async () => {
       const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
       if (conversationId === undefined) return;
-      await this.#bound(conversationId, "write");
+      await this.#bindOrThrow(conversationId, "write");
       const now = new Date();
       const wakes = await this.#wakes.list();
       if (wakes.size === 0) await this.#compaction(conversationId).adoptLegacyAlarm(now);
@@ -305,7 +305,7 @@ export class ConversationObject extends DurableObject<Env> {
         // Bookkeeping writes: a conversation only read so far is placed first. Its engine reads the
         // shard reads looked in, which is the one placement picks unless the open shards changed.
         const readFrom = this.#shard?.name;
-        await this.#bound(conversationId, "write");
+        await this.#bindOrThrow(conversationId, "write");
         if (this.#shard?.name !== readFrom) throw new Error("the conversation was placed on another shard than it was read from; its state is read again");
         const appended = await this.#appendOrReset({ conversationId, events }, together);
         if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
@@ -354,7 +354,7 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   /** `#bind` where a refusal is a routing bug the caller cannot answer: thrown. */
-  async #bound(conversationId: string, intent: BindIntent): Promise<void> {
+  async #bindOrThrow(conversationId: string, intent: BindIntent): Promise<void> {
     const bound = await this.#bind(conversationId, intent);
     if (!bound.ok) throw new Error(bound.error.message);
   }
