@@ -6,7 +6,8 @@ import { eventHash, eventInputSchema } from "../../src/core/events";
 import { eventTerms } from "../../src/core/turn-terms";
 import { searchForm } from "../../src/core/search-text";
 import type { BackfillDatabase, BackfillProgress } from "../../src/storage/search-backfill";
-import { runBackfill } from "../../src/storage/search-backfill";
+import { releaseLog, runBackfill } from "../../src/storage/search-backfill";
+import { readAllEvents } from "../../src/storage/shard/events";
 import type { Statement } from "../../src/storage/shard/turn-terms";
 import { readConversationFactSources } from "../../src/storage/shard/conversation-memory";
 import { searchTurns } from "../../src/storage/shard/turn-search";
@@ -80,6 +81,14 @@ describe("the word indexes' backfill", () => {
     // The log was copied to the table that keeps it now (migrations/shard/0031) before anything read it.
     expect(done.logThroughId).toBeGreaterThan(0);
     expect((await db.prepare("SELECT count(*) AS n FROM log").first<{ n: number }>())?.n).toBe(conversations.length * events.length);
+    // Once the Worker that reads `log` is live, the copied rows leave `events`; the log reads back each event as stored.
+    expect(await releaseLog(bound(db))).toBe(1);
+    expect((await db.prepare("SELECT count(*) AS n FROM events").first<{ n: number }>())?.n).toBe(0);
+    for (const c of conversations) {
+      expect((await readAllEvents(db, c)).map((e) => [e.seq, e.idempotencyKey, e.hash, e.recordedAt])).toEqual(
+        events.map((e, i) => [i + 1, eventInputSchema.parse(e).idempotencyKey, eventHash(c, eventInputSchema.parse(e)), new Date(0).toISOString()]),
+      );
+    }
     // The source moved to the table that keeps it now (migrations/shard/0027), and reads back the same.
     expect(done.sourcesThroughId).toBeGreaterThan(0);
     expect(await db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance_v1").first<{ n: number }>()).toEqual({ n: 0 });
