@@ -6,6 +6,7 @@ import type { LogGap, LogRange } from "../../core/log-audit";
 import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
 import { eventBody, SKIPPED_FIELDS, storedBody } from "../../core/stored-body";
 import { declarationRevisionStatement, revisionOf } from "../declaration-revision";
+import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
 import { turnTermStatements } from "./turn-terms";
 
@@ -39,6 +40,7 @@ export const eventColumns = (alias?: string): string => {
 };
 
 const EVENT_COLUMNS = eventColumns();
+
 const INSERTED_COLUMNS = "conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at";
 
 /**
@@ -130,8 +132,9 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
     (values) => JSON.stringify(values).length * 3,
     ROWS_BYTES,
   );
-  // The hash travels as hex and is stored as its 32 bytes (migrations/shard/0031).
-  const column = (i: number) => (i === 5 ? `unhex(json_extract(j.value, '$[${i}]'))` : `json_extract(j.value, '$[${i}]')`);
+  // The hashes travel as one BLOB after the other parameters (`hashBytes`), row `j.key`'s at its place.
+  const hashes = `?${3 + extra.length}`;
+  const column = (i: number) => (i === 5 ? `substr(${hashes}, 32 * j.key + 1, 32)` : `json_extract(j.value, '$[${i}]')`);
   return chunks.map((rows) =>
     db
       .prepare(
@@ -140,7 +143,7 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
          WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
          ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
       )
-      .bind(conversationId, JSON.stringify(rows), ...extra),
+      .bind(conversationId, JSON.stringify(rows.map((values) => values.map((value, i) => (i === 5 ? null : value)))), ...extra, hashBytes(...rows.map((values) => String(values[5])))),
   );
 }
 
@@ -231,8 +234,8 @@ export async function insertSourceWithRuns(
       conversationId,
       runs,
       recordedAt,
-      "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = unhex(?5)) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
-      [source.seq, source.input.idempotencyKey, source.hash, revision],
+      "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
+      [source.seq, source.input.idempotencyKey, hashBytes(source.hash), revision],
     ),
     declarationRevisionStatement(db),
     selectByKeys(db, conversationId, [source, ...runs].map((p) => p.input.idempotencyKey)),

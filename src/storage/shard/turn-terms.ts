@@ -2,6 +2,7 @@ import type { PlannedInsert } from "../../core/append";
 import { SEARCH_FOLDS } from "../../core/search-text";
 import type { EventTerms } from "../../core/turn-terms";
 import { eventTerms } from "../../core/turn-terms";
+import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
 
 /**
@@ -68,8 +69,8 @@ export function turnTermStatements(db: D1Database, conversationId: string, plann
   for (const { input, seq, hash } of planned) {
     const terms = eventTerms(input);
     if (terms === undefined) continue;
-    const row = termsRow(conversationId, seq, terms, "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?2 AND hash = unhex(?5) AND recorded_at = ?6)");
-    statements.push(db.prepare(row.sql).bind(...row.params, hash, Date.parse(recordedAt)));
+    const row = termsRow(conversationId, seq, terms, "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?2 AND hash = ?5 AND recorded_at = ?6)");
+    statements.push(db.prepare(row.sql).bind(...row.params, hashBytes(hash), Date.parse(recordedAt)));
     const author = authorTermsRow(conversationId, seq, terms);
     if (author !== undefined) statements.push(db.prepare(author.sql).bind(...author.params));
   }
