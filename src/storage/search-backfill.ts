@@ -158,7 +158,7 @@ export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control
     onBatch(progress);
   };
   if (kind === "shard") {
-    await copyLog(db, (throughId) => report({ ...progress, logThroughId: throughId }));
+    await move(db, LOG_COPY, (throughId) => report({ ...progress, logThroughId: throughId }));
     await move(db, TURNS_MOVE, (throughId) => report({ ...progress, turnsThroughId: throughId }));
     await move(db, SOURCES_MOVE, (throughId) => report({ ...progress, sourcesThroughId: throughId }));
     for (;;) {
@@ -188,25 +188,14 @@ async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId:
   }
 }
 
-/** Copies every row of `events` the copy has not taken to `log`, a batch per transaction; `onBatch` hears the rowid each batch reached. */
-async function copyLog(db: BackfillDatabase, onBatch: (throughId: number) => void): Promise<void> {
-  for (let next = await db.rows<{ id: number }>(LOG_COPY.next); next[0] !== undefined; next = await db.rows<{ id: number }>(LOG_COPY.next)) {
-    await db.write(LOG_COPY.batch(next[0].id));
-    onBatch(next[0].id + LOG_COPY.perBatch - 1);
-  }
-}
-
 /**
  * The last step of migrations/shard/0031, once the Worker that reads `log` is live: copies what a
  * Worker before it appended since the copy ran, then lets every copied row leave `events`, a batch
  * per transaction. Returns how many batches it deleted.
  */
 export async function releaseLog(db: BackfillDatabase): Promise<number> {
-  await copyLog(db, () => {});
+  await move(db, LOG_COPY, () => {});
   let batches = 0;
-  for (let oldest = await db.rows<{ id: number }>(LOG_RELEASE.oldest); oldest[0] !== undefined; oldest = await db.rows<{ id: number }>(LOG_RELEASE.oldest)) {
-    await db.write(LOG_RELEASE.batch(oldest[0].id));
-    batches += 1;
-  }
+  await move(db, LOG_RELEASE, () => (batches += 1));
   return batches;
 }

@@ -85,7 +85,7 @@ it("moves the log stored before 0031 into `log` while the Worker before it still
   oldWorkerAppends(db, seq, duringDeploy.slice(0, 1)); // a replay: its key exists, nothing is stored
   expect(countOf(db, "log")).toBe(duringDeploy.length);
   // One batch of the copy, more appends, then `npm run migrate`'s copy of the rest.
-  const [next] = db.prepare(LOG_COPY.next.sql).all() as { id: number }[];
+  const [next] = db.prepare(LOG_COPY.oldest.sql).all() as { id: number }[];
   for (const statement of LOG_COPY.batch(next?.id ?? 0, 500)) db.prepare(statement.sql).run(...statement.params);
   oldWorkerAppends(db, seq, afterCopy);
   seq += afterCopy.length;

@@ -74,7 +74,7 @@ export async function readHead(db: D1Database, conversationId: string): Promise<
  * The runs of missing sequence numbers in `[fromSeq, throughSeq]` (the first `LOG_FINDINGS_LISTED`
  * of them), for one page of the paged audit: one statement, which counts the range from the
  * primary key and looks for gaps only when the count falls short, and returns a row per gap, never
- * a row per event.
+ * a row per event. The conversation's key is read once (`conv`), not once per event the gaps' walk visits.
  */
 export async function readLogGaps(db: D1Database, conversationId: string, range: LogRange): Promise<LogGap[]> {
   if (range.fromSeq > range.throughSeq) return [];
@@ -108,9 +108,9 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
     .bind(conversationId, JSON.stringify(keys));
 }
 
-/** The values of `EVENT_COLUMNS` after the conversation, in order, for a planned row. */
-function rowValues({ input, hash, seq }: PlannedInsert, recordedAt: number): (string | number)[] {
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, storedBody(input.kind, input.body), hash, recordedAt];
+/** A planned row's values as its JSON element carries them: `INSERTED_COLUMNS` but the conversation's key and the hash. */
+function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number)[] {
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, storedBody(input.kind, input.body), recordedAt];
 }
 
 /**
@@ -126,24 +126,22 @@ const ROWS_BYTES = 1_000_000;
  * trigger; `condition` (SQL over ?1, the conversation) must hold for any row to be inserted.
  */
 function insertStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string, condition = "true", extra: readonly unknown[] = []): D1PreparedStatement[] {
+  const at = Date.parse(recordedAt);
+  const rows = planned.map((row) => ({ values: rowValues(row, at), hash: row.hash }));
   // A row's JSON at most triples in UTF-8.
-  const chunks = chunksBySize(
-    planned.map((row) => rowValues(row, Date.parse(recordedAt))),
-    (values) => JSON.stringify(values).length * 3,
-    ROWS_BYTES,
-  );
+  const chunks = chunksBySize(rows, (row) => JSON.stringify(row.values).length * 3, ROWS_BYTES);
+  const value = (i: number) => `json_extract(j.value, '$[${i}]')`;
   // The hashes travel as one BLOB after the other parameters (`hashBytes`), row `j.key`'s at its place.
-  const hashes = `?${3 + extra.length}`;
-  const column = (i: number) => (i === 5 ? `substr(${hashes}, 32 * j.key + 1, 32)` : `json_extract(j.value, '$[${i}]')`);
-  return chunks.map((rows) =>
+  const hash = `substr(?${3 + extra.length}, 32 * j.key + 1, 32)`;
+  return chunks.map((chunk) =>
     db
       .prepare(
         `INSERT INTO log (${INSERTED_COLUMNS})
-         SELECT k.id, ${Array.from({ length: 7 }, (_, i) => column(i)).join(", ")} FROM conversation_keys k, json_each(?2) j
+         SELECT k.id, ${value(0)}, ${value(1)}, ${value(2)}, ${value(3)}, ${value(4)}, ${hash}, ${value(5)} FROM conversation_keys k, json_each(?2) j
          WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
          ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
       )
-      .bind(conversationId, JSON.stringify(rows.map((values) => values.map((value, i) => (i === 5 ? null : value)))), ...extra, hashBytes(...rows.map((values) => String(values[5])))),
+      .bind(conversationId, JSON.stringify(chunk.map((row) => row.values)), ...extra, hashBytes(...chunk.map((row) => row.hash))),
   );
 }
 

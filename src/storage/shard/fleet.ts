@@ -58,13 +58,14 @@ export async function readFailureCells(db: D1Database, since: string): Promise<F
  * conversation whose newest event is that recent has the first of them found by a binary search of
  * its log by time (one primary-key seek a step; the log's times follow its sequence, its one
  * writer being the conversation's object), so a conversation costs one seek when idle and about
- * twice the logarithm of its length when not, whatever it said in the window.
+ * twice the logarithm of its length when not, whatever it said in the window: one statement whose
+ * rows read follow the shard's conversations (a seek each), never their logs.
  */
 export async function readBusiestConversations(db: D1Database, shard: string, since: string, limit: number): Promise<BusyConversation[]> {
   const at = "(SELECT recorded_at FROM log WHERE conversation_key = s.key AND seq = (s.lo + s.hi) / 2)";
   const { results } = await db
     .prepare(
-      `WITH RECURSIVE active (key, conversation_id, last_seq, last_ms) AS (
+      `WITH RECURSIVE active (key, conversation_id, last_seq, last_ms) AS MATERIALIZED (
          SELECT k.id, c.id, c.last_seq, (SELECT recorded_at FROM log WHERE conversation_key = k.id AND seq = c.last_seq)
          FROM conversations c JOIN conversation_keys k ON k.conversation_id = c.id WHERE c.last_seq > 0
        ),

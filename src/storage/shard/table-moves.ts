@@ -7,7 +7,8 @@ import type { Statement } from "./turn-terms";
  * are copied to the new table in rowid order, then deleted, in one transaction a batch, and the old
  * table's trigger lets a row go only once the new table holds it. Safe to run twice, or beside
  * another run: the copy ignores what the new table holds already (a turn an event moved first is
- * newer there), the delete what is gone.
+ * newer there), the delete what is gone. The log's move (0031) takes the same steps apart: its copy
+ * (`LOG_COPY`) before the upload, its release (`LOG_RELEASE`) after it.
  */
 export interface TableMove {
   /**
@@ -16,9 +17,9 @@ export interface TableMove {
    * `wrangler d1 execute` from npm run migrate, so the fewer the better.
    */
   readonly perBatch: number;
-  /** The oldest row the old table still holds (none: nothing left to move). */
+  /** The oldest row the old table still holds that is left to move (none: nothing). */
   readonly oldest: Statement;
-  /** The batch of old rows with rowids `fromId` … `fromId + size - 1` (`size`: `perBatch`): the copy, then the delete. */
+  /** The batch of old rows with rowids `fromId` … `fromId + size - 1` (`size`: `perBatch`): the copy, then the delete (for the log, one or the other). */
   batch(fromId: number, size?: number): Statement[];
 }
 
@@ -57,22 +58,21 @@ export const TURNS_MOVE = tableMove(
     WHERE ${range}`,
 );
 
+const LOG_ROWS_PER_BATCH = 10_000;
+
 /**
  * The log's rows stored before migrations/shard/0031, copied from `events` to `log` a batch at a
  * time in rowid order, each batch recording how far it got (`log_copy`): npm run migrate runs it
  * before the new Worker is uploaded, and a Worker not yet redeployed keeps reading `events` whole
  * meanwhile. The copied rows leave `events` only once the new Worker is live (`LOG_RELEASE`), each
  * only once `log` holds it exactly (the old table's delete trigger). A row already in `log` (a
- * Worker not yet redeployed forwarded it) is not copied twice.
+ * Worker not yet redeployed forwarded it) is not copied twice. A move whose `oldest` is the first
+ * row not yet copied: the rows stay in `events`.
  */
-const LOG_ROWS_PER_BATCH = 10_000;
-
-export const LOG_COPY = {
+export const LOG_COPY: TableMove = {
   perBatch: LOG_ROWS_PER_BATCH,
-  /** The first rowid of `events` the copy has not taken (none: nothing left to copy). */
-  next: { sql: "SELECT rowid AS id FROM events WHERE rowid > (SELECT through_rowid FROM log_copy WHERE id = 1) ORDER BY rowid LIMIT 1", params: [] } as Statement,
-  /** The copy of the rows with rowids `fromId` … `fromId + size - 1`, and the progress past them. */
-  batch(fromId: number, size = LOG_ROWS_PER_BATCH): Statement[] {
+  oldest: { sql: "SELECT rowid AS id FROM events WHERE rowid > (SELECT through_rowid FROM log_copy WHERE id = 1) ORDER BY rowid LIMIT 1", params: [] },
+  batch: (fromId, size = LOG_ROWS_PER_BATCH) => {
     const range = [fromId, fromId + size - 1];
     return [
       {
@@ -91,9 +91,10 @@ export const LOG_COPY = {
  * Once the new Worker is live: the rows the copy took leave `events`, a batch at a time (the old
  * table's trigger refuses a row `log` does not hold exactly, which stops the release there).
  */
-export const LOG_RELEASE = {
-  oldest: { sql: "SELECT rowid AS id FROM events WHERE rowid <= (SELECT through_rowid FROM log_copy WHERE id = 1) ORDER BY rowid LIMIT 1", params: [] } as Statement,
-  batch: (fromId: number, size = LOG_ROWS_PER_BATCH): Statement[] => [
+export const LOG_RELEASE: TableMove = {
+  perBatch: LOG_ROWS_PER_BATCH,
+  oldest: { sql: "SELECT rowid AS id FROM events WHERE rowid <= (SELECT through_rowid FROM log_copy WHERE id = 1) ORDER BY rowid LIMIT 1", params: [] },
+  batch: (fromId, size = LOG_ROWS_PER_BATCH) => [
     { sql: "DELETE FROM events WHERE rowid BETWEEN ?1 AND ?2 AND rowid <= (SELECT through_rowid FROM log_copy WHERE id = 1)", params: [fromId, fromId + size - 1] },
   ],
 };
