@@ -224,8 +224,8 @@ export class CompactionEngine {
     }
   }
 
-  settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Result<Boundary, { code: SettleError; message: string }>> {
-    return this.#reloadingOnFailure(() => this.#settlement.settle(runId, content, model, now));
+  settle(runId: string, content: CompactionContent, model: ModelEvidence, packet: string, now: Date): Promise<Result<Boundary, { code: SettleError; message: string }>> {
+    return this.#reloadingOnFailure(() => this.#settlement.settle(runId, content, model, packet, now));
   }
 
   recordFailure(runId: string, attempt: number, code: string, message: string, now: Date, delivery?: string): Promise<void> {

@@ -205,16 +205,20 @@ export class ConversationObject extends DurableObject<Env> {
     if (handoff !== undefined) await this.#handoff.handOff(handoff, serving, fresh, now);
   }
 
-  /** The queue consumer's validated output for a planned run: becomes the next boundary, or is refused. */
+  /**
+   * The queue consumer's validated output for a planned run: becomes the next boundary, or is
+   * refused. `packet`: the run's packet as the consumer read it, checked against the plan's hash.
+   */
   async settle(
     conversationId: string,
     runId: string,
     content: CompactionContent,
     model: ModelEvidence,
+    packet: string,
   ): Promise<Result<Boundary, { code: SettleError; message: string }>> {
     return this.#exclusive(async () => {
       await this.#bindOrThrow(conversationId, "write");
-      return this.#compaction(conversationId).settle(runId, content, model, new Date());
+      return this.#compaction(conversationId).settle(runId, content, model, packet, new Date());
     });
   }
 

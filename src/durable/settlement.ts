@@ -16,12 +16,13 @@ import type { CompactionContent, Packet } from "../core/packet";
 import type { SettleError, SettleRefusal } from "../core/settle-checks";
 import { checkAnchor, checkPlanCurrent, checkPlanEpoch, checkPlanExists, settleError } from "../core/settle-checks";
 import { replanWake, wakeKey } from "../core/wakeups";
-import { insertBoundaryStatement, readBoundaryByRun } from "../storage/shard/boundaries";
+import type { StoredBoundary } from "../storage/shard/boundaries";
+import { insertBoundaryStatement, readBoundaryByRun, storedBoundary } from "../storage/shard/boundaries";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import type { PlanRecord } from "../storage/shard/plans";
 import { countAbandonedPlans, planAbandoned, readPlan } from "../storage/shard/plans";
 import { readChainAnchor } from "../storage/shard/context-reads";
-import { readPacket } from "../storage/r2/documents";
+import { packetOf } from "../storage/r2/documents";
 import type { ChainBook } from "./chain-book";
 import type { EngineDeps } from "./engine-deps";
 import type { ExtractionWatch } from "./extraction-watch";
@@ -62,8 +63,9 @@ export class Settlement {
     private readonly extractions: ExtractionWatch,
   ) {}
 
-  async settle(runId: string, content: CompactionContent, model: ModelEvidence, now: Date): Promise<Settled> {
-    const { env, shard } = this.deps;
+  /** `packetText`: the run's packet as the step read it; it must hash to what the plan recorded. */
+  async settle(runId: string, content: CompactionContent, model: ModelEvidence, packetText: string, now: Date): Promise<Settled> {
+    const { shard } = this.deps;
     const existing = await readBoundaryByRun(shard, runId);
     if (existing !== undefined) {
       // Settled before, perhaps by an attempt whose answer was lost: a chain held here that is
@@ -74,7 +76,7 @@ export class Settlement {
     const current = await this.#currentPlan(runId, now);
     if (!current.ok) return current;
     const { plan, declaration, chain } = current.value;
-    const read = await readPacket(env.DOCUMENTS, plan.packetKey, plan.packetHash);
+    const read = packetOf(packetText, plan.packetHash);
     if (!read.ok) return refuse({ reason: "packet_unreadable", detail: read.reason });
     const { packet } = read;
     const boundary = buildBoundary({
@@ -90,10 +92,10 @@ export class Settlement {
     // Before the boundary, as a plan's watchdog is before the plan: the consumer's one send of the
     // extraction job can fail, and nothing else would ever send it.
     await this.extractions.arm(declaration, runId, boundary.body.id, now);
-    await this.#store(declaration, plan, packet, boundary, content, model);
+    const stored = await this.#store(declaration, plan, packet, boundary, content, model);
     // The boundary is durable: from here on the run is settled, whatever else fails.
     try {
-      await this.#advance(chain, runId, plan.agentId, now);
+      await this.#advance(chain, stored, plan.agentId, now);
     } catch (error) {
       // The chain is read from D1 again (the system of record); the next source's preflight, or
       // the catch-up, plans what this did not get to.
@@ -101,18 +103,13 @@ export class Settlement {
       this.book.forget();
       await this.#catchUpLater(now);
     }
-    return ok(boundary);
+    return ok({ body: stored.body, hash: stored.hash });
   }
 
-  /**
-   * The hot chain follows the boundary just stored. Every read comes before the chain changes, so
-   * a read that fails leaves it as it was (and the caller drops it).
-   */
-  async #advance(chain: HotChain, runId: string, agentId: string, now: Date): Promise<void> {
-    const head = await readBoundaryByRun(this.deps.shard, runId);
-    if (head === undefined) throw new Error(`the boundary of ${runId} was stored and is not found`);
+  /** The hot chain follows the boundary the shard holds for the run. */
+  async #advance(chain: HotChain, head: StoredBoundary, agentId: string, now: Date): Promise<void> {
     advanceHead(chain, head, head.coveredThroughSeq);
-    await this.watchdogs.drop(agentId, runId);
+    await this.watchdogs.drop(agentId, head.runId);
     // Messages that arrived while this run was in flight may already call for the next one.
     const latest = latestSource(chain);
     if (latest !== undefined) await this.planner.planIfDue(chain, latest.seq, now);
@@ -187,9 +184,12 @@ export class Settlement {
 
   /**
    * One transaction: the boundary row and its completed-run receipt exist together or not at all.
-   * The UNIQUE (chain, epoch, previous_id) constraint refuses a second successor: a fork cannot be stored.
+   * The UNIQUE (chain, epoch, previous_id) constraint refuses a second successor: a fork cannot be
+   * stored. Returns the run's boundary as the shard holds it: this one once its write committed;
+   * when the write's outcome is unknown, the one read back (an attempt that interleaved with this
+   * one may have stored its own).
    */
-  async #store(declaration: StoredDeclaration, plan: PlanRecord, packet: Packet, boundary: Boundary, content: CompactionContent, model: ModelEvidence): Promise<void> {
+  async #store(declaration: StoredDeclaration, plan: PlanRecord, packet: Packet, boundary: Boundary, content: CompactionContent, model: ModelEvidence): Promise<StoredBoundary> {
     const { shard, conversationId, append } = this.deps;
     const detail = {
       boundaryId: boundary.body.id,
@@ -211,8 +211,11 @@ export class Settlement {
     } catch (error) {
       // The write's outcome is unknown (its answer may be lost after the commit): D1 says whether
       // the boundary is there. If it is not, nothing here changed and a retry settles afresh.
-      if ((await readBoundaryByRun(shard, plan.runId)) === undefined) throw error;
+      const stored = await readBoundaryByRun(shard, plan.runId);
+      if (stored === undefined) throw error;
+      return stored;
     }
+    return storedBoundary(boundary, plan.runId, plan.epochId);
   }
 
   /**

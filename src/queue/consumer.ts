@@ -239,7 +239,8 @@ async function compact(env: Env, job: CompactionJob, delivery: Delivery): Promis
 
   const { provider, model, responseId, usage, latencyMs } = receipt.value;
   const settling = Date.now();
-  const settled = await stub.settle(job.conversationId, job.runId, content.value, { provider, model, responseId, finishReason, usage, latencyMs });
+  // The packet as read here: settlement checks it against its plan's hash instead of reading it again.
+  const settled = await stub.settle(job.conversationId, job.runId, content.value, { provider, model, responseId, finishReason, usage, latencyMs }, read.text);
   const settlement = { conversationId: job.conversationId, agentId: job.agentId, runId: job.runId, ms: Date.now() - settling };
   if (!settled.ok) {
     logger.warn("settlement", { ...settlement, outcome: "refused", code: settled.error.code });

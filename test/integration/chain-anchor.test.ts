@@ -72,7 +72,7 @@ describe("the chain's head is anchored in the log", () => {
     // The deleted head's plan looks open again to the object rebuilt from the rows: a redelivered job
     // for it is refused (an incident naming the run) rather than settling a replacement head.
     const before = chain.length - 1;
-    const settled = await conversationStub(env, conversation).settle(conversation, head.runId, head.body.content, head.body.model);
+    const settled = await conversationStub(env, conversation).settle(conversation, head.runId, head.body.content, head.body.model, "");
     expect(settled).toMatchObject({ ok: false, error: { code: "chain_invalid" } });
     const refused = (await readIncidents(await shardOf(conversation), conversation, 50)).find((i) => i.kind === "resolver_failure" && i.runId === head.runId);
     if (refused === undefined) throw new Error("no incident for the refused settlement");

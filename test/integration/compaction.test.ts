@@ -229,17 +229,17 @@ describe("compaction end to end (offline compactor)", () => {
     const model = oldChain[0]?.body.model;
     if (content === undefined || model === undefined) throw new Error("no boundary");
 
-    const fabricated = await stub.settle(conversation, "cmp_00000000-0000-4000-8000-000000000000", content, model);
+    const fabricated = await stub.settle(conversation, "cmp_00000000-0000-4000-8000-000000000000", content, model, "");
     expect(fabricated.ok ? "ok" : fabricated.error.code).toBe("fabricated_run");
 
     // A new prompt is a new epoch: a new activation and a first boundary of its own.
     expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, prompt: "Summarize tersely, as a projection." })).status).toBe(201);
-    const replay = await stub.settle(conversation, oldChain[0]?.runId ?? "", content, model);
+    const replay = await stub.settle(conversation, oldChain[0]?.runId ?? "", content, model, "");
     expect(replay.ok && replay.value.hash).toBe(oldChain[0]?.hash); // settling a settled run returns its boundary
     // A plan of the retired epoch that never settled can no longer become a boundary.
     const staleRun = "cmp_11111111-1111-4111-8111-111111111111";
     await insertPlan(conversation, agentId, oldChain[0]?.epochId ?? "", staleRun, oldChain[0]?.body.id ?? "");
-    const stale = await stub.settle(conversation, staleRun, content, model);
+    const stale = await stub.settle(conversation, staleRun, content, model, "");
     expect(stale.ok ? "ok" : [stale.error.code, stale.error.message]).toEqual(["stale_plan", "the plan belongs to a retired epoch"]);
     await say(token, conversation, 20, 40);
     const state = await waitFor(async () => {

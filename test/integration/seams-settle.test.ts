@@ -97,10 +97,19 @@ async function served(token: string, conversation: string, agentId: string) {
   return { status: res.status, body, boundaryId: res.status === 200 ? (await json<{ manifest: { boundary: { id: string } | null } }>(res)).manifest.boundary?.id : undefined };
 }
 
+/** The run's packet as the queue consumer reads it (and hands it to the settlement). */
+async function packetText(conversation: string, runId: string): Promise<string> {
+  const plan = await (await shardOf(conversation)).prepare("SELECT packet_key FROM compaction_plans WHERE run_id = ?").bind(runId).first<{ packet_key: string }>();
+  const text = plan === null ? undefined : await (await env.DOCUMENTS.get(plan.packet_key))?.text();
+  if (text === undefined) throw new Error(`no packet for ${runId}`);
+  return text;
+}
+
 /** Settles once, as a delivery whose fault may reject it, then again as the queue's redelivery would. */
 async function settleWithRetry(stub: ReturnType<typeof conversationStub>, conversation: string, runId: string) {
-  const first = await stub.settle(conversation, runId, CONTENT, MODEL).catch((error: unknown) => ({ ok: false as const, thrown: String(error) }));
-  const retried = await stub.settle(conversation, runId, CONTENT, MODEL);
+  const packet = await packetText(conversation, runId);
+  const first = await stub.settle(conversation, runId, CONTENT, MODEL, packet).catch((error: unknown) => ({ ok: false as const, thrown: String(error) }));
+  const retried = await stub.settle(conversation, runId, CONTENT, MODEL, packet);
   return { first, retried };
 }
 
@@ -127,13 +136,15 @@ describe("a storage fault while a compaction settles", () => {
     expect(first).toMatchObject({ ok: true, value: { hash: stored?.hash } });
   });
 
-  it("the head read after the settle batch fails: the chain is read from D1 again, and the context serves the boundary", async () => {
-    // The settle reads its run's boundary first (none yet), then again once the batch stored it.
-    const rule = fault(boundaryByRun, "before", 2);
-    const { conversation, agentId, token, stub, runId } = await planned(rule, 0);
-    rule.armed = true;
+  it("the settle batch commits, its answer is lost, and the read asking D1 whether it is there fails too: the chain is read from D1 again, and the retry returns the boundary", async () => {
+    // The settle reads its run's boundary first (none yet), then again once the batch's answer is lost.
+    const lost = fault(settleBatch, "after");
+    const unread = fault(boundaryByRun, "before", 2);
+    const { conversation, agentId, token, stub, runId } = await planned((c) => lost(c) ?? unread(c), 0);
+    lost.armed = true;
+    unread.armed = true;
     const { first, retried } = await settleWithRetry(stub, conversation, runId);
-    expect(rule.fired).toBe(1);
+    expect([lost.fired, unread.fired]).toEqual([1, 1]);
     const stored = await storedBoundary(conversation, runId);
     expect(retried.ok && retried.value.hash).toBe(stored?.hash);
 
@@ -141,8 +152,8 @@ describe("a storage fault while a compaction settles", () => {
     expect(context.status, context.body).toBe(200);
     expect(context.boundaryId, context.body).toBe(boundaryOf(runId));
     expect((await stub.describeChain(conversation, agentId))?.headId).toBe(boundaryOf(runId));
-    // The boundary was stored when the read failed: the run is answered as settled.
-    expect(first).toMatchObject({ ok: true, value: { hash: stored?.hash } });
+    // Neither the write nor its absence could be told: the attempt failed, and the retry found the boundary stored.
+    expect(first).toMatchObject({ ok: false, thrown: expect.stringContaining("Network connection lost") });
   });
 
   it("the next plan's write after settling commits and its answer is lost: the chain keeps one open plan, the one D1 holds", async () => {

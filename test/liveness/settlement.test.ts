@@ -50,17 +50,18 @@ describe("settlement refuses what it cannot prove", () => {
     const frozen = await (await env.DOCUMENTS.get(job.packetKey))?.text();
     if (frozen === undefined) throw new Error(`no packet at ${job.packetKey}`);
 
-    // Gone: deleted behind the service's back.
+    // Gone: deleted behind the service's back. The consumer reads the packet once for its step and
+    // fails its attempt on it (retried), before any model call or settlement.
     await env.DOCUMENTS.delete(job.packetKey);
-    const missing = await stub.settle(conversation, runId, CONTENT, MODEL);
-    expect(missing.ok ? "settled" : [missing.error.code, missing.error.message]).toEqual(["packet_unreadable", "packet missing"]);
+    expect((await deliver("foldline-compaction", [job])).retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
     // Altered: still a well-formed packet of this run, one frozen turn rewritten; only its hash tells.
     const altered = JSON.parse(frozen) as { frozen: { turns: { text: string }[] } };
     const [turn] = altered.frozen.turns;
     if (turn === undefined) throw new Error("a packet with no frozen turn");
     turn.text = `${turn.text} (and the budget doubled)`;
     await env.DOCUMENTS.put(job.packetKey, JSON.stringify(altered));
-    const rewritten = await stub.settle(conversation, runId, CONTENT, MODEL);
+    // Handed to the settlement as a step would hand what it read: checked against the plan's hash, refused.
+    const rewritten = await stub.settle(conversation, runId, CONTENT, MODEL, JSON.stringify(altered));
     expect(rewritten.ok ? "settled" : [rewritten.error.code, rewritten.error.message]).toEqual(["packet_unreadable", "packet hash_mismatch"]);
 
     // Nothing was written, and the plan is still the chain's open plan.
@@ -69,13 +70,13 @@ describe("settlement refuses what it cannot prove", () => {
     expect(await stub.describeChain(conversation, agentId)).toMatchObject({ headId: null, openRunId: runId });
 
     // The job of that plan fails its own attempt on the same evidence (and is retried), never a boundary.
-    const attempt = await deliver("foldline-compaction", [job]);
+    const attempt = await deliver("foldline-compaction", [job], { attempts: 2 });
     expect(attempt.retryMessages.map((m) => m.msgId)).toEqual(["msg-0"]);
-    expect((await readIncidents(await shardOf(conversation), conversation, 10)).filter((i) => i.kind === "compactor_failure").map((i) => i.code)).toEqual(["packet_hash_mismatch"]);
+    expect((await readIncidents(await shardOf(conversation), conversation, 10)).filter((i) => i.kind === "compactor_failure").map((i) => i.code).sort()).toEqual(["packet_hash_mismatch", "packet_missing"]);
 
     // The exact bytes back: the same plan settles from the same job.
     await env.DOCUMENTS.put(job.packetKey, frozen);
-    expect((await deliver("foldline-compaction", [job], { attempts: 2 })).explicitAcks).toEqual(["msg-0"]);
+    expect((await deliver("foldline-compaction", [job], { attempts: 3 })).explicitAcks).toEqual(["msg-0"]);
     expect(await stub.describeChain(conversation, agentId)).toMatchObject({ headId: boundaryOf(runId), openRunId: null });
     expect(await boundaryRows(conversation)).toEqual([{ run_id: runId, previous_id: "" }]);
   }, 60_000);
@@ -94,7 +95,7 @@ describe("settlement refuses what it cannot prove", () => {
     // A copy of the abandoned plan's job the watchdog had re-sent arrives now. Its packet is intact
     // and its predecessor is still the head: only the plan being no longer the chain's own refuses it.
     expect((await deliver("foldline-compaction", [lateJob])).explicitAcks).toEqual(["msg-0"]);
-    const whileOpen = await stub.settle(conversation, abandoned, CONTENT, MODEL);
+    const whileOpen = await stub.settle(conversation, abandoned, CONTENT, MODEL, "");
     expect(whileOpen.ok ? "settled" : whileOpen.error.code).toBe("stale_plan");
     expect(await boundaryRows(conversation)).toEqual([]);
     expect(await stub.describeChain(conversation, agentId)).toMatchObject({ headId: null, openRunId: replacement });
@@ -102,7 +103,7 @@ describe("settlement refuses what it cannot prove", () => {
     // The replacement settles; the abandoned plan is refused as stale, not by the storage's fork constraint.
     const [replacementJob] = await sentJobs(replacement, 1);
     expect((await deliver("foldline-compaction", [replacementJob])).explicitAcks).toEqual(["msg-0"]);
-    const afterHead = await stub.settle(conversation, abandoned, CONTENT, MODEL);
+    const afterHead = await stub.settle(conversation, abandoned, CONTENT, MODEL, "");
     expect(afterHead.ok ? "settled" : afterHead.error.code).toBe("stale_plan");
     expect(await boundaryRows(conversation)).toEqual([{ run_id: replacement, previous_id: "" }]);
     expect(await completedRuns(conversation)).toBe(1);

@@ -55,23 +55,29 @@ export async function readTrustedDocuments(
   return budget.ok ? { ok: true, value: { documents, pageChars: budget.value } } : budget;
 }
 
-export type PacketReadResult = { readonly ok: true; readonly packet: Packet } | { readonly ok: false; readonly reason: "missing" | "hash_mismatch" | "invalid" };
+export type PacketReadResult = { readonly ok: true; readonly packet: Packet; readonly text: string } | { readonly ok: false; readonly reason: "missing" | "hash_mismatch" | "invalid" };
 
 /**
  * A compaction packet read back: re-hashed against the hash its plan recorded, then parsed as
  * JSON and against the packet schema. The one reader of packets, for the queue consumer, the
- * extractor, settlement and the resolver alike; each then checks the packet is the one its job or
- * plan names.
+ * extractor and the resolver alike; each then checks the packet is the one its job or plan names.
+ * The text comes with it, so a step that hands the packet on (the consumer to settlement) hands
+ * what it read, and the receiver checks it as a reader would (`packetOf`), without reading again.
  */
 export async function readPacket(bucket: R2Bucket, key: string, expectedHash: string): Promise<PacketReadResult> {
-  const read = await readDocument(bucket, key, expectedHash);
-  if (!read.ok) return read;
+  const object = await bucket.get(key);
+  return object === null ? { ok: false, reason: "missing" } : packetOf(await object.text(), expectedHash);
+}
+
+/** A packet's text as a reader checks it: its SHA-256 must be `expectedHash`, its JSON a packet. */
+export function packetOf(text: string, expectedHash: string): PacketReadResult {
+  if (sha256Hex(text) !== expectedHash) return { ok: false, reason: "hash_mismatch" };
   let json: unknown;
   try {
-    json = JSON.parse(read.text) as unknown;
+    json = JSON.parse(text) as unknown;
   } catch {
     return { ok: false, reason: "invalid" };
   }
   const packet = packetSchema.safeParse(json);
-  return packet.success ? { ok: true, packet: packet.data } : { ok: false, reason: "invalid" };
+  return packet.success ? { ok: true, packet: packet.data, text } : { ok: false, reason: "invalid" };
 }

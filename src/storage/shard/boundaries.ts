@@ -39,6 +39,21 @@ export function toBoundary(row: BoundaryRow): StoredBoundary {
   };
 }
 
+/** A boundary just written, as a read of its row gives it back (its body through the same JSON and schema). */
+export function storedBoundary(boundary: Boundary, runId: string, epochId: string): StoredBoundary {
+  const { body, hash } = boundary;
+  return toBoundary({
+    id: body.id,
+    epoch_id: epochId,
+    position: body.position,
+    previous_id: body.previous?.id ?? "",
+    covered_through_seq: body.coveredThrough.seq,
+    run_id: runId,
+    body: canonicalJson(body),
+    hash,
+  });
+}
+
 export const BOUNDARY_COLUMNS = "id, epoch_id, position, previous_id, covered_through_seq, run_id, body, hash";
 
 export function insertBoundaryStatement(db: D1Database, conversationId: string, agentId: string, epochId: string, boundary: Boundary): D1PreparedStatement {
