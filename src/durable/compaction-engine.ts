@@ -87,15 +87,11 @@ export class CompactionEngine {
     return this.#book.servingDeclarations();
   }
 
-  /**
-   * Runs after every durable append: preflight for each admitted new source, per compactor.
-   * Returns the declarations serving this conversation (read once per source append), so the
-   * reply hand-off does not read them again.
-   */
-  async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<StoredDeclaration[]> {
+  /** Runs after every durable append: preflight for each admitted new source, per compactor. */
+  async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<void> {
     if (!appended.some((event) => event.kind === "source")) {
       for (const chain of this.#book.heldChains()) observe(chain, appended);
-      return [];
+      return;
     }
     const serving = await this.#book.servingDeclarations();
     const skips: EventInput[] = [];
@@ -116,7 +112,6 @@ export class CompactionEngine {
       }
     }
     await this.#planner.flushSkips(skips);
-    return serving;
   }
 
   /**

@@ -187,13 +187,13 @@ export class ConversationObject extends DurableObject<Env> {
   /**
    * After new events are durable: each admitted new source's preflight (unless `decided`, the
    * serving declarations of a source whose preflight was written with it), then the reply jobs the
-   * armed `handoff` keeps (`durable/reply-handoff`: a failure there leaves it for its deadline).
+   * armed `handoff` keeps for the agents serving the conversation (`durable/reply-handoff`: a
+   * failure there leaves it for its deadline).
    */
   async #afterWrite(conversationId: string, fresh: readonly StoredEvent[], now: Date, decided?: readonly StoredDeclaration[], handoff?: string): Promise<void> {
     if (fresh.length === 0) return;
-    let serving: readonly StoredDeclaration[] | undefined = decided;
     try {
-      serving ??= await this.#compaction(conversationId).afterAppend(fresh, now);
+      if (decided === undefined) await this.#compaction(conversationId).afterAppend(fresh, now);
     } catch (error) {
       // The events are durable and acknowledged; compaction bookkeeping catches up from an
       // alarm rather than failing an append that already succeeded (a retry would only
@@ -202,7 +202,7 @@ export class ConversationObject extends DurableObject<Env> {
       this.#engine = undefined;
       await this.#catchUpLater();
     }
-    if (handoff !== undefined) await this.#handoff.handOff(handoff, serving, fresh, now);
+    if (handoff !== undefined) await this.#handoff.handOff(handoff, async () => decided ?? (await this.#compaction(conversationId).serving()), fresh, now);
   }
 
   /**

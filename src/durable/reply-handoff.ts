@@ -48,15 +48,14 @@ export class ReplyHandoff {
   }
 
   /**
-   * Right after the write: the jobs `written` owes the `serving` agents (undefined: not known, the
-   * deadline finds them), sent, and the deadline let go. A send that fails leaves the deadline, due
-   * again soon: never thrown, the append is already acknowledged.
+   * Right after the write: the jobs `written` owes the agents `serving` names, sent, and the
+   * deadline let go. A read or a send that fails leaves the deadline, due again soon: never thrown,
+   * the append is already acknowledged.
    */
-  async handOff(key: string, serving: readonly StoredDeclaration[] | undefined, written: readonly StoredEvent[], now: Date): Promise<void> {
+  async handOff(key: string, serving: () => Promise<readonly StoredDeclaration[]>, written: readonly StoredEvent[], now: Date): Promise<void> {
     const conversationId = this.deps.conversationId();
     try {
-      if (serving === undefined) throw new Error("the declarations serving the conversation could not be read");
-      await this.#send(replyJobs(conversationId, serving, written));
+      await this.#send(replyJobs(conversationId, await serving(), written));
       await this.deps.wakes.delete(key);
     } catch (error) {
       logger.error("step.failed", { step: "reply_handoff", conversationId, code: describeThrown(error).code });
