@@ -1,11 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import type { OpsText } from "../core/ops-text";
-import type { HashedInput, PlannedInsert } from "../core/append";
-import { decideAppend } from "../core/append";
+import type { PlannedInsert } from "../core/append";
 import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { StoredEvent } from "../core/events";
-import { eventHash } from "../core/events";
 import type { AppendPath } from "../core/log-line";
 import { describeThrown } from "../core/thrown";
 import { logger, attachMetrics } from "../logger";
@@ -13,14 +11,14 @@ import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
 import type { ReadPlacement, Shard } from "../storage/shards";
 import { confirmPlacement, heldPlacement, placeConversation, readPlacement } from "../storage/shards";
-import type { SourceWrite } from "../storage/shard/events";
-import { insertSourceWithRuns, storedForm } from "../storage/shard/events";
+import { storedForm } from "../storage/shard/events";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { raiseRevisionStatement } from "../storage/declaration-revision";
 import type { ContextSelection } from "../core/context-manifest";
 import type { SettleError } from "../core/settle-checks";
+import type { Lookahead } from "./compaction-engine";
 import { CompactionEngine } from "./compaction-engine";
-import type { AppendRequest, AppendResponse } from "./event-log";
+import type { AppendOptions, AppendRequest, AppendResponse, DecidedRuns, LogWrite } from "./event-log";
 import { EventLog } from "./event-log";
 import { ReplyHandoff } from "./reply-handoff";
 import { dueWakes, wakeKey } from "../core/wakeups";
@@ -70,91 +68,75 @@ export class ConversationObject extends DurableObject<Env> {
 
   /**
    * Appends in order; D1 outages reject the promise (nothing acknowledged, nothing half-written).
-   * Once the events are durable, every admitted new source gets its compaction preflight: a single
-   * source this object is warm for is preflighted before its write and written with its outcome
-   * (`#appendSource`), anything else is written first and preflighted after.
+   * One path whatever is appended: the log decides what to write (`event-log`), and once the events
+   * are durable every admitted new source gets its compaction preflight. A single source this
+   * object is warm for is preflighted before its write and written with its outcome in the same
+   * round trip (`#lookahead`); anything else is written first and preflighted after.
    */
   async append(request: AppendRequest): Promise<Result<AppendResponse>> {
     return this.#exclusive(async () => {
       const bound = await this.#bind(request.conversationId, "write");
       if (!bound.ok) return bound;
       const now = new Date();
-      const answered = (path: AppendPath, result: Result<AppendResponse>) => logAppend(request, path, result, now.getTime());
-      const quick = await this.#appendSource(request, now);
-      if (quick !== undefined) return answered("fast", quick);
-      const path = request.events.length > 1 ? "batch" : "slow";
-      // Whoever replies is not known before the write here: a hand-off is armed for any new source.
+      let ahead: Lookahead | undefined;
       let handoff: string | undefined;
-      const appended = await this.#appendOrReset(request, [], async (planned) => {
-        handoff = await this.#handoff.arm(planned, undefined, now);
-      });
-      if (!appended.ok) return answered(path, appended);
-      await this.#afterWrite(request.conversationId, appended.value.results.filter((r) => !r.duplicate).map((r) => r.event), now, undefined, handoff);
-      return answered(path, appended);
+      const beforeWrite = async (planned: readonly PlannedInsert[], recordedAt: string): Promise<DecidedRuns | undefined> => {
+        ahead = await this.#lookahead(request, planned, recordedAt, now);
+        // Whoever replies is known only from a lookahead: without one, a hand-off is armed for any new source.
+        const replying = ahead?.serving.some((declaration) => declaration.registration.agent.reply.mode !== "none");
+        try {
+          handoff = await this.#handoff.arm(planned, replying, now);
+        } catch (error) {
+          ahead?.drop();
+          ahead = undefined;
+          throw error;
+        }
+        return ahead === undefined ? undefined : { runs: ahead.planDue ? [] : ahead.skips, revision: ahead.revision };
+      };
+      const written = await this.#appendOrReset(request, { recordedAt: now.toISOString(), beforeWrite }, () => ahead !== undefined);
+      const path: AppendPath = request.events.length > 1 ? "batch" : ahead === undefined ? "slow" : "fast";
+      const fresh = written.ok ? written.value.results.filter((r) => !r.duplicate).map((r) => r.event) : [];
+      if (fresh.length === 0) {
+        // Nothing new was stored (a replay, a conflict): the chains let go of the source they saw ahead.
+        ahead?.drop();
+        if (handoff !== undefined) await this.#handoff.disarm(handoff);
+      }
+      if (!written.ok) return logAppend(request, path, written, now.getTime());
+      const decided = fresh.length === 0 || ahead === undefined ? undefined : await this.#decidedWith(ahead, written.value.followers);
+      await this.#afterWrite(request.conversationId, fresh, now, decided, handoff);
+      return logAppend(request, path, ok({ results: written.value.results, lastSeq: written.value.lastSeq }), now.getTime());
     });
   }
 
   /**
-   * A single source in one D1 round trip when this object holds the declarations serving the
-   * conversation and their chains: its preflight is decided from the chains' running totals before
-   * the write (`CompactionEngine.preflightAhead`, a `Lookahead`), and its skipped runs go in the
-   * same batch, written only if the source was and the declarations' revision is still the one the
-   * object holds. The lookahead is kept once the source is stored and dropped when it was not (a
-   * replay or a conflict, answered from what the batch read back); a write whose outcome is lost
-   * drops the whole engine, since it may have committed. Undefined (nothing done) when this path
-   * does not apply; a moved revision or a due plan falls back to the preflight after the write.
+   * The preflight of a single new source decided before its write, when this object holds the
+   * declarations serving the conversation and their chains (`CompactionEngine.preflightAhead`): its
+   * skipped runs go in the source's batch, written only if the source is and the declarations'
+   * revision is still the one the object holds. Kept once the source is stored, dropped when it is
+   * not; a write whose outcome is lost drops the whole engine, since it may have committed.
    */
-  async #appendSource(request: AppendRequest, now: Date): Promise<Result<AppendResponse> | undefined> {
-    const { conversationId, events, expectedSeq } = request;
-    const [input] = events;
+  async #lookahead(request: AppendRequest, planned: readonly PlannedInsert[], recordedAt: string, now: Date): Promise<Lookahead | undefined> {
+    const [input] = request.events;
+    const [source] = planned;
     const engine = this.#engine;
-    // A key this object wrote lately is most likely a retry: the general path answers it without
-    // letting the chains see a source that will not be written.
-    if (events.length !== 1 || input?.kind !== "source" || engine === undefined || this.#log.wroteLately(input.idempotencyKey)) return undefined;
-    const lastSeq = await this.#log.head();
-    const item: HashedInput = { input, hash: eventHash(conversationId, input) };
-    const decided = decideAppend([item], new Map(), lastSeq, expectedSeq);
-    const [planned] = decided.ok ? decided.value.inserts : [];
-    if (planned === undefined) return undefined;
-    const recordedAt = now.toISOString();
-    const ahead = await engine.preflightAhead(storedForm(conversationId, planned, recordedAt), now);
-    if (ahead === undefined) return undefined;
-    const runs: PlannedInsert[] = (ahead.planDue ? [] : ahead.skips).map((run, i) => ({ input: run, hash: eventHash(conversationId, run), seq: planned.seq + 1 + i }));
-    const replying = ahead.serving.some((declaration) => declaration.registration.agent.reply.mode !== "none");
-    let handoff: string | undefined;
-    try {
-      handoff = await this.#handoff.arm([planned], replying, now);
-    } catch (error) {
-      ahead.drop();
-      throw error;
-    }
-    let written: SourceWrite;
-    try {
-      written = await insertSourceWithRuns(this.#db(), conversationId, planned, runs, recordedAt, ahead.revision);
-    } catch (error) {
-      // The write may have committed with its answer lost: the head and the chains are read
-      // again, and bookkeeping catches up in case it did.
-      this.#log.forget();
-      this.#engine = undefined;
-      await this.#catchUpLater();
-      throw error;
-    }
-    const stored = written.rows.get(input.idempotencyKey);
-    if (written.applied[0] !== true || stored === undefined) {
-      ahead.drop();
-      if (handoff !== undefined) await this.#handoff.disarm(handoff);
-      return this.#log.replayed([item], written.rows, lastSeq, expectedSeq);
-    }
-    // The source is durable and the lookahead kept: from here on the append is acknowledged, whatever else fails.
-    const runsWritten = written.applied.slice(1).filter(Boolean).length;
-    this.#log.wrote(planned.seq + runsWritten, [input.idempotencyKey]);
+    // A key this object wrote lately is most likely a retry: it is written without letting the
+    // chains see a source that will not be written.
+    if (request.events.length !== 1 || source === undefined || input?.kind !== "source" || engine === undefined || this.#log.wroteLately(input.idempotencyKey)) return undefined;
+    return engine.preflightAhead(storedForm(request.conversationId, source, recordedAt), now);
+  }
+
+  /**
+   * A stored source's lookahead, kept: the serving declarations when every run it decided was
+   * written with it under the revision it was decided under (the preflight is done), else
+   * undefined (a moved revision, or a plan due: the preflight runs after the write).
+   */
+  async #decidedWith(ahead: Lookahead, followers: LogWrite["followers"]): Promise<readonly StoredDeclaration[] | undefined> {
+    if (followers === undefined) return undefined;
     // The shard's copy of the revision behind the one the object confirmed with the control
     // database: a registration that did not get to raise it. This append's runs were not written,
-    // and its preflight runs below.
-    if (written.revision < ahead.revision) await this.#raiseRevision(ahead.revision);
-    const decidedHere = !ahead.planDue && written.revision === ahead.revision && runsWritten === runs.length;
-    await this.#afterWrite(conversationId, [stored], now, decidedHere ? ahead.serving : undefined, handoff);
-    return ok({ results: [{ event: stored, duplicate: false }], lastSeq: planned.seq });
+    // and its preflight runs after the write.
+    if (followers.revision < ahead.revision) await this.#raiseRevision(ahead.revision);
+    return !ahead.planDue && followers.revision === ahead.revision && followers.written === ahead.skips.length ? ahead.serving : undefined;
   }
 
   /**
@@ -311,7 +293,7 @@ export class ConversationObject extends DurableObject<Env> {
         const readFrom = this.#shard?.name;
         await this.#bindOrThrow(conversationId, "write");
         if (this.#shard?.name !== readFrom) throw new Error("the conversation was placed on another shard than it was read from; its state is read again");
-        const appended = await this.#appendOrReset({ conversationId, events }, together);
+        const appended = await this.#appendOrReset({ conversationId, events }, { together });
         if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
         return appended.value.results.map((r) => r.event);
       },
@@ -320,13 +302,17 @@ export class ConversationObject extends DurableObject<Env> {
     return this.#engine;
   }
 
-  async #appendOrReset(request: AppendRequest, together: readonly D1PreparedStatement[] = [], beforeWrite?: (planned: readonly PlannedInsert[]) => Promise<void>): Promise<Result<AppendResponse>> {
+  /**
+   * Appends through the log; a write whose outcome is unknown (its answer may be lost after the
+   * commit) makes the head be read again, and bookkeeping catch up in case the retry finds a
+   * replay. `sawAhead`: whether the chains observed the write ahead of it (then they are dropped too).
+   */
+  async #appendOrReset(request: AppendRequest, options: AppendOptions, sawAhead: () => boolean = () => false): Promise<Result<LogWrite>> {
     try {
-      return await this.#log.append(request, together, beforeWrite);
+      return await this.#log.append(request, options);
     } catch (error) {
-      // The write may have committed with its answer lost: the head is read again, and bookkeeping
-      // catches up in case the retry finds a replay.
       this.#log.forget();
+      if (sawAhead()) this.#engine = undefined;
       await this.#catchUpLater();
       throw error;
     }

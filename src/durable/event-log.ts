@@ -25,6 +25,31 @@ export interface AppendResponse {
   readonly lastSeq: number;
 }
 
+/** Runs a single new source's preflight decided before its write, under the declarations' `revision`. */
+export interface DecidedRuns {
+  readonly runs: readonly EventInput[];
+  readonly revision: number;
+}
+
+export interface AppendOptions {
+  /** Statements that must commit with the new events or not at all (a boundary with its receipt). */
+  readonly together?: readonly D1PreparedStatement[] | undefined;
+  /** When the new events are recorded (default: when they are written). */
+  readonly recordedAt?: string;
+  /**
+   * What must be kept before the new events are written: it hears the planned rows and their
+   * recorded time (a throw writes nothing). For a single new source it may answer the runs its
+   * preflight decided, written with it and only if it is (`storage/shard/events` `insertEvents`).
+   */
+  readonly beforeWrite?: (planned: readonly PlannedInsert[], recordedAt: string) => Promise<DecidedRuns | undefined>;
+}
+
+/** An append as the log wrote it: the answer, and what became of the runs written with it. */
+export interface LogWrite extends AppendResponse {
+  /** How many of the decided runs were written, and the declarations' revision the write saw. */
+  readonly followers?: { readonly written: number; readonly revision: number };
+}
+
 /**
  * The conversation's log as its object writes it: the high-water mark it holds (read from D1 when
  * it does not, `forget` after any write whose outcome is unknown) and the keys it wrote lately.
@@ -65,14 +90,8 @@ export class EventLog {
   /**
    * Appends in order, all or nothing. A single append is written optimistically (one D1 round
    * trip); a batch, or an append whose expectation failed, first reads which keys exist.
-   * `together`: statements that must commit with these events or not at all. `beforeWrite`: what
-   * must be kept before the new events are written (it hears the planned rows; a throw writes nothing).
    */
-  async append(
-    { conversationId, events, expectedSeq }: AppendRequest,
-    together: readonly D1PreparedStatement[] = [],
-    beforeWrite?: (planned: readonly PlannedInsert[]) => Promise<void>,
-  ): Promise<Result<AppendResponse>> {
+  async append({ conversationId, events, expectedSeq }: AppendRequest, { together = [], recordedAt, beforeWrite }: AppendOptions = {}): Promise<Result<LogWrite>> {
     const { db } = this.at();
     const items: HashedInput[] = events.map((input) => ({ input, hash: eventHash(conversationId, input) }));
     const keys = items.map((item) => item.input.idempotencyKey);
@@ -87,11 +106,16 @@ export class EventLog {
     if (!decision.ok) return decision;
 
     let rows: ReadonlyMap<string, StoredEvent> = existing;
-    if (decision.value.inserts.length > 0) {
-      await beforeWrite?.(decision.value.inserts);
-      const written = await insertEvents(db, conversationId, decision.value.inserts, new Date().toISOString(), together);
+    let followers: LogWrite["followers"];
+    const { inserts, lastSeq: newLastSeq } = decision.value;
+    if (inserts.length > 0) {
+      const at = recordedAt ?? new Date().toISOString();
+      const decided = (await beforeWrite?.(inserts, at)) ?? undefined;
+      const runs = (decided?.runs ?? []).map((input, i) => ({ input, hash: eventHash(conversationId, input), seq: newLastSeq + 1 + i }));
+      const written = await insertEvents(db, conversationId, inserts, at, { together, followers: decided === undefined ? undefined : { runs, revision: decided.revision } });
       rows = new Map([...existing, ...written.rows]);
-      if (written.applied.some((applied) => !applied)) {
+      if (decided !== undefined) followers = { written: written.applied.slice(inserts.length).filter(Boolean).length, revision: written.revision ?? decided.revision };
+      if (written.applied.slice(0, inserts.length).some((applied) => !applied)) {
         // Only a single optimistic append can meet an existing key here: nothing was written, and
         // the row D1 returned decides between a replay and a conflict.
         const replay = decideAppend(items, rows, lastSeq, expectedSeq);
@@ -100,7 +124,7 @@ export class EventLog {
         decision = replay;
       }
     }
-    this.wrote(decision.value.lastSeq, decision.value.inserts.map((insert) => insert.input.idempotencyKey));
+    this.wrote(decision.value.lastSeq + (followers?.written ?? 0), decision.value.inserts.map((insert) => insert.input.idempotencyKey));
 
     const results: AppendedEvent[] = [];
     for (const [index, outcome] of decision.value.outcomes.entries()) {
@@ -108,18 +132,7 @@ export class EventLog {
       if (event === undefined || event.seq !== outcome.seq) return fail("internal", "appended event not found in the log");
       results.push({ event, duplicate: outcome.duplicate });
     }
-    return ok({ results, lastSeq: decision.value.lastSeq });
-  }
-
-  /** A single append whose key the log already held: a replay of the same payload, or a conflict. */
-  replayed(items: HashedInput[], rows: ReadonlyMap<string, StoredEvent>, lastSeq: number, expectedSeq: number | undefined): Result<AppendResponse> {
-    const replay = decideAppend(items, rows, lastSeq, expectedSeq);
-    if (!replay.ok) return replay;
-    const [outcome] = replay.value.outcomes;
-    const event = rows.get(items[0]?.input.idempotencyKey ?? "");
-    if (replay.value.inserts.length > 0 || outcome === undefined || event === undefined || event.seq !== outcome.seq) return fail("internal", "the log changed under a serialized append");
-    this.#lastSeq = replay.value.lastSeq;
-    return ok({ results: [{ event, duplicate: true }], lastSeq: replay.value.lastSeq });
+    return ok({ results, lastSeq: decision.value.lastSeq, ...(followers === undefined ? {} : { followers }) });
   }
 
   /** Keeps the newest `RECENT_KEYS` idempotency keys this object wrote. */

@@ -152,40 +152,72 @@ const written = (planned: readonly PlannedInsert[], rows: ReadonlyMap<string, St
     return row !== undefined && row.seq === seq && row.hash === hash && row.recordedAt === recordedAt;
   });
 
+/** Runs a single source's preflight decided before its write: written with it only if it is (`insertEvents`). */
+export interface Followers {
+  readonly runs: readonly PlannedInsert[];
+  /** The declarations' revision the preflight was decided under. */
+  readonly revision: number;
+}
+
 export interface InsertResult {
-  /** Whether each planned row was written (false: its idempotency key already existed). */
+  /** Whether each planned row, then each follower, was written (false: its key already existed, or a follower's condition failed). */
   readonly applied: readonly boolean[];
-  /** The log's rows for every planned key after the transaction, new or pre-existing. */
+  /** The log's rows for every planned key and follower after the transaction, new or pre-existing. */
   readonly rows: ReadonlyMap<string, StoredEvent>;
+  /** With followers: the declarations' revision as the transaction saw it. */
+  readonly revision?: number;
 }
 
 /**
  * Appends the planned rows in one D1 batch (one transaction, one round trip). A key that already
  * exists is skipped rather than failing the batch, so a single append needs no read beforehand;
- * the trailing SELECT tells the caller what the log holds for those keys.
+ * the trailing SELECT tells the caller what the log holds for those keys. `together`: statements
+ * that must commit with these events or not at all (a boundary with its receipt). `followers` (a
+ * single planned source only): each is written only if the source was (its row now at its planned
+ * sequence number) and the declarations' revision is still the one they were decided under; the
+ * revision as the transaction saw it is returned, so the caller knows which.
  */
 export async function insertEvents(
   db: D1Database,
   conversationId: string,
   planned: readonly PlannedInsert[],
   recordedAt: string,
-  /** Statements that must commit with these events or not at all (a boundary with its receipt). */
-  together: readonly D1PreparedStatement[] = [],
+  { together = [], followers }: { readonly together?: readonly D1PreparedStatement[]; readonly followers?: Followers | undefined } = {},
 ): Promise<InsertResult> {
+  const [source] = planned;
+  if (followers !== undefined && (planned.length !== 1 || source?.input.kind !== "source")) throw new Error("followers are written with a single source");
+  const runs = followers?.runs ?? [];
   const statements = [
     db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
     ...together,
     ...insertStatements(db, conversationId, planned, recordedAt),
     ...turnTermStatements(db, conversationId, planned, recordedAt),
+    ...(followers === undefined || source === undefined
+      ? []
+      : [
+          // The runs, only if the source is written here, at its planned place, under the preflight's revision.
+          ...insertStatements(
+            db,
+            conversationId,
+            runs,
+            recordedAt,
+            "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
+            [source.seq, source.input.idempotencyKey, hashBytes(source.hash), followers.revision],
+          ),
+          declarationRevisionStatement(db),
+        ]),
     selectByKeys(
       db,
       conversationId,
-      planned.map((p) => p.input.idempotencyKey),
+      [...planned, ...runs].map((p) => p.input.idempotencyKey),
     ),
   ];
   const results = await db.batch<EventRow>(statements);
   const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
-  return { applied: written(planned, rows, recordedAt), rows };
+  // Written by this batch: the key's row is at the planned sequence number, which was free before
+  // it (a statement that inserted nothing does not reliably report 0 changes after one that did).
+  const applied = written([...planned, ...runs], rows, recordedAt);
+  return followers === undefined ? { applied, rows } : { applied, rows, revision: revisionOf(results.at(-2)) };
 }
 
 /** The event a planned row becomes once stored, exactly as `toStoredEvent` reads it back. */
@@ -200,50 +232,6 @@ export function storedForm(conversationId: string, { input, hash, seq }: Planned
     hash,
     recorded_at: Date.parse(recordedAt),
   });
-}
-
-/** What a source append wrote: the source, its followers, and the declarations' revision it saw. */
-export interface SourceWrite extends InsertResult {
-  readonly revision: number;
-}
-
-/**
- * A source and the run events its preflight decided, in one D1 batch (one transaction, one round
- * trip). The source is skipped if its key exists (a replay or a conflict, which the caller decides
- * from `rows`); each follower is written only if the source was (its row now at its planned
- * sequence number) and the declarations' revision is still `revision`, the one the preflight was
- * decided under. The revision as the transaction saw it is returned, so the caller knows which.
- */
-export async function insertSourceWithRuns(
-  db: D1Database,
-  conversationId: string,
-  source: PlannedInsert,
-  runs: readonly PlannedInsert[],
-  recordedAt: string,
-  revision: number,
-): Promise<SourceWrite> {
-  const statements = [
-    db.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversationId, recordedAt),
-    ...insertStatements(db, conversationId, [source], recordedAt),
-    ...turnTermStatements(db, conversationId, [source], recordedAt),
-    // The runs, only if the source is written here, at its planned place, under the preflight's revision.
-    ...insertStatements(
-      db,
-      conversationId,
-      runs,
-      recordedAt,
-      "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
-      [source.seq, source.input.idempotencyKey, hashBytes(source.hash), revision],
-    ),
-    declarationRevisionStatement(db),
-    selectByKeys(db, conversationId, [source, ...runs].map((p) => p.input.idempotencyKey)),
-  ];
-  const results = await db.batch<EventRow>(statements);
-  const rows = new Map((results.at(-1)?.results ?? []).map((row) => [row.idempotency_key, toStoredEvent(row)]));
-  // Written by this batch: the key's row is at the planned sequence number, which was free before
-  // it (a statement that inserted nothing does not reliably report 0 changes after one that did).
-  const applied = written([source, ...runs], rows, recordedAt);
-  return { applied, rows, revision: revisionOf(results.at(-2)) };
 }
 
 export async function listEvents(
