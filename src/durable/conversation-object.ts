@@ -2,15 +2,13 @@ import { DurableObject } from "cloudflare:workers";
 import type { OpsText } from "../core/ops-text";
 import type { PlannedInsert } from "../core/append";
 import type { Result } from "../core/errors";
-import { fail, ok } from "../core/errors";
+import { ok } from "../core/errors";
 import type { StoredEvent } from "../core/events";
 import type { AppendPath } from "../core/log-line";
 import { describeThrown } from "../core/thrown";
 import { logger, attachMetrics } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
-import type { ReadPlacement, Shard } from "../storage/shards";
-import { confirmPlacement, heldPlacement, placeConversation, readPlacement } from "../storage/shards";
 import { storedForm } from "../storage/shard/events";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { raiseRevisionStatement } from "../storage/declaration-revision";
@@ -21,15 +19,10 @@ import { CompactionEngine } from "./compaction-engine";
 import type { AppendOptions, AppendRequest, AppendResponse, DecidedRuns, LogWrite } from "./event-log";
 import { EventLog } from "./event-log";
 import { ReplyHandoff } from "./reply-handoff";
-import { dueWakes, wakeKey } from "../core/wakeups";
+import { dueWakes } from "../core/wakeups";
 import { wakeRetryBaseMs } from "../core/wake-retries";
-import { WakeupBook, wakeFailed, wakeSucceeded } from "./wakeups";
-
-/** After a failed preflight, bookkeeping catches up this soon. */
-const CATCH_UP_MS = 1_000;
-
-/** Why a call binds the object: a `write` places an unplaced conversation, a `read` never does. */
-type BindIntent = "read" | "write";
+import { ObjectPlacement } from "./placement";
+import { WakeupBook, catchUpSoon, wakeFailed, wakeSucceeded } from "./wakeups";
 
 /**
  * One instance per conversation. It serializes that conversation's writes, so sequence numbers
@@ -41,13 +34,12 @@ type BindIntent = "read" | "write";
  * that fails leaves nothing half-set: the next one binds, reads or writes afresh.
  */
 export class ConversationObject extends DurableObject<Env> {
-  #conversationId: string | undefined;
-  readonly #log = new EventLog(() => ({ conversationId: this.#conversationId ?? "", db: this.#db() }));
+  readonly #placement: ObjectPlacement;
+  readonly #log: EventLog;
   #queue: Promise<unknown> = Promise.resolve();
   #engine: CompactionEngine | undefined;
-  #shard: Shard | undefined;
-  /** Whether `#shard` is the conversation's placement, or only where a read found it unplaced (`#bind`). */
-  #placed = false;
+  /** The placement's moves when the engine was made: an engine that read another shard is not used again. */
+  #engineMoves = 0;
   readonly #wakes: WakeupBook;
   readonly #handoff: ReplyHandoff;
 
@@ -56,13 +48,21 @@ export class ConversationObject extends DurableObject<Env> {
     attachMetrics(env);
     this.#wakes = new WakeupBook(ctx.storage);
     const object = this;
+    this.#placement = new ObjectPlacement({
+      get env() {
+        return object.env;
+      },
+      storage: ctx.storage,
+    });
+    this.#log = new EventLog(this.#placement, this.#wakes);
+    const placement = this.#placement;
     this.#handoff = new ReplyHandoff({
       get env() {
         return object.env;
       },
       wakes: this.#wakes,
-      conversationId: () => this.#conversationId ?? "",
-      db: () => this.#db(),
+      conversationId: () => placement.conversationId ?? "",
+      db: () => placement.db(),
     });
   }
 
@@ -75,7 +75,7 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async append(request: AppendRequest): Promise<Result<AppendResponse>> {
     return this.#exclusive(async () => {
-      const bound = await this.#bind(request.conversationId, "write");
+      const bound = await this.#placement.bind(request.conversationId, "write");
       if (!bound.ok) return bound;
       const now = new Date();
       let ahead: Lookahead | undefined;
@@ -118,7 +118,7 @@ export class ConversationObject extends DurableObject<Env> {
   async #lookahead(request: AppendRequest, planned: readonly PlannedInsert[], recordedAt: string, now: Date): Promise<Lookahead | undefined> {
     const [input] = request.events;
     const [source] = planned;
-    const engine = this.#engine;
+    const engine = this.#engineMoves === this.#placement.moves ? this.#engine : undefined;
     // A key this object wrote lately is most likely a retry: it is written without letting the
     // chains see a source that will not be written.
     if (request.events.length !== 1 || source === undefined || input?.kind !== "source" || engine === undefined || this.#log.wroteLately(input.idempotencyKey)) return undefined;
@@ -147,22 +147,9 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async #raiseRevision(revision: number): Promise<void> {
     try {
-      await raiseRevisionStatement(this.#db(), revision).run();
+      await raiseRevisionStatement(this.#placement.db(), revision).run();
     } catch (error) {
-      logger.error("step.failed", { step: "raise_revision", conversationId: this.#conversationId, revision, code: describeThrown(error).code });
-    }
-  }
-
-  /**
-   * Schedules bookkeeping to catch up (`catch_up`: every chain resumes from its newest source), for a
-   * write whose outcome is unknown: if it committed, its retry is a replay that preflights nothing.
-   * Best effort: the next source's preflight also judges the whole window.
-   */
-  async #catchUpLater(): Promise<void> {
-    try {
-      await this.#wakes.put(wakeKey.catchUp, { kind: "catch_up", at: Date.now() + CATCH_UP_MS });
-    } catch (error) {
-      logger.error("step.failed", { step: "schedule_catch_up", conversationId: this.#conversationId, code: describeThrown(error).code });
+      logger.error("step.failed", { step: "raise_revision", conversationId: this.#placement.conversationId, revision, code: describeThrown(error).code });
     }
   }
 
@@ -182,7 +169,7 @@ export class ConversationObject extends DurableObject<Env> {
       // replay it and skip the preflight).
       logger.error("step.failed", { step: "preflight", conversationId, code: describeThrown(error).code });
       this.#engine = undefined;
-      await this.#catchUpLater();
+      await catchUpSoon(this.#wakes, conversationId, Date.now());
     }
     if (handoff !== undefined) await this.#handoff.handOff(handoff, async () => decided ?? (await this.#compaction(conversationId).serving()), fresh, now);
   }
@@ -199,7 +186,7 @@ export class ConversationObject extends DurableObject<Env> {
     packet: string,
   ): Promise<Result<Boundary, { code: SettleError; message: string }>> {
     return this.#exclusive(async () => {
-      await this.#bindOrThrow(conversationId, "write");
+      await this.#placement.bindOrThrow(conversationId, "write");
       return this.#compaction(conversationId).settle(runId, content, model, packet, new Date());
     });
   }
@@ -207,7 +194,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** A failed attempt of a planned run; `delivery`: the queue message that made it (attempts are numbered per message). */
   async recordFailure(conversationId: string, runId: string, attempt: number, code: string, message: string, delivery?: string): Promise<void> {
     return this.#exclusive(async () => {
-      await this.#bindOrThrow(conversationId, "write");
+      await this.#placement.bindOrThrow(conversationId, "write");
       await this.#compaction(conversationId).recordFailure(runId, attempt, code, message, new Date(), delivery);
     });
   }
@@ -215,7 +202,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** Whether a planned run can still settle: the queue consumer asks before it pays for a model call. A read. */
   async runState(conversationId: string, runId: string) {
     return this.#exclusive(async () => {
-      await this.#bindOrThrow(conversationId, "read");
+      await this.#placement.bindOrThrow(conversationId, "read");
       return this.#compaction(conversationId).runState(runId, new Date());
     });
   }
@@ -223,7 +210,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** `reason`: what the operator reads (codes, ids, counts: core/ops-text.ts). */
   async abandon(conversationId: string, runId: string, reason: OpsText): Promise<void> {
     return this.#exclusive(async () => {
-      await this.#bindOrThrow(conversationId, "write");
+      await this.#placement.bindOrThrow(conversationId, "write");
       await this.#compaction(conversationId).abandon(runId, reason, new Date());
     });
   }
@@ -234,7 +221,7 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async context(conversationId: string, agentId: string, asOfSeq?: number, query?: string, scopes?: readonly string[]): Promise<Result<ContextSelection>> {
     return this.#exclusive(async () => {
-      const bound = await this.#bind(conversationId, "read");
+      const bound = await this.#placement.bind(conversationId, "read");
       if (!bound.ok) return bound;
       return this.#compaction(conversationId).selectContext(agentId, new Date(), asOfSeq, query, scopes);
     });
@@ -243,7 +230,7 @@ export class ConversationObject extends DurableObject<Env> {
   /** The agent's chain as this object holds it. A read: it places nothing (`#bind`). */
   async describeChain(conversationId: string, agentId: string) {
     return this.#exclusive(async () => {
-      await this.#bindOrThrow(conversationId, "read");
+      await this.#placement.bindOrThrow(conversationId, "read");
       return this.#compaction(conversationId).describe(agentId, new Date());
     });
   }
@@ -255,9 +242,9 @@ export class ConversationObject extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     await this.#exclusive(async () => {
-      const conversationId = this.#conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
+      const conversationId = this.#placement.conversationId ?? (await this.ctx.storage.get<string>("conversationId"));
       if (conversationId === undefined) return;
-      await this.#bindOrThrow(conversationId, "write");
+      await this.#placement.bindOrThrow(conversationId, "write");
       const now = new Date();
       const wakes = await this.#wakes.list();
       if (wakes.size === 0) await this.#compaction(conversationId).adoptLegacyAlarm(now);
@@ -283,94 +270,22 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   #compaction(conversationId: string): CompactionEngine {
-    this.#engine ??= new CompactionEngine(
-      this.env,
-      this.#db(),
-      conversationId,
-      async (events, together) => {
-        // Bookkeeping writes: a conversation only read so far is placed first. Its engine reads the
-        // shard reads looked in, which is the one placement picks unless the open shards changed.
-        const readFrom = this.#shard?.name;
-        await this.#bindOrThrow(conversationId, "write");
-        if (this.#shard?.name !== readFrom) throw new Error("the conversation was placed on another shard than it was read from; its state is read again");
-        const appended = await this.#appendOrReset({ conversationId, events }, { together });
-        if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
-        return appended.value.results.map((r) => r.event);
-      },
-      this.#wakes,
-    );
+    // An engine that read the shard a conversation would have been placed on, before a write placed it elsewhere, is not used again.
+    if (this.#engineMoves !== this.#placement.moves) this.#engine = undefined;
+    this.#engineMoves = this.#placement.moves;
+    const log = this.#log;
+    this.#engine ??= new CompactionEngine(this.env, this.#placement.db(), conversationId, (events, together) => log.bookkeeping(conversationId, events, together), this.#wakes);
     return this.#engine;
   }
 
-  /**
-   * Appends through the log; a write whose outcome is unknown (its answer may be lost after the
-   * commit) makes the head be read again, and bookkeeping catch up in case the retry finds a
-   * replay. `sawAhead`: whether the chains observed the write ahead of it (then they are dropped too).
-   */
-  async #appendOrReset(request: AppendRequest, options: AppendOptions, sawAhead: () => boolean = () => false): Promise<Result<LogWrite>> {
+  /** Appends through the log; `sawAhead`: whether the chains observed the write ahead of it, then dropped with it when its outcome is unknown. */
+  async #appendOrReset(request: AppendRequest, options: AppendOptions, sawAhead: () => boolean): Promise<Result<LogWrite>> {
     try {
       return await this.#log.append(request, options);
     } catch (error) {
-      this.#log.forget();
       if (sawAhead()) this.#engine = undefined;
-      await this.#catchUpLater();
       throw error;
     }
-  }
-
-  /**
-   * Binds the object to its conversation and the shard it lives on. An object is named after its
-   * conversation; a call for another conversation is a routing bug. A `write` places a conversation
-   * nothing placed yet; a `read` never does: it reads the conversation where it would be placed
-   * (and finds it empty), and the object stays unplaced until a write. Nothing is assigned until
-   * the shard is known, so a bind that throws (the control database unreachable, a shard not
-   * bound) leaves the object as it was and the next call binds it afresh. The conversation's name
-   * and shard are kept in the object's storage once placed, so that an alarm knows whom it is for
-   * and no later bind reads a placement.
-   */
-  async #bind(conversationId: string, intent: BindIntent): Promise<Result<void>> {
-    if (this.#conversationId !== undefined && this.#conversationId !== conversationId) return fail("internal", "request routed to another conversation's object");
-    if (this.#shard !== undefined && (this.#placed || intent === "read")) return ok(undefined);
-    const located = await this.#locate(conversationId, intent);
-    if (this.#shard !== undefined && this.#shard.name !== located.shard.name) {
-      // Read where it would have been placed, then placed elsewhere: nothing held is about this shard.
-      this.#engine = undefined;
-      this.#log.forget();
-    }
-    this.#conversationId = conversationId;
-    this.#shard = located.shard;
-    this.#placed = located.placed;
-    return ok(undefined);
-  }
-
-  /** `#bind` where a refusal is a routing bug the caller cannot answer: thrown. */
-  async #bindOrThrow(conversationId: string, intent: BindIntent): Promise<void> {
-    const bound = await this.#bind(conversationId, intent);
-    if (!bound.ok) throw new Error(bound.error.message);
-  }
-
-  /**
-   * The conversation's shard: the one this object recorded in its storage, or else its placement
-   * in the control database, which is recorded here (made now, for a write, if the conversation
-   * was never placed). A placement never changes, so after the first call no request reads it again.
-   */
-  async #locate(conversationId: string, intent: BindIntent): Promise<ReadPlacement> {
-    const recorded = await this.ctx.storage.get<string>("shard");
-    if (recorded !== undefined) {
-      const shard = heldPlacement(this.env, conversationId, recorded);
-      // A write is where a lost placement row is written back (docs/OPERATIONS.md); a read never writes.
-      if (intent !== "read") await confirmPlacement(this.env, conversationId, recorded);
-      return { shard, placed: true };
-    }
-    const found = intent === "read" ? await readPlacement(this.env, conversationId) : { shard: await placeConversation(this.env, conversationId), placed: true };
-    if (found.placed) await this.ctx.storage.put({ conversationId, shard: found.shard.name });
-    return found;
-  }
-
-  /** The bound conversation's shard database (every call site runs after `#bind`). */
-  #db(): D1Database {
-    if (this.#shard === undefined) throw new Error("conversation object used before it was bound to its conversation");
-    return this.#shard.db;
   }
 
   #exclusive<T>(work: () => Promise<T>): Promise<T> {

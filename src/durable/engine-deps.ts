@@ -1,7 +1,7 @@
 import type { EventInput, StoredEvent } from "../core/events";
 import type { Wakeups } from "./wakeups";
 
-/** Appends through the object's serialized path; `together` commits in the same D1 transaction. */
+/** Appends the engine's bookkeeping through the conversation's log (`event-log` `bookkeeping`); `together` commits in the same D1 transaction. */
 export type Append = (events: readonly EventInput[], together?: readonly D1PreparedStatement[]) => Promise<StoredEvent[]>;
 
 /** What every part of a conversation's compaction engine works through: its bindings, its log, its deadlines. */

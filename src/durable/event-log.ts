@@ -5,6 +5,9 @@ import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
 import { insertEvents, readEventsByKeys, readHead } from "../storage/shard/events";
+import type { ObjectPlacement } from "./placement";
+import type { Wakeups } from "./wakeups";
+import { catchUpSoon } from "./wakeups";
 
 /** Idempotency keys the object remembers writing, so a retry of one is not preflighted ahead. */
 const RECENT_KEYS = 256;
@@ -58,10 +61,15 @@ export interface LogWrite extends AppendResponse {
  */
 export class EventLog {
   #lastSeq: number | undefined;
+  /** The placement's moves when the mark was read: a mark read from another shard is not this one's. */
+  #markMoves = 0;
   readonly #recentKeys = new Set<string>();
 
-  /** `at`: the bound conversation and its shard database (called only once the object is bound). */
-  constructor(private readonly at: () => { readonly conversationId: string; readonly db: D1Database }) {}
+  /** Used only once the object is bound (`placement`); a write whose outcome is unknown schedules a catch-up on `wakes`. */
+  constructor(
+    private readonly placement: ObjectPlacement,
+    private readonly wakes: Wakeups,
+  ) {}
 
   /** The mark is read again on the next write: a write's outcome is unknown, or the shard changed. */
   forget(): void {
@@ -74,9 +82,9 @@ export class EventLog {
   }
 
   async head(): Promise<number> {
-    if (this.#lastSeq === undefined) {
-      const { conversationId, db } = this.at();
-      this.#lastSeq = await readHead(db, conversationId);
+    if (this.#lastSeq === undefined || this.#markMoves !== this.placement.moves) {
+      this.#markMoves = this.placement.moves;
+      this.#lastSeq = await readHead(this.placement.db(), this.placement.conversationId ?? "");
     }
     return this.#lastSeq;
   }
@@ -89,10 +97,36 @@ export class EventLog {
 
   /**
    * Appends in order, all or nothing. A single append is written optimistically (one D1 round
-   * trip); a batch, or an append whose expectation failed, first reads which keys exist.
+   * trip); a batch, or an append whose expectation failed, first reads which keys exist. A write
+   * whose outcome is unknown (its answer may be lost after the commit) makes the mark be read
+   * again and bookkeeping catch up, in case the retry finds a replay; then it is thrown.
    */
-  async append({ conversationId, events, expectedSeq }: AppendRequest, { together = [], recordedAt, beforeWrite }: AppendOptions = {}): Promise<Result<LogWrite>> {
-    const { db } = this.at();
+  async append(request: AppendRequest, options: AppendOptions = {}): Promise<Result<LogWrite>> {
+    try {
+      return await this.#append(request, options);
+    } catch (error) {
+      this.forget();
+      await catchUpSoon(this.wakes, request.conversationId, Date.now());
+      throw error;
+    }
+  }
+
+  /**
+   * The compaction engine's bookkeeping writes (`engine-deps` `Append`): runs, plans, boundaries.
+   * A conversation only read so far is placed first; its engine read the shard reads looked in,
+   * which is the one placement picks unless the open shards changed, and then nothing is written.
+   */
+  async bookkeeping(conversationId: string, events: readonly EventInput[], together?: readonly D1PreparedStatement[]): Promise<StoredEvent[]> {
+    const moves = this.placement.moves;
+    await this.placement.bindOrThrow(conversationId, "write");
+    if (this.placement.moves !== moves) throw new Error("the conversation was placed on another shard than it was read from; its state is read again");
+    const appended = await this.append({ conversationId, events }, { together });
+    if (!appended.ok) throw new Error(`compaction bookkeeping append failed: ${appended.error.code} ${appended.error.message}`);
+    return appended.value.results.map((r) => r.event);
+  }
+
+  async #append({ conversationId, events, expectedSeq }: AppendRequest, { together = [], recordedAt, beforeWrite }: AppendOptions): Promise<Result<LogWrite>> {
+    const db = this.placement.db();
     const items: HashedInput[] = events.map((input) => ({ input, hash: eventHash(conversationId, input) }));
     const keys = items.map((item) => item.input.idempotencyKey);
     const lastSeq = await this.head();

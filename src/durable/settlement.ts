@@ -30,9 +30,8 @@ import type { HotChain } from "./hot-chain";
 import { advanceHead, latestSource } from "./hot-chain";
 import type { Planner } from "./planner";
 import type { Watchdogs } from "./watchdogs";
+import { catchUpSoon } from "./wakeups";
 
-/** After a failed step of a kept settlement, the chain's planning catches up this soon (as the object's own catch-up). */
-const CATCH_UP_MS = 1_000;
 
 type Settled = Result<Boundary, { code: SettleError; message: string }>;
 
@@ -101,7 +100,7 @@ export class Settlement {
       // the catch-up, plans what this did not get to.
       logger.error("step.failed", { step: "settle_bookkeeping", conversationId: this.deps.conversationId, agentId: plan.agentId, runId, code: describeThrown(error).code });
       this.book.forget();
-      await this.#catchUpLater(now);
+      await catchUpSoon(this.deps.wakes, this.deps.conversationId, now.getTime());
     }
     return ok({ body: stored.body, hash: stored.hash });
   }
@@ -113,15 +112,6 @@ export class Settlement {
     // Messages that arrived while this run was in flight may already call for the next one.
     const latest = latestSource(chain);
     if (latest !== undefined) await this.planner.planIfDue(chain, latest.seq, now);
-  }
-
-  /** Best effort: the next source's preflight judges the whole window too. */
-  async #catchUpLater(now: Date): Promise<void> {
-    try {
-      await this.deps.wakes.put(wakeKey.catchUp, { kind: "catch_up", at: now.getTime() + CATCH_UP_MS });
-    } catch (error) {
-      logger.error("step.failed", { step: "schedule_catch_up", conversationId: this.deps.conversationId, code: describeThrown(error).code });
-    }
   }
 
   /**

@@ -15,6 +15,22 @@ import { shardDatabaseOf } from "../storage/shards";
  */
 const streakKey = (key: string): string => `wake-streak:${key}`;
 
+/** After a step failed once its write was acknowledged, bookkeeping catches up this soon. */
+const CATCH_UP_MS = 1_000;
+
+/**
+ * Schedules bookkeeping to catch up (`catch_up`: every chain resumes from its newest source), for a
+ * write whose outcome is unknown (if it committed, its retry is a replay that preflights nothing) or
+ * a step that failed after one. Best effort: the next source's preflight also judges the whole window.
+ */
+export async function catchUpSoon(wakes: Wakeups, conversationId: string | undefined, now: number): Promise<void> {
+  try {
+    await wakes.put(wakeKey.catchUp, { kind: "catch_up", at: now + CATCH_UP_MS });
+  } catch (error) {
+    logger.error("step.failed", { step: "schedule_catch_up", conversationId, code: describeThrown(error).code });
+  }
+}
+
 /** What the compaction engine needs of the object's deadlines (`core/wakeups`). */
 export interface Wakeups {
   get(key: string): Promise<Wake | undefined>;
