@@ -87,6 +87,14 @@ export class CompactionEngine {
     return this.#book.servingDeclarations();
   }
 
+  /**
+   * The declarations an append's preflight was decided for: held while fresh (`afterAppend` has
+   * just confirmed them), else read. The reply hand-off right after the write names them.
+   */
+  async servingAfterAppend(): Promise<StoredDeclaration[]> {
+    return this.#book.heldServingDeclarations()?.declarations ?? this.#book.servingDeclarations();
+  }
+
   /** Runs after every durable append: preflight for each admitted new source, per compactor. */
   async afterAppend(appended: readonly StoredEvent[], now: Date): Promise<void> {
     if (!appended.some((event) => event.kind === "source")) {

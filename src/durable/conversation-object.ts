@@ -171,7 +171,7 @@ export class ConversationObject extends DurableObject<Env> {
       this.#engine = undefined;
       await catchUpSoon(this.#wakes, conversationId, Date.now());
     }
-    if (handoff !== undefined) await this.#handoff.handOff(handoff, async () => decided ?? (await this.#compaction(conversationId).serving()), fresh, now);
+    if (handoff !== undefined) await this.#handoff.handOff(handoff, async () => decided ?? (await this.#compaction(conversationId).servingAfterAppend()), fresh, now);
   }
 
   /**

@@ -96,6 +96,17 @@ describe("D1 round trips per append", () => {
     }
   });
 
+  it("reads the declarations serving the conversation once for a batch: its preflight and its reply hand-off share them", async () => {
+    const { conversation, token } = await conversationWithAgent("batch");
+    await append(token, conversation, message(1));
+    const events = Array.from({ length: 33 }, (_, i) => [message(10 + i), proposal(10 + i), delivery(10 + i)]).flat();
+    const res = await call("POST", eventsPath(conversation, "/batch"), { token, body: { events }, headers: { [D1_METER_HEADER]: "on" } });
+    expect(res.status, await res.clone().text()).toBe(201);
+    // The keys read, the events written, the declarations' revision read once, the preflight's own
+    // reads and its skipped runs written: 5. A hand-off that asked for the declarations again cost 6.
+    expect(parseCost(res.headers.get(D1_READS_HEADER)).roundTrips).toBe(5);
+  });
+
   it("keeps a replayed source a replay: nothing more is written, and the next source is judged as if it never happened", async () => {
     const replayed = await conversationWithAgent("replayed");
     const plain = await conversationWithAgent("plain");
