@@ -89,8 +89,8 @@ export class EventLog {
     return this.#lastSeq;
   }
 
-  /** Events written by another path (the one-round-trip source append) through `lastSeq`. */
-  wrote(lastSeq: number, keys: readonly string[]): void {
+  /** Events this object wrote, through `lastSeq`. */
+  #wrote(lastSeq: number, keys: readonly string[]): void {
     this.#lastSeq = lastSeq;
     this.#remember(keys);
   }
@@ -158,7 +158,7 @@ export class EventLog {
         decision = replay;
       }
     }
-    this.wrote(decision.value.lastSeq + (followers?.written ?? 0), decision.value.inserts.map((insert) => insert.input.idempotencyKey));
+    this.#wrote(decision.value.lastSeq + (followers?.written ?? 0), decision.value.inserts.map((insert) => insert.input.idempotencyKey));
 
     const results: AppendedEvent[] = [];
     for (const [index, outcome] of decision.value.outcomes.entries()) {
