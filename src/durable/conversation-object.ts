@@ -118,7 +118,7 @@ export class ConversationObject extends DurableObject<Env> {
   async #lookahead(request: AppendRequest, planned: readonly PlannedInsert[], recordedAt: string, now: Date): Promise<Lookahead | undefined> {
     const [input] = request.events;
     const [source] = planned;
-    const engine = this.#engineMoves === this.#placement.moves ? this.#engine : undefined;
+    const engine = this.#heldEngine();
     // A key this object wrote lately is most likely a retry: it is written without letting the
     // chains see a source that will not be written.
     if (request.events.length !== 1 || source === undefined || input?.kind !== "source" || engine === undefined || this.#log.wroteLately(input.idempotencyKey)) return undefined;
@@ -270,11 +270,20 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   #compaction(conversationId: string): CompactionEngine {
-    // An engine that read the shard a conversation would have been placed on, before a write placed it elsewhere, is not used again.
-    if (this.#engineMoves !== this.#placement.moves) this.#engine = undefined;
-    this.#engineMoves = this.#placement.moves;
     const log = this.#log;
-    this.#engine ??= new CompactionEngine(this.env, this.#placement.db(), conversationId, (events, together) => log.bookkeeping(conversationId, events, together), this.#wakes);
+    this.#engine = this.#heldEngine() ?? new CompactionEngine(this.env, this.#placement.db(), conversationId, (events, together) => log.bookkeeping(conversationId, events, together), this.#wakes);
+    return this.#engine;
+  }
+
+  /**
+   * The engine this object holds, unless it read the shard the conversation would have been placed
+   * on before a write placed it elsewhere: that one is let go, never used again.
+   */
+  #heldEngine(): CompactionEngine | undefined {
+    if (this.#engineMoves !== this.#placement.moves) {
+      this.#engine = undefined;
+      this.#engineMoves = this.#placement.moves;
+    }
     return this.#engine;
   }
 

@@ -144,7 +144,7 @@ export class EventLog {
     const { inserts, lastSeq: newLastSeq } = decision.value;
     if (inserts.length > 0) {
       const at = recordedAt ?? new Date().toISOString();
-      const decided = (await beforeWrite?.(inserts, at)) ?? undefined;
+      const decided = await beforeWrite?.(inserts, at);
       const runs = (decided?.runs ?? []).map((input, i) => ({ input, hash: eventHash(conversationId, input), seq: newLastSeq + 1 + i }));
       const written = await insertEvents(db, conversationId, inserts, at, { together, followers: decided === undefined ? undefined : { runs, revision: decided.revision } });
       rows = new Map([...existing, ...written.rows]);
