@@ -249,6 +249,8 @@ export default defineConfig(async () => {
                     PLAN_WATCHDOG_SECONDS: "1",
                     PLAN_STALLED_SECONDS: "3",
                     COMPACTION_BACKOFF_BASE_SECONDS: "1",
+                    // A chain whose agent caps 8 messages is behind past 48 uncovered events (test/liveness/hot-window.test.ts).
+                    HOT_WINDOW_EVENTS: "48",
                     // Incident summaries are queued too, so the recorder shows what the operator is told.
                     OPERATOR_CHAT: LIVENESS_OPERATOR_CHAT,
                   },

@@ -134,7 +134,7 @@ export interface paths {
         };
         /**
          * The agent's verified context
-         * @description Provider-ready `messages` (boundary envelope, amendment envelope, with a `query` the recalled-memory envelope, exact tail) and a private `manifest` (boundary id, hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, `divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, `packet_mismatch`, `anchor_mismatch`, `plan_mismatch`, `frozen_turns_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.
+         * @description Provider-ready `messages` (boundary envelope, amendment envelope, with a `query` the recalled-memory envelope, exact tail) and a private `manifest` (boundary id, hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, `divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, `packet_mismatch`, `anchor_mismatch`, `plan_mismatch`, `frozen_turns_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served. When the agent's compactions have fallen so far behind that its object holds only the oldest part of the uncovered history (`HOT_WINDOW_EVENTS`), the answer is `compaction_behind` with the `throughSeq` it holds and the head's `coveredThroughSeq`, never a context without its recent tail, until they catch up.
          */
         get: operations["getContext"];
         put?: never;
@@ -1277,7 +1277,7 @@ export interface components {
         Problem: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "sequence_conflict" | "id_in_use" | "declaration_conflict" | "chain_invalid" | "payload_too_large" | "unsupported_media_type" | "declaration_mismatch" | "unknown_document" | "amendment_too_large" | "context_budget_exceeded" | "document_budget_exceeded" | "secret_outside_namespace" | "unsafe_characters" | "internal" | "unavailable";
+                code: "invalid_json" | "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "sequence_conflict" | "id_in_use" | "declaration_conflict" | "chain_invalid" | "compaction_behind" | "payload_too_large" | "unsupported_media_type" | "declaration_mismatch" | "unknown_document" | "amendment_too_large" | "context_budget_exceeded" | "document_budget_exceeded" | "secret_outside_namespace" | "unsafe_characters" | "internal" | "unavailable";
                 message: string;
             } & {
                 [key: string]: unknown;
@@ -2538,7 +2538,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `chain_invalid` */
+            /** @description `chain_invalid`, `compaction_behind` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2547,7 +2547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "chain_invalid";
+                            code?: "chain_invalid" | "compaction_behind";
                         };
                     };
                 };
@@ -2679,7 +2679,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `chain_invalid` */
+            /** @description `chain_invalid`, `compaction_behind` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2688,7 +2688,7 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "chain_invalid";
+                            code?: "chain_invalid" | "compaction_behind";
                         };
                     };
                 };

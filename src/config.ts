@@ -160,6 +160,14 @@ export const planWatchdogSeconds = (env: Env): number => Math.max(1, seconds(env
 export const planStalledSeconds = (env: Env): number => Math.max(1, seconds(env.PLAN_STALLED_SECONDS, 3_600));
 
 /**
+ * `HOT_WINDOW_EVENTS`: the fewest uncovered log events a chain holds in its object's memory before
+ * it counts as behind (`durable/hot-chain` `windowBound`), so a chain whose compactions keep
+ * failing costs its conversation's object a bounded amount of memory, never one that grows with the
+ * backlog.
+ */
+export const hotWindowEvents = (env: Env): number => Math.max(1, seconds(env.HOT_WINDOW_EVENTS, 16_384));
+
+/**
  * The operator's alert webhook, `OPS_ALERT_URL` (empty: off), and its signing key, the secret
  * `OPS_ALERT_SECRET`, as `core/alerts` judges them.
  */

@@ -13,6 +13,9 @@ export const ERROR_STATUS = {
   id_in_use: 409,
   declaration_conflict: 409,
   chain_invalid: 409,
+  // The agent's chain fell too far behind its log to hold the exact recent tail (its compactions
+  // keep failing): no context until they catch up; an incident is open meanwhile.
+  compaction_behind: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   declaration_mismatch: 422,

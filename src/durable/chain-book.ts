@@ -1,6 +1,8 @@
 import { frontierStartSeq, groupTurns } from "../core/compaction-plan";
 import { scopesAllow } from "../core/conversation-id";
 import type { StoredEvent } from "../core/events";
+import { hotWindowEvents } from "../config";
+import { raiseIncident } from "../incidents";
 import { canonicalJson, hashCanonical } from "../core/hash";
 import { reconstruct } from "../core/reconstruction";
 import { wakeKey } from "../core/wakeups";
@@ -16,8 +18,10 @@ import { listEvents, readHead } from "../storage/shard/events";
 import { readSliceLog } from "../storage/shard/context-reads";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
-import { TURN_KINDS, foldPolicy, hotChain } from "./hot-chain";
+import type { WindowBound } from "./hot-chain";
+import { TURN_KINDS, caughtUp, foldPolicy, hotChain, prefixWithin, readOn, windowBound } from "./hot-chain";
 import type { Watchdogs } from "./watchdogs";
+import { behindIncident } from "./behind";
 
 /** Log events per read when a chain's window is loaded. */
 const WINDOW_PAGE = 1_000;
@@ -117,6 +121,11 @@ export class ChainBook {
     }
   }
 
+  /** Lets go of one held chain (see `forget`). */
+  release(chain: HotChain): void {
+    if (this.#chains.get(chain.declaration.agentId) === chain) this.#chains.delete(chain.declaration.agentId);
+  }
+
   heldChain(declaration: StoredDeclaration): HotChain | undefined {
     const cached = this.#chains.get(declaration.agentId);
     return cached !== undefined && cached.declaration.epoch.id === declaration.epoch.id ? cached : undefined;
@@ -153,27 +162,59 @@ export class ChainBook {
     const head = provisional ? undefined : await readHeadBoundary(shard, conversationId, declaration.agentId, epochId);
     const openPlan = provisional ? undefined : await readOpenPlan(shard, conversationId, declaration.agentId, epochId);
     const windowStart = Math.max(activation.startSeq - 1, head?.coveredThroughSeq ?? 0);
-    const window = await this.#window(windowStart);
+    const bound = this.bound(declaration);
+    const read = await this.#window(windowStart, bound);
+    const kept = prefixWithin(read, bound);
+    const window = read.slice(0, kept);
+    // More than fits: the chain is behind, through the last event it holds.
+    const behind = kept < read.length ? window.at(-1)?.seq : undefined;
     // A backoff outlives the object: it is the re-plan deadline in the object's storage.
     const replan = provisional ? undefined : await wakes.get(wakeKey.replan(declaration.agentId));
     const backoffUntil = replan?.kind === "replan" && replan.epochId === epochId ? replan.at : 0;
-    const chain = hotChain({ declaration, activation, head, openPlan, windowStart, window, backoffUntil, provisional });
+    const chain = hotChain({ declaration, activation, head, openPlan, windowStart, window, backoffUntil, provisional, behind });
     this.#chains.set(declaration.agentId, chain);
+    // Found behind on waking: the chain's open incident counts it (it is raised again if the one
+    // that fell behind did not get to be).
+    if (behind !== undefined && !provisional) await raiseIncident(this.deps.env, behindIncident(conversationId, chain, bound, now));
     await this.watchdogs.ensure(chain, now);
     return chain;
   }
 
-  /** The turn-shaping events after `windowStart`, in order. */
-  async #window(windowStart: number): Promise<StoredEvent[]> {
+  /** How much of its uncovered history a chain of `declaration` holds (`windowBound`, `HOT_WINDOW_EVENTS`). */
+  bound(declaration: StoredDeclaration): WindowBound {
+    return windowBound(declaration, hotWindowEvents(this.deps.env));
+  }
+
+  /**
+   * The turn-shaping events after `windowStart`, in order: every one, or, when there are more than
+   * `bound` holds, the first ones through one past it (the read stops there, whatever the backlog).
+   */
+  async #window(windowStart: number, bound: WindowBound): Promise<StoredEvent[]> {
     const window: StoredEvent[] = [];
     for (let after = windowStart; ; ) {
       const page = await listEvents(this.deps.shard, this.deps.conversationId, after, WINDOW_PAGE);
       window.push(...page.filter((event) => TURN_KINDS.has(event.kind)));
       const last = page.at(-1);
-      if (page.length < WINDOW_PAGE || last === undefined) break;
+      if (page.length < WINDOW_PAGE || last === undefined || prefixWithin(window, bound) < window.length) break;
       after = last.seq;
     }
     return window;
+  }
+
+  /**
+   * A chain that is behind reads the log on from where it stopped, a page at a time, until its
+   * window is full again (still behind) or the log has no more (caught up: it holds its whole
+   * uncovered history and observes appends again). Settlement calls it once a boundary covered
+   * part of the window; the reads follow what the boundary freed, not the backlog.
+   */
+  async readOn(chain: HotChain): Promise<void> {
+    const bound = this.bound(chain.declaration);
+    while (chain.behind !== undefined) {
+      const page = await listEvents(this.deps.shard, this.deps.conversationId, chain.lastSeenSeq, WINDOW_PAGE);
+      const taken = readOn(chain, page, bound);
+      if (taken < page.length) return;
+      if (page.length < WINDOW_PAGE) caughtUp(chain);
+    }
   }
 
   /**

@@ -1,4 +1,4 @@
-import { recordIncident } from "../incidents";
+import { raiseIncident, recordIncident } from "../incidents";
 import type { OpsText } from "../core/ops-text";
 import { opsText } from "../core/ops-text";
 import type { Boundary, ModelEvidence } from "../core/boundary";
@@ -13,7 +13,9 @@ import { ActiveReader } from "./active-history";
 import { ChainBook } from "./chain-book";
 import type { Append, EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
-import { observe, observeProvisionally } from "./hot-chain";
+import type { WindowBound } from "./hot-chain";
+import { holdPrefix, observe, observeProvisionally, overBound } from "./hot-chain";
+import { behindIncident } from "./behind";
 import { Planner } from "./planner";
 import { ContextServer } from "./context-server";
 import { ExtractionWatch } from "./extraction-watch";
@@ -47,6 +49,10 @@ export interface ChainState {
   readonly replanAt: number | null;
   readonly frontierStartSeq: number;
   readonly backoffUntil: number;
+  /** Log events this object holds for the chain (its window), at most its bound (`windowBound`). */
+  readonly heldEvents: number;
+  /** Set while the chain is behind its log: the last sequence number it holds (`hot-chain` `behind`). */
+  readonly behindThroughSeq: number | null;
 }
 
 /** A source's preflight decided before its write (`preflightAhead`): kept once the source is stored, or dropped. */
@@ -113,13 +119,37 @@ export class CompactionEngine {
       // to it, so the ledger's running totals are its active size and a batch of n costs n single
       // preflights, not n folds of the whole window.
       const due = new Set(eligible.map((event) => event.seq));
+      const bound = this.#book.bound(declaration);
       for (const event of appended) {
+        if (chain.behind !== undefined) break;
         observe(chain, [event]);
+        if (overBound(chain, bound)) {
+          await this.#fallBehind(chain, bound, skips, now);
+          break;
+        }
         if (!due.has(event.seq) || chain.provisional || event.seq < chain.activation.activatingSeq) continue;
         await this.#planner.preflight(chain, event.seq, now, skips);
       }
     }
     await this.#planner.flushSkips(skips);
+  }
+
+  /**
+   * The chain's uncovered history outgrew what its object may hold (`windowBound`): it keeps the
+   * oldest part and is behind from here on — no preflight for what it does not hold, its context
+   * refused (`ContextServer`) — until boundaries cover enough for it to read the log to its end
+   * again (`ChainBook.readOn`). One incident says so for as long as it lasts; the chain plans from
+   * the part it holds at once, when it may.
+   */
+  async #fallBehind(chain: HotChain, bound: WindowBound, skips: EventInput[], now: Date): Promise<void> {
+    // A chain not yet activated stores nothing and plans nothing: it is let go of, and the next
+    // read computes its frontier again (`ChainBook.servedChain`), a trigger's worth of the newest turns.
+    if (chain.provisional) return this.#book.release(chain);
+    holdPrefix(chain, bound);
+    this.#server.fellBehind(chain.declaration.agentId);
+    await raiseIncident(this.#deps.env, behindIncident(this.#deps.conversationId, chain, bound, now));
+    await this.#planner.flushSkips(skips);
+    await this.#planner.resume(chain, now);
   }
 
   /**
@@ -151,7 +181,12 @@ export class CompactionEngine {
     try {
       for (const { chain, eligible } of chains) {
         undo.push(observeProvisionally(chain, [source]));
-        if (!eligible || source.seq < chain.activation.activatingSeq) continue;
+        // A chain this source would put behind is decided after the write (`afterAppend`).
+        if (chain.behind === undefined && overBound(chain, this.#book.bound(chain.declaration))) {
+          drop();
+          return undefined;
+        }
+        if (!eligible || chain.behind !== undefined || source.seq < chain.activation.activatingSeq) continue;
         const decision = await this.#planner.decide(chain, source.seq, now);
         if (decision.action === "skip") skips.push(decision.event);
         else planDue = true;
@@ -289,6 +324,8 @@ export class CompactionEngine {
       openRunId: chain.openPlan?.runId ?? null,
       frontierStartSeq: chain.activation.startSeq,
       backoffUntil: chain.backoffUntil,
+      heldEvents: chain.window.length,
+      behindThroughSeq: chain.behind ?? null,
     };
   }
 }

@@ -18,7 +18,7 @@ import { groupsAsOf } from "../core/selection";
 import { groupsAfter } from "../core/tail-fold";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { currentDeclaration } from "../storage/control/declarations";
-import { closeIncidents } from "../storage/shard/incidents";
+import { closeConditions } from "../storage/shard/incidents";
 import { frozenSliceRange } from "../core/chain-audit";
 import { readHeadRows, readSliceLog } from "../storage/shard/context-reads";
 import { readPacket } from "../storage/r2/documents";
@@ -28,6 +28,7 @@ import type { ChainBook } from "./chain-book";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
 import { selectWithMemory } from "./memory-serving";
+import { BEHIND, behindIncident } from "./behind";
 import { shardsOf } from "../storage/shards";
 import { TURN_KINDS, foldPolicy, tail } from "./hot-chain";
 
@@ -75,6 +76,7 @@ export class ContextServer {
       return fail("not_found", NOT_SERVING_MESSAGE);
     }
     const chain = await this.book.servedChain(declaration, now);
+    if (chain.behind !== undefined) return this.#behind(chain, now);
     const verified = await this.#verify(declaration, chain, now);
     if (!verified.ok) return verified;
     const { agent } = declaration.registration;
@@ -189,6 +191,27 @@ export class ContextServer {
     return { groups: groupsAfter([...history.events, ...chain.window], history.after, fold), after: history.after, unreadThroughSeq: history.unreadThroughSeq };
   }
 
+  /** The agent's chain fell behind (an incident is open): the next head that verifies on it closes it. */
+  fellBehind(agentId: string): void {
+    this.#clear.delete(agentId);
+  }
+
+  /**
+   * A chain behind its log holds only the oldest part of its uncovered history: the exact recent
+   * tail is not in it, and a context without it would silently drop what was said last. Refused,
+   * typed, and counted on the chain's one open incident (`behind`).
+   */
+  async #behind(chain: HotChain, now: Date): Promise<Result<never>> {
+    this.fellBehind(chain.declaration.agentId);
+    const bound = this.book.bound(chain.declaration);
+    await raiseIncident(this.deps.env, behindIncident(this.deps.conversationId, chain, bound, now));
+    const throughSeq = chain.behind ?? chain.lastSeenSeq;
+    return fail("compaction_behind", `the chain's compactions fell behind: it holds its uncovered history through seq ${throughSeq} only, and serves no context until they catch up`, {
+      throughSeq,
+      coveredThroughSeq: chain.head?.coveredThroughSeq ?? 0,
+    });
+  }
+
   /** The head's packet, read from R2 and hash-checked, unless the same object (by etag) already was. */
   async #verifiedPacket(chain: HotChain, key: string, expectedHash: string): Promise<Packet | undefined> {
     const object = await this.deps.env.DOCUMENTS.head(key);
@@ -201,10 +224,13 @@ export class ContextServer {
     return read.packet;
   }
 
-  /** A head that verified: the agent's refused-chain incidents, if any are open, are over. */
+  /**
+   * A head that verified on a chain that holds its recent tail: the agent's refused-chain
+   * incidents, if any are open, are over (a chain no longer behind, too, however it caught up).
+   */
   async #verified(agentId: string): Promise<Result<void>> {
     if (!this.#clear.has(agentId)) {
-      await closeIncidents(this.deps.shard, this.deps.conversationId, agentId, "resolver_failure");
+      await closeConditions(this.deps.shard, this.deps.conversationId, agentId, [{ kind: "resolver_failure" }, BEHIND]);
       this.#clear.add(agentId);
     }
     return ok(undefined);

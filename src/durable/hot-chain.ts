@@ -29,10 +29,19 @@ export interface HotChain {
   readonly declaration: StoredDeclaration;
   readonly activation: Activation;
   head: StoredBoundary | undefined;
-  /** Turn-shaping events with seq > `windowStart`, in order. */
+  /** Turn-shaping events with seq > `windowStart`, in order (through `behind` when it is set). */
   window: StoredEvent[];
   windowStart: number;
   lastSeenSeq: number;
+  /**
+   * Set while the chain is too far behind the log to hold its whole uncovered history
+   * (`windowBound`): the window is then the oldest part of it, through this sequence number, and
+   * the chain is exactly the chain the log ended there would give. It plans from that part and
+   * observes nothing newer; the rest is read on (`readOn`) as boundaries cover the window.
+   */
+  behind: number | undefined;
+  /** The text the window's events carry, in characters (`eventTextChars`), kept with the window. */
+  heldChars: number;
   openPlan: PlanRecord | undefined;
   backoffUntil: number;
   /**
@@ -64,10 +73,11 @@ export interface LoadedChain {
   readonly head: StoredBoundary | undefined;
   readonly openPlan: PlanRecord | undefined;
   readonly windowStart: number;
-  /** The turn-shaping events after `windowStart`, in order. */
+  /** The turn-shaping events after `windowStart`, in order: all of them, or the oldest through `behind`. */
   readonly window: StoredEvent[];
   readonly backoffUntil: number;
   readonly provisional: boolean;
+  readonly behind?: number | undefined;
 }
 
 /** The hot state of a chain just read from D1: its caches empty, its ledger folded over the window. */
@@ -75,7 +85,9 @@ export function hotChain(loaded: LoadedChain): HotChain {
   const turnHashes = new Map<string, string>();
   return {
     ...loaded,
-    lastSeenSeq: Math.max(loaded.windowStart, loaded.window.at(-1)?.seq ?? 0),
+    behind: loaded.behind,
+    heldChars: textChars(loaded.window),
+    lastSeenSeq: loaded.behind ?? Math.max(loaded.windowStart, loaded.window.at(-1)?.seq ?? 0),
     amendments: undefined,
     history: undefined,
     verifiedPacket: undefined,
@@ -91,15 +103,120 @@ export function foldPolicy(declaration: StoredDeclaration): ReconstructionPolicy
   return { admittedAgents: new Set(agent.historyAgents), includeSensitive: agent.admitSensitive };
 }
 
-/** Takes in events the log committed (in order; each at most once, whoever appended it). */
+/**
+ * Takes in events the log committed (in order; each at most once, whoever appended it). A chain
+ * that is behind takes in nothing: what it has not read yet is read in order (`readOn`).
+ */
 export function observe(chain: HotChain, appended: readonly StoredEvent[]): void {
+  if (chain.behind !== undefined) return;
   for (const event of appended) {
     if (event.seq <= chain.lastSeenSeq) continue;
-    chain.lastSeenSeq = event.seq;
-    if (!TURN_KINDS.has(event.kind)) continue;
-    chain.window.push(event);
-    chain.ledger.add(event);
+    take(chain, event);
   }
+}
+
+function take(chain: HotChain, event: StoredEvent): void {
+  chain.lastSeenSeq = event.seq;
+  if (!TURN_KINDS.has(event.kind)) return;
+  chain.window.push(event);
+  chain.heldChars += eventTextChars(event);
+  chain.ledger.add(event);
+}
+
+/** How much of its uncovered history a chain holds at most: turn-shaping events, and the characters of text they carry. */
+export interface WindowBound {
+  readonly events: number;
+  readonly chars: number;
+}
+
+/** Characters of text a window event carries: a message's or reply's text, an edit's new text. */
+export function eventTextChars(event: StoredEvent): number {
+  switch (event.kind) {
+    case "source":
+    case "proposal":
+      return event.body.text.length;
+    case "correction":
+      return event.body.action === "edit" ? event.body.text.length : 0;
+    default:
+      return 0;
+  }
+}
+
+const textChars = (events: readonly StoredEvent[]): number => events.reduce((n, event) => n + eventTextChars(event), 0);
+
+/**
+ * A chain's window bound: `floor` events (`HOT_WINDOW_EVENTS`) and 256 characters for each, or
+ * four times what the agent's own caps and trigger let a chain hold before it is due to compact,
+ * whichever is more. A chain that keeps compacting never reaches it; one whose compactions keep
+ * failing does, after about four triggers' worth of messages.
+ */
+export function windowBound(declaration: StoredDeclaration, floor: number): WindowBound {
+  const { agent, compactor } = declaration.registration;
+  return {
+    events: Math.max(floor, 4 * agent.context.maxMessages),
+    chars: Math.max(256 * floor, 4 * Math.max(compactor.policy.triggerInputChars, agent.context.maxChars)),
+  };
+}
+
+/** How many of `events`, oldest first, fit `bound` (at least one, so a chain always reads on). */
+export function prefixWithin(events: readonly StoredEvent[], bound: WindowBound): number {
+  let chars = 0;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as StoredEvent;
+    chars += eventTextChars(event);
+    if (i > 0 && (i + 1 > bound.events || chars > bound.chars)) return i;
+  }
+  return events.length;
+}
+
+/** Whether the chain holds more than `bound`: it is then to be held as the oldest part that fits (`holdPrefix`). */
+export const overBound = (chain: HotChain, bound: WindowBound): boolean =>
+  chain.window.length > Math.max(1, bound.events) || (chain.window.length > 1 && chain.heldChars > bound.chars);
+
+/**
+ * The chain fell too far behind to hold its uncovered history: it keeps the oldest part that fits
+ * `bound` and becomes exactly the chain of a log that ended there (`behind`), its totals folded
+ * again over that part once.
+ */
+export function holdPrefix(chain: HotChain, bound: WindowBound): void {
+  const kept = prefixWithin(chain.window, bound);
+  const last = chain.window[kept - 1];
+  if (kept === chain.window.length || last === undefined) return;
+  chain.window = chain.window.slice(0, kept);
+  chain.heldChars = textChars(chain.window);
+  chain.behind = last.seq;
+  chain.lastSeenSeq = last.seq;
+  chain.turnHashes.clear();
+  chain.history = undefined;
+  rebuildLedger(chain);
+}
+
+/**
+ * A chain that is behind reads on: `events` are the log's next events after `lastSeenSeq`, in order.
+ * It takes them while its window stays within `bound` (an empty window takes one, whatever its
+ * size, so a chain always reads on); at the first turn-shaping event that would not fit, it stops
+ * (still behind, through the last one it took). Returns how many it took; the
+ * caller, once the log has no more, calls `caughtUp`.
+ */
+export function readOn(chain: HotChain, events: readonly StoredEvent[], bound: WindowBound): number {
+  let taken = 0;
+  for (const event of events) {
+    if (event.seq <= chain.lastSeenSeq) {
+      taken += 1;
+      continue;
+    }
+    const fits = chain.window.length === 0 || (chain.window.length < bound.events && chain.heldChars + eventTextChars(event) <= bound.chars);
+    if (TURN_KINDS.has(event.kind) && !fits) break;
+    take(chain, event);
+    taken += 1;
+  }
+  chain.behind = chain.lastSeenSeq;
+  return taken;
+}
+
+/** The chain read the log to its end: it holds its whole uncovered history again, and observes what comes next. */
+export function caughtUp(chain: HotChain): void {
+  chain.behind = undefined;
 }
 
 /**
@@ -109,13 +226,14 @@ export function observe(chain: HotChain, appended: readonly StoredEvent[]): void
  * was; the turn-hash cache is cleared, since an unwritten turn's id is reused by the next event.
  */
 export function observeProvisionally(chain: HotChain, events: readonly StoredEvent[]): () => void {
-  const { lastSeenSeq } = chain;
+  const { lastSeenSeq, heldChars } = chain;
   const length = chain.window.length;
   observe(chain, events);
   return () => {
     if (chain.lastSeenSeq === lastSeenSeq && chain.window.length === length) return;
     chain.window.length = length;
     chain.lastSeenSeq = lastSeenSeq;
+    chain.heldChars = heldChars;
     chain.turnHashes.clear();
     rebuildLedger(chain);
   };
@@ -132,11 +250,14 @@ export function trimWindow(chain: HotChain, coveredThroughSeq: number): void {
   const cut = firstAfter(chain.window, start);
   const trimmed = chain.window.slice(0, cut);
   chain.window = chain.window.slice(cut);
+  chain.heldChars -= textChars(trimmed);
   chain.windowStart = start;
   // The cache keeps only what later folds can use; the ledger's own groups are already folded.
   chain.turnHashes.clear();
   chain.ledger.trim(start, trimmed);
   chain.amendments = undefined;
+  // A chain behind reads on from what the boundary covered, never from before it.
+  if (chain.behind !== undefined && chain.behind < start) chain.behind = chain.lastSeenSeq = start;
 }
 
 /** The window's events through `seq`: a prefix, found without reading the rest. */

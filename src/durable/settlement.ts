@@ -2,7 +2,7 @@ import { compactionBackoffBaseSeconds } from "../config";
 import { opsText } from "../core/ops-text";
 import type { OpsText } from "../core/ops-text";
 import { recordIncident } from "../incidents";
-import { countFailedAttempts } from "../storage/shard/incidents";
+import { closeIncidents, countFailedAttempts } from "../storage/shard/incidents";
 import { MAX_PLAN_ATTEMPTS } from "../core/jobs";
 import { logger } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
@@ -31,6 +31,7 @@ import { advanceHead, latestSource } from "./hot-chain";
 import type { Planner } from "./planner";
 import type { Watchdogs } from "./watchdogs";
 import { catchUpSoon } from "./wakeups";
+import { BEHIND } from "./behind";
 
 
 type Settled = Result<Boundary, { code: SettleError; message: string }>;
@@ -108,6 +109,12 @@ export class Settlement {
   /** The hot chain follows the boundary the shard holds for the run. */
   async #advance(chain: HotChain, head: StoredBoundary, agentId: string, now: Date): Promise<void> {
     advanceHead(chain, head, head.coveredThroughSeq);
+    if (chain.behind !== undefined) {
+      // What the boundary covered makes room: the chain reads on, and once it reaches the log's
+      // end it holds its whole uncovered history again and its incident is over.
+      await this.book.readOn(chain);
+      if (chain.behind === undefined) await closeIncidents(this.deps.shard, this.deps.conversationId, agentId, BEHIND.kind, BEHIND.code);
+    }
     await this.watchdogs.drop(agentId, head.runId);
     // Messages that arrived while this run was in flight may already call for the next one.
     const latest = latestSource(chain);

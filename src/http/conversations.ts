@@ -33,7 +33,7 @@ const PAGE_NOTES = {
 } as const;
 
 /** What composing or serving a context can refuse with, beyond the route's own checks. */
-const CONTEXT_CODES = ["not_found", "chain_invalid", "amendment_too_large", "context_budget_exceeded"] as const;
+const CONTEXT_CODES = ["not_found", "chain_invalid", "compaction_behind", "amendment_too_large", "context_budget_exceeded"] as const;
 
 const appendEvent = operation({
   method: "post",
@@ -99,7 +99,9 @@ const getContext = operation({
     "hash and coverage, amendment items and hash, tail, omitted groups, reservations). The chain head is verified on every " +
     "request; when it cannot be, the answer is `chain_invalid` with a `reason` (`missing_link`, `fork`, `stale_declaration`, " +
     "`divergent_hash`, `wrong_route`, `fabricated_run`, `non_advancing`), a `cause` naming the exact condition (e.g. `body_mismatch`, " +
-    "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`, `frozen_turns_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served.",
+    "`packet_mismatch`, `anchor_mismatch`, `plan_mismatch`, `frozen_turns_mismatch`) and the `check`, `field`, `expected` and `found` behind it; nothing unverified is served. " +
+    "When the agent's compactions have fallen so far behind that its object holds only the oldest part of the uncovered history (`HOT_WINDOW_EVENTS`), " +
+    "the answer is `compaction_behind` with the `throughSeq` it holds and the head's `coveredThroughSeq`, never a context without its recent tail, until they catch up.",
   security: BEARER,
   parameters: [
     conversation,

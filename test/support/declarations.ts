@@ -14,6 +14,8 @@ export interface PairOptions {
   readonly documentBudgetChars?: number;
   readonly profile?: string;
   readonly maxAmendmentChars?: number;
+  /** The agent's message cap (400): a small one makes the chain due, and its window bound, small. */
+  readonly maxMessages?: number;
   readonly memorySharing?: "conversation" | "agent";
   readonly documents?: readonly { readonly name: string; readonly hash: string }[];
 }
@@ -37,7 +39,7 @@ export function pair(options: PairOptions) {
       ...shared,
       context: {
         maxChars: 120_000,
-        maxMessages: 400,
+        maxMessages: options.maxMessages ?? 400,
         maxAmendmentChars: options.maxAmendmentChars ?? 16_000,
         ...(options.memorySharing === undefined ? {} : { memorySharing: options.memorySharing }),
       },

@@ -136,6 +136,25 @@ export async function closeIncidents(db: D1Database, conversationId: string, age
   return result.meta.changes;
 }
 
+/**
+ * `closeIncidents` for several conditions of one agent at once, in one statement: each a kind, and
+ * a code when only that code's row closes.
+ */
+export async function closeConditions(db: D1Database, conversationId: string, agentId: string | null, conditions: readonly { readonly kind: IncidentKind; readonly code?: string }[]): Promise<number> {
+  if (conditions.length === 0) return 0;
+  const params: (string | null)[] = [];
+  const clauses = conditions.map(({ kind, code }) => {
+    params.push(kind, code ?? null);
+    const k = params.length - 1;
+    return `(kind = ?${k + 2} AND (?${k + 3} IS NULL OR code = ?${k + 3}))`;
+  });
+  const result = await db
+    .prepare(`UPDATE incidents SET open = 0 WHERE conversation_id = ?1 AND agent_id = ?2 AND open = 1 AND (${clauses.join(" OR ")})`)
+    .bind(conversationId, agentColumn(agentId), ...params)
+    .run();
+  return result.meta.changes;
+}
+
 /** A stored incident as the read API serves it. */
 export interface IncidentRecord {
   readonly id: number;
