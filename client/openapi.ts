@@ -646,6 +646,7 @@ export interface components {
                 nextWakeAt: string | null;
             } | null;
             replanAt: string | null;
+            behindThroughSeq: number | null;
             lastFailure: {
                 /** @enum {string} */
                 kind: "compactor_failure" | "compactor_abandoned" | "compaction_stalled" | "plan_failure" | "resolver_failure" | "agent_failure" | "delivery_failure" | "extraction_failure" | "wake_failure";

@@ -92,6 +92,7 @@ async function chainHealth(env: Env, conversationId: string, agentId: string, no
             nextWakeAt: isoOrNull(open.nextWakeAt),
           },
     replanAt: isoOrNull(state.replanAt),
+    behindThroughSeq: state.behindThroughSeq,
     lastFailure,
   };
 }

@@ -35,7 +35,7 @@ export const listedBoundarySchema = z.strictObject({
 /**
  * Whether the chain is moving, for the operator who is paged: the plan in flight (how old, how
  * often its job was sent, how many attempts failed, when its watchdog fires next), the backoff
- * after a dead-letter, and the newest compaction failure of any kind. Null when the agent does not
+ * after a dead-letter, whether it fell behind its log, and the newest compaction failure of any kind. Null when the agent does not
  * serve the conversation.
  */
 export const chainHealthSchema = z.strictObject({
@@ -56,6 +56,12 @@ export const chainHealthSchema = z.strictObject({
     .nullable(),
   /** When a chain backing off after a dead-letter plans again. */
   replanAt: z.string().nullable(),
+  /**
+   * Set while the chain's compactions are so far behind that its object holds only the oldest part
+   * of its uncovered history (`HOT_WINDOW_EVENTS`): the last sequence number it holds. Its context
+   * answers `compaction_behind` meanwhile.
+   */
+  behindThroughSeq: z.number().int().nonnegative().nullable(),
   lastFailure: z
     .strictObject({ kind: z.enum(INCIDENT_KINDS), code: z.string(), message: z.string(), runId: id.nullable(), createdAt: z.string() })
     .nullable(),

@@ -2,6 +2,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { mapDatabases } from "../../bench/worker/databases";
+import type { ChainHealth } from "../../src/api/chain";
 import { conversationStub } from "../../src/durable/stub";
 import type { ErrorBody } from "../integration/helpers";
 import { call, freshConversation, json, tokenFor } from "../integration/helpers";
@@ -95,6 +96,10 @@ describe("a chain whose compactions fall behind", () => {
       expect((await json<ErrorBody>(res)).error).toMatchObject({ code: "compaction_behind", throughSeq: held?.behindThroughSeq });
     }
     expect(await behindIncident(conversation, agentId)).toEqual({ count: 3, open: 1 });
+    // The operator sees it in the chain's health.
+    const listing = await json<{ health: ChainHealth }>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/chain?agent=${agentId}`, { token }));
+    expect(listing.health.behindThroughSeq).toBe(held?.behindThroughSeq);
+    expect(listing.health.lastFailure).toMatchObject({ kind: "compaction_stalled", code: "window_bound" });
 
     // A woken object reads at most its bound again, whatever the backlog, and counts what it found.
     await evictDurableObject(stub);

@@ -6,7 +6,7 @@ import { Failure } from "./failure";
 /**
  * Is the chain moving? What an operator paged at night looks at first: the plan in flight and
  * how long it has been open, how often its job was sent and failed, when the object wakes next,
- * the backoff after a dead-letter, and the newest failure. All of it from `listChain`'s `health`.
+ * the backoff after a dead-letter, whether the chain fell behind its log, and the newest failure. All of it from `listChain`'s `health`.
  */
 // Longer than the house's ~60 lines: one section's markup, read top to bottom as the page shows it.
 export const ChainHealthSection: FC<{ listing: Result<ChainListing> }> = ({ listing }) => {
@@ -56,6 +56,14 @@ export const ChainHealthSection: FC<{ listing: Result<ChainListing> }> = ({ list
             </dd>
             <dt>next wake-up</dt>
             <dd data-testid="next-wake">{plan.nextWakeAt ?? <span class="muted">none recorded</span>}</dd>
+          </>
+        )}
+        {health.behindThroughSeq === null ? null : (
+          <>
+            <dt>behind</dt>
+            <dd data-testid="behind" data-through-seq={String(health.behindThroughSeq)}>
+              holds its uncovered history through seq {health.behindThroughSeq} only; its context is refused until its compactions catch up
+            </dd>
           </>
         )}
         {health.replanAt === null ? null : (
