@@ -115,6 +115,35 @@ describe("a chain whose compactions fall behind", () => {
     await expectServedAgain(fallen, plans);
   });
 
+  it("raises its incident when the object next reads it, if the write that fell behind lost it, and the append is still acknowledged", async () => {
+    const conversation = freshConversation("api:behind");
+    const agentId = `behind-${Date.now().toString(36)}-raise`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, maxMessages: 8 })).status).toBe(201);
+    const stub = conversationStub(env, conversation);
+    await say(token, conversation);
+    // A fresh object, given databases where the first raised incident is lost.
+    await evictDurableObject(stub);
+    let failed = 0;
+    const judge = (call: D1Call): Verdict => {
+      if (failed > 0 || !mentions(call, "INSERT INTO incidents") || !mentions(call, "ON CONFLICT")) return undefined;
+      failed += 1;
+      return { when: "before", error: () => new Error("D1_ERROR: Network connection lost.") };
+    };
+    const restore = await changeObjectEnv(conversation, (objectEnv) => mapDatabases(objectEnv, (db, name) => (name === "DB" ? db : faultyD1(db, judge))));
+    try {
+      // Every message is acknowledged (say expects 201), the one that puts the chain behind too.
+      for (let i = 0; i < 2 * BOUND && failed === 0; i++) await say(token, conversation);
+    } finally {
+      await restore();
+    }
+    expect(failed).toBe(1);
+    const state = await stub.describeChain(conversation, agentId);
+    expect(state?.behindThroughSeq).toBeTypeOf("number");
+    expect(state?.heldEvents).toBeLessThanOrEqual(BOUND);
+    expect(await behindIncident(conversation, agentId)).toEqual({ count: 1, open: 1 });
+  });
+
   it("catches up all the same when reading on after a settled boundary fails: the chain is read again within its bound", async () => {
     const fallen = await fallenBehind();
     const { conversation, agentId, runId } = fallen;
