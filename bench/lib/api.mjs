@@ -225,9 +225,14 @@ export async function waitForCatchUp({ api, follower, agentId, trigger, timeoutM
   const deadline = Date.now() + timeoutMs;
   let lastReport = Date.now();
   for (;;) {
-    const context = (await api.context(follower.conversation, agentId)).json();
+    // A chain so far behind that its object holds only the oldest part of its history answers
+    // 409 compaction_behind until it caught up: not caught up yet, as a large active size is.
+    const response = await api.expect(`context of ${follower.conversation}`, [200, 409], "GET", `${Api.conversationPath(follower.conversation)}/context?agent=${encodeURIComponent(agentId)}`);
+    const context = response.json();
+    if (response.status === 409 && context.error?.code !== "compaction_behind") throw new ApiError(`context of ${follower.conversation}`, response.status, response.text);
     await follower.poll();
-    const active = context.manifest.totals.chars + context.manifest.omitted.chars;
+    const behind = response.status === 409 ? context.error.throughSeq : undefined;
+    const active = behind === undefined ? context.manifest.totals.chars + context.manifest.omitted.chars : Number.POSITIVE_INFINITY;
     const open = follower.openRuns();
     if (open.length === 0 && active < trigger) return context;
     if (Date.now() > deadline) {
@@ -235,7 +240,8 @@ export async function waitForCatchUp({ api, follower, agentId, trigger, timeoutM
     }
     if (onWait !== undefined && Date.now() - lastReport > 5_000) {
       lastReport = Date.now();
-      onWait(`active ${active.toLocaleString("en-US")} chars, ${open.length} run(s) in flight, ${follower.plannedRuns().length} planned so far`);
+      const where = behind === undefined ? `active ${active.toLocaleString("en-US")} chars` : `behind its log, holding through seq ${behind.toLocaleString("en-US")}`;
+      onWait(`${where}, ${open.length} run(s) in flight, ${follower.plannedRuns().length} planned so far`);
     }
     await sleep(200);
   }

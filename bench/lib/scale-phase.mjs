@@ -160,7 +160,10 @@ async function waitForQuiet(api, log, follower) {
   while (quiet < 3) {
     if (Date.now() > deadline) throw new Error(`compaction of ${follower.conversation} did not catch up within four hours`);
     // The context call is serialized with the object's writes: it waits out a settlement in progress.
-    await api.context(follower.conversation, CHAIN_AGENT);
+    // A chain loaded far faster than it compacts falls behind its log (HOT_WINDOW_EVENTS) and
+    // answers 409 compaction_behind until it caught up.
+    const response = await api.expect(`context of ${follower.conversation}`, [200, 409], "GET", `${Api.conversationPath(follower.conversation)}/context?agent=${encodeURIComponent(CHAIN_AGENT)}`);
+    if (response.status === 409 && response.json().error?.code !== "compaction_behind") throw new Error(`context of ${follower.conversation}: ${response.text.slice(0, 300)}`);
     await follower.poll();
     const now = follower.plannedRuns().length;
     quiet = follower.openRuns().length === 0 && now === planned ? quiet + 1 : 0;
