@@ -8,6 +8,7 @@ import type { EventInput, StoredEvent } from "../core/events";
 import type { CompactionContent } from "../core/packet";
 import type { ReplyHandoffWake, Wake } from "../core/wakeups";
 import { wakeKey, watchdogStep } from "../core/wakeups";
+import { mayPlan } from "../core/preflight-decider";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { ActiveReader } from "./active-history";
 import { ChainBook } from "./chain-book";
@@ -124,11 +125,16 @@ export class CompactionEngine {
         if (chain.behind !== undefined) break;
         observe(chain, [event]);
         if (overBound(chain, bound)) {
-          await this.#fallBehind(chain, bound, skips, now);
+          await this.#fallBehind(chain, bound, now);
           break;
         }
         if (!due.has(event.seq) || chain.provisional || event.seq < chain.activation.activatingSeq) continue;
         await this.#planner.preflight(chain, event.seq, now, skips);
+      }
+      // Behind (just now, or found so when it was read): it plans from the part it holds whenever it may.
+      if (chain.behind !== undefined && !chain.provisional) {
+        await this.#planner.flushSkips(skips);
+        await this.#planner.resume(chain, now);
       }
     }
     await this.#planner.flushSkips(skips);
@@ -138,18 +144,15 @@ export class CompactionEngine {
    * The chain's uncovered history outgrew what its object may hold (`windowBound`): it keeps the
    * oldest part and is behind from here on — no preflight for what it does not hold, its context
    * refused (`ContextServer`) — until boundaries cover enough for it to read the log to its end
-   * again (`ChainBook.readOn`). One incident says so for as long as it lasts; the chain plans from
-   * the part it holds at once, when it may.
+   * again (`ChainBook.readOn`). One incident says so for as long as it lasts.
    */
-  async #fallBehind(chain: HotChain, bound: WindowBound, skips: EventInput[], now: Date): Promise<void> {
+  async #fallBehind(chain: HotChain, bound: WindowBound, now: Date): Promise<void> {
     // A chain not yet activated stores nothing and plans nothing: it is let go of, and the next
     // read computes its frontier again (`ChainBook.servedChain`), a trigger's worth of the newest turns.
     if (chain.provisional) return this.#book.release(chain);
     holdPrefix(chain, bound);
     this.#server.fellBehind(chain.declaration.agentId);
     await raiseIncident(this.#deps.env, behindIncident(this.#deps.conversationId, chain, bound, now));
-    await this.#planner.flushSkips(skips);
-    await this.#planner.resume(chain, now);
   }
 
   /**
@@ -181,8 +184,9 @@ export class CompactionEngine {
     try {
       for (const { chain, eligible } of chains) {
         undo.push(observeProvisionally(chain, [source]));
-        // A chain this source would put behind is decided after the write (`afterAppend`).
-        if (chain.behind === undefined && overBound(chain, this.#book.bound(chain.declaration))) {
+        // A chain this source would put behind, or one behind that may plan, is decided after the write (`afterAppend`).
+        const behindMayPlan = chain.behind !== undefined && !chain.provisional && mayPlan(chain.openPlan !== undefined, chain.backoffUntil, now.getTime());
+        if (behindMayPlan || (chain.behind === undefined && overBound(chain, this.#book.bound(chain.declaration)))) {
           drop();
           return undefined;
         }

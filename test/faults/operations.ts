@@ -25,6 +25,8 @@ const WRITER_SOURCES = `${SCOPE}w:`;
 const REPLIER_SOURCES = `${SCOPE}y:`;
 /** Conversations the reader agent serves (context, compose, compaction), with a small policy so one batch opens a plan. */
 const READER_SOURCES = `${SCOPE}r:`;
+/** Conversations the laggard agent serves: capped at 8 messages, its chain falls behind past 48 uncovered events (`HOT_WINDOW_EVENTS` here). */
+const LAGGARD_SOURCES = `${SCOPE}l:`;
 const MODEL = "test-model";
 /** The reader's compactions go to the fake model (test/fake-openai) through the profile "fake", whose extraction is offline. */
 const PROFILE = "fake";
@@ -36,6 +38,7 @@ export interface Fixtures {
   readonly writer: string;
   readonly reader: string;
   readonly replier: string;
+  readonly laggard: string;
   readonly document: { readonly name: string; readonly hash: string };
 }
 
@@ -63,6 +66,7 @@ export async function registerFixtures(run: Run, tag: string): Promise<Fixtures>
   const writer = `flt-writer-${tag}`;
   const reader = `flt-reader-${tag}`;
   const replier = `flt-replier-${tag}`;
+  const laggard = `flt-laggard-${tag}`;
   const content = "You are the offsite planner. Be brief.";
   const document = { name: "identity", hash: sha256Hex(content) };
   expect2xx(await run.fetch("PUT", `/v1/agents/${reader}/documents/identity`, admin, { content }), "document upload");
@@ -71,9 +75,13 @@ export async function registerFixtures(run: Run, tag: string): Promise<Fixtures>
     await run.fetch("PUT", `/v1/agents/${reader}`, admin, pair({ agentId: reader, sources: [`${READER_SOURCES}*`], profile: PROFILE, model: MODEL, trigger: 1_000, retain: 400, admitSensitive: true, documents: [document] })),
     "reader registration",
   );
+  expect2xx(
+    await run.fetch("PUT", `/v1/agents/${laggard}`, admin, pair({ agentId: laggard, sources: [`${LAGGARD_SOURCES}*`], profile: PROFILE, model: MODEL, trigger: 2_000, retain: 800, maxMessages: 8, admitSensitive: true })),
+    "laggard registration",
+  );
   const replying = pair({ agentId: replier, sources: [`${REPLIER_SOURCES}*`], profile: PROFILE, model: MODEL });
   expect2xx(await run.fetch("PUT", `/v1/agents/${replier}`, admin, { ...replying, agent: { ...replying.agent, reply: { mode: "service", binding: "ECHO_BOT" } } }), "replier registration");
-  return { admin, writer, reader, replier, document };
+  return { admin, writer, reader, replier, laggard, document };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -448,6 +456,37 @@ const compaction: Operation<ReaderState> = {
   },
 };
 
+/** The laggard's open plan, as its job (`seedPlanned`'s, for the laggard). */
+async function openPlanJob(conversation: string, agent: string): Promise<{ job: unknown; runId: string }> {
+  const plan = await (await shardOf(conversation))
+    .prepare("SELECT run_id, packet_key, packet_hash FROM compaction_plans p WHERE conversation_id = ? AND agent_id = ? AND NOT EXISTS (SELECT 1 FROM boundaries b WHERE b.run_id = p.run_id)")
+    .bind(conversation, agent)
+    .first<{ run_id: string; packet_key: string; packet_hash: string }>();
+  if (plan === null) throw new Error(`setup failed: no open plan in ${conversation}`);
+  return { job: { type: "compaction", conversationId: conversation, agentId: agent, runId: plan.run_id, packetKey: plan.packet_key, packetHash: plan.packet_hash, model: MODEL, profile: PROFILE }, runId: plan.run_id };
+}
+
+/**
+ * A compaction that catches a chain up (durable/hot-chain `behind`): one 70-source batch puts the
+ * laggard past its bound before it ever planned, so it holds the oldest 48 and plans from them. The
+ * faulted delivery runs that plan: the chain reads the log on to its end, holds its whole history
+ * again, and serves context.
+ */
+const compactionBehind: Operation<ReaderState> = {
+  ...compaction,
+  name: "compaction-behind",
+  async setup(run, n, fixtures) {
+    const conversation = `${LAGGARD_SOURCES}compaction-behind:${runNumber(n)}-${crypto.randomUUID().slice(0, 8)}`;
+    await run.adopt(conversation);
+    const events = Array.from({ length: 70 }, (_, i) => source(`m${i}`, `${i}`, line(n, i)));
+    expect2xx(await run.fetch("POST", eventsPath(conversation, "/batch"), fixtures.admin, { events }), "seed batch");
+    const state = await conversationStub(env, conversation).describeChain(conversation, fixtures.laggard);
+    if (state?.behindThroughSeq === null || state?.openRunId === null) throw new Error(`setup failed: the laggard is not behind with a plan open in ${conversation}`);
+    const { job, runId } = await openPlanJob(conversation, fixtures.laggard);
+    return { conversation, agent: fixtures.laggard, token: await freshToken(), admin: fixtures.admin, job, runId, names: { [conversation]: "<conversation>", [`run ${runNumber(n)}`]: "run <n>", [fixtures.laggard]: "<agent>" } };
+  },
+};
+
 /** The reply jobs the queue took so far (the faults config's recorder consumer keeps every message). */
 async function queuedReplies(): Promise<{ conversationId: string; agentId: string; sourceSeq: number }[]> {
   const sent = (await (await env.QUEUE_RECORDER.fetch("http://recorder/")).json()) as { type?: string; conversationId: string; agentId: string; sourceSeq: number }[];
@@ -488,4 +527,4 @@ const appendReplies: Operation<EventState & { readonly agent: string }> = {
   },
 };
 
-export const OPERATIONS: readonly Operation[] = [appendSource, appendReplies, appendPlanning, appendBatch, correction, registration, memoryPage, contextRead, compose, compaction] as unknown as readonly Operation[];
+export const OPERATIONS: readonly Operation[] = [appendSource, appendReplies, appendPlanning, appendBatch, correction, registration, memoryPage, contextRead, compose, compaction, compactionBehind] as unknown as readonly Operation[];

@@ -5,7 +5,7 @@ import { mapDatabases } from "../../bench/worker/databases";
 import type { ChainHealth } from "../../src/api/chain";
 import { conversationStub } from "../../src/durable/stub";
 import type { ErrorBody } from "../integration/helpers";
-import { call, freshConversation, json, tokenFor } from "../integration/helpers";
+import { call, eventsPath, freshConversation, json, sourceEvent, tokenFor } from "../integration/helpers";
 import { changeObjectEnv, faultyD1, mentions } from "../integration/seams-faults";
 import type { D1Call, Verdict } from "../integration/seams-faults";
 import { contextPath, verify } from "../support/anchored-chain";
@@ -113,6 +113,22 @@ describe("a chain whose compactions fall behind", () => {
     const plans = await catchUp(fallen);
     expect(plans).toBeGreaterThan(1);
     await expectServedAgain(fallen, plans);
+  });
+
+  it("plans from the part it holds when one batch puts it behind before it ever planned", async () => {
+    const conversation = freshConversation("api:behind");
+    const agentId = `behind-${Date.now().toString(36)}-batch`;
+    const token = await tokenFor(conversation, `agent:${agentId}`);
+    expect((await register(token, { agentId, sources: [conversation], trigger: 2_000, retain: 800, maxMessages: 8 })).status).toBe(201);
+    const events = Array.from({ length: 70 }, (_, i) => sourceEvent(`b${i}`, `b${i}`, `Batch message ${i}: the team compares Lisbon and Porto for the offsite; Ada wants flights under ${200 + i} euros.`));
+    expect((await call("POST", `${eventsPath(conversation)}/batch`, { token, body: { events } })).status).toBe(201);
+    // The object read the chain after the write, already past its bound: behind, and planning.
+    const state = await conversationStub(env, conversation).describeChain(conversation, agentId);
+    expect(state?.behindThroughSeq).toBeTypeOf("number");
+    expect(state?.heldEvents).toBeLessThanOrEqual(BOUND);
+    expect(state?.openRunId).toBeTypeOf("string");
+    const fallen = { conversation, agentId, token, stub: conversationStub(env, conversation), runId: state?.openRunId ?? "" };
+    await expectServedAgain(fallen, await catchUp(fallen));
   });
 
   it("raises its incident when the object next reads it, if the write that fell behind lost it, and the append is still acknowledged", async () => {
