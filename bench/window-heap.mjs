@@ -2,18 +2,19 @@
 // `npm run bench:window`: what one chain's hot window costs its conversation's object in memory,
 // per event it holds and at the bound a chain whose compactions keep failing stops at
 // (`HOT_WINDOW_EVENTS`, src/durable/hot-chain.ts `windowBound`). The events are LoCoMo's turns
-// (bench/data/locomo, the held-out conversations excluded there), in order, as sources of their
+// (bench/data/locomo, read by the LoCoMo section's reader, which refuses the held-out ones), in order, as sources of their
 // speakers, repeated until there are enough. Each size runs in a Node process of its own (the
 // pinned Node 22, whose V8 is workerd's engine too): the events are parsed from JSON as D1's
 // answer is, and the heap is measured, after a full collection, before the parse and once the
 // chain is built over them (the window, its running totals and their folded groups).
 // Writes bench/results/window.md.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { loadLocomo } from "./lib/locomo-data.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SIZES = [1_024, 4_096, 16_384, 65_536];
@@ -46,11 +47,8 @@ console.log(JSON.stringify({ events: chain.window.length, textChars: chain.heldC
 
 const scratch = mkdtempSync(join(tmpdir(), "foldline-window-heap-"));
 try {
-  const dataDir = join(ROOT, "bench/data/locomo");
-  const turns = readdirSync(dataDir)
-    .filter((name) => /^conv-\d+\.json$/.test(name))
-    .sort()
-    .flatMap((name) => JSON.parse(readFileSync(join(dataDir, name), "utf8")).sessions.flatMap((s) => s.turns.map((t) => ({ speaker: t.speaker, text: t.text }))));
+  // The LoCoMo section's own reader: a held-out conversation's file is refused, never read.
+  const turns = loadLocomo(false).flatMap(({ data }) => data.sessions.flatMap((s) => s.turns.map((t) => ({ speaker: t.speaker, text: t.text }))));
   const turnsFile = join(scratch, "turns.json");
   writeFileSync(turnsFile, JSON.stringify(turns));
   const bundle = join(scratch, "measure.mjs");

@@ -19,7 +19,7 @@ import { readSliceLog } from "../storage/shard/context-reads";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
 import type { WindowBound } from "./hot-chain";
-import { TURN_KINDS, caughtUp, foldPolicy, hotChain, prefixWithin, readOn, windowBound } from "./hot-chain";
+import { TURN_KINDS, caughtUp, eventTextChars, foldPolicy, hotChain, prefixWithin, readOn, windowBound, withinBound } from "./hot-chain";
 import type { Watchdogs } from "./watchdogs";
 import { behindIncident } from "./behind";
 
@@ -191,11 +191,16 @@ export class ChainBook {
    */
   async #window(windowStart: number, bound: WindowBound): Promise<StoredEvent[]> {
     const window: StoredEvent[] = [];
+    let chars = 0;
     for (let after = windowStart; ; ) {
       const page = await listEvents(this.deps.shard, this.deps.conversationId, after, WINDOW_PAGE);
-      window.push(...page.filter((event) => TURN_KINDS.has(event.kind)));
+      for (const event of page) {
+        if (!TURN_KINDS.has(event.kind)) continue;
+        window.push(event);
+        chars += eventTextChars(event);
+      }
       const last = page.at(-1);
-      if (page.length < WINDOW_PAGE || last === undefined || prefixWithin(window, bound) < window.length) break;
+      if (page.length < WINDOW_PAGE || last === undefined || !withinBound(window.length, chars, bound)) break;
       after = last.seq;
     }
     return window;

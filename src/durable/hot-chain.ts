@@ -158,20 +158,21 @@ export function windowBound(declaration: StoredDeclaration, floor: number): Wind
   };
 }
 
-/** How many of `events`, oldest first, fit `bound` (at least one, so a chain always reads on). */
+/** Whether `events` turn-shaping events carrying `chars` characters of text fit `bound` (one always does, so a chain always reads on). */
+export const withinBound = (events: number, chars: number, bound: WindowBound): boolean => events <= 1 || (events <= bound.events && chars <= bound.chars);
+
+/** How many of `events`, oldest first, fit `bound` (`withinBound`). */
 export function prefixWithin(events: readonly StoredEvent[], bound: WindowBound): number {
   let chars = 0;
   for (let i = 0; i < events.length; i++) {
-    const event = events[i] as StoredEvent;
-    chars += eventTextChars(event);
-    if (i > 0 && (i + 1 > bound.events || chars > bound.chars)) return i;
+    chars += eventTextChars(events[i] as StoredEvent);
+    if (!withinBound(i + 1, chars, bound)) return i;
   }
   return events.length;
 }
 
 /** Whether the chain holds more than `bound`: it is then to be held as the oldest part that fits (`holdPrefix`). */
-export const overBound = (chain: HotChain, bound: WindowBound): boolean =>
-  chain.window.length > Math.max(1, bound.events) || (chain.window.length > 1 && chain.heldChars > bound.chars);
+export const overBound = (chain: HotChain, bound: WindowBound): boolean => !withinBound(chain.window.length, chain.heldChars, bound);
 
 /**
  * The chain fell too far behind to hold its uncovered history: it keeps the oldest part that fits
@@ -205,8 +206,7 @@ export function readOn(chain: HotChain, events: readonly StoredEvent[], bound: W
       taken += 1;
       continue;
     }
-    const fits = chain.window.length === 0 || (chain.window.length < bound.events && chain.heldChars + eventTextChars(event) <= bound.chars);
-    if (TURN_KINDS.has(event.kind) && !fits) break;
+    if (TURN_KINDS.has(event.kind) && !withinBound(chain.window.length + 1, chain.heldChars + eventTextChars(event), bound)) break;
     take(chain, event);
     taken += 1;
   }

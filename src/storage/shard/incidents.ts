@@ -128,12 +128,8 @@ export async function markIncidentNotified(db: D1Database, id: number, at: strin
  * of one `code` or of every code: what they concern was seen working. Returns how many it closed; the
  * rows stay, with their counts, and the next occurrence opens a new one.
  */
-export async function closeIncidents(db: D1Database, conversationId: string, agentId: string | null, kind: IncidentKind, code?: string): Promise<number> {
-  const result = await db
-    .prepare("UPDATE incidents SET open = 0 WHERE conversation_id = ?1 AND agent_id = ?2 AND kind = ?3 AND (?4 IS NULL OR code = ?4) AND open = 1")
-    .bind(conversationId, agentColumn(agentId), kind, code ?? null)
-    .run();
-  return result.meta.changes;
+export function closeIncidents(db: D1Database, conversationId: string, agentId: string | null, kind: IncidentKind, code?: string): Promise<number> {
+  return closeConditions(db, conversationId, agentId, [code === undefined ? { kind } : { kind, code }]);
 }
 
 /**
@@ -144,9 +140,10 @@ export async function closeConditions(db: D1Database, conversationId: string, ag
   if (conditions.length === 0) return 0;
   const params: (string | null)[] = [];
   const clauses = conditions.map(({ kind, code }) => {
+    // ?1 and ?2 are the conversation and the agent; each condition's kind and code follow.
+    const at = params.length + 3;
     params.push(kind, code ?? null);
-    const k = params.length - 1;
-    return `(kind = ?${k + 2} AND (?${k + 3} IS NULL OR code = ?${k + 3}))`;
+    return `(kind = ?${at} AND (?${at + 1} IS NULL OR code = ?${at + 1}))`;
   });
   const result = await db
     .prepare(`UPDATE incidents SET open = 0 WHERE conversation_id = ?1 AND agent_id = ?2 AND open = 1 AND (${clauses.join(" OR ")})`)
