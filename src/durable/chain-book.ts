@@ -19,11 +19,11 @@ import { readSliceLog } from "../storage/shard/context-reads";
 import type { EngineDeps } from "./engine-deps";
 import type { HotChain } from "./hot-chain";
 import type { WindowBound } from "./hot-chain";
-import { TURN_KINDS, caughtUp, eventTextChars, foldPolicy, hotChain, prefixWithin, readOn, windowBound, withinBound } from "./hot-chain";
+import { caughtUp, eventTextChars, foldPolicy, hotChain, prefixWithin, readOn, windowBound, withinBound } from "./hot-chain";
 import type { Watchdogs } from "./watchdogs";
 import { behindIncident } from "./behind";
 
-/** Log events per read when a chain's window is loaded. */
+/** Turn-shaping log events per read when a chain's window is loaded (runs are not read). */
 const WINDOW_PAGE = 1_000;
 /**
  * The first range an activation frontier is looked for in, before it doubles, in events per
@@ -193,9 +193,8 @@ export class ChainBook {
     const window: StoredEvent[] = [];
     let chars = 0;
     for (let after = windowStart; ; ) {
-      const page = await listEvents(this.deps.shard, this.deps.conversationId, after, WINDOW_PAGE);
+      const page = await listEvents(this.deps.shard, this.deps.conversationId, after, WINDOW_PAGE, { runs: false });
       for (const event of page) {
-        if (!TURN_KINDS.has(event.kind)) continue;
         window.push(event);
         chars += eventTextChars(event);
       }
@@ -215,7 +214,7 @@ export class ChainBook {
   async readOn(chain: HotChain): Promise<void> {
     const bound = this.bound(chain.declaration);
     while (chain.behind !== undefined) {
-      const page = await listEvents(this.deps.shard, this.deps.conversationId, chain.lastSeenSeq, WINDOW_PAGE);
+      const page = await listEvents(this.deps.shard, this.deps.conversationId, chain.lastSeenSeq, WINDOW_PAGE, { runs: false });
       const taken = readOn(chain, page, bound);
       if (taken < page.length) return;
       if (page.length < WINDOW_PAGE) caughtUp(chain);

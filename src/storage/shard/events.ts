@@ -234,14 +234,20 @@ export function storedForm(conversationId: string, { input, hash, seq }: Planned
   });
 }
 
+/**
+ * The events after `afterSeq`, at most `limit`, in order. `runs: false` leaves out the run events:
+ * a chain's window reads the turn-shaping events only, so a page of it is `limit` of them however
+ * many compactors' runs lie between them.
+ */
 export async function listEvents(
   db: D1Database,
   conversationId: string,
   afterSeq: number,
   limit: number,
+  { runs = true }: { readonly runs?: boolean } = {},
 ): Promise<StoredEvent[]> {
   const { results } = await db
-    .prepare(`SELECT ${EVENT_COLUMNS} FROM log WHERE ${IN_LOG} AND seq > ?2 ORDER BY seq LIMIT ?3`)
+    .prepare(`SELECT ${EVENT_COLUMNS} FROM log WHERE ${IN_LOG} AND seq > ?2${runs ? "" : " AND kind <> 'run'"} ORDER BY seq LIMIT ?3`)
     .bind(conversationId, afterSeq, limit)
     .all<EventRow>();
   return results.map(toStoredEvent);
