@@ -228,7 +228,7 @@ export class TailLedger {
    * events, so that no list keeps what left the window (what it holds is what it has to).
    */
   census(): Record<string, string[]> {
-    const seqs = <V>(map: ReadonlyMap<string | number, readonly V[] | ReadonlySet<V>>, show: (value: V) => string | number): string[] =>
+    const seqs = <V>(map: ReadonlyMap<string | number, readonly V[]>, show: (value: V) => string | number): string[] =>
       [...map].map(([key, values]) => `${key}:${[...values].map(show).join(",")}`).sort();
     const bySeq = (event: StoredEvent): number => event.seq;
     return {
@@ -241,7 +241,9 @@ export class TailLedger {
       corrections: seqs(this.#corrections, bySeq),
       proposals: seqs(this.#proposals, bySeq),
       effective: [...this.#effective].map(([id, { proposal, group }]) => `${id}:${proposal.seq}@${group}`).sort(),
-      groupProposals: seqs(this.#groupProposals, (id) => id),
+      // A group's replies are a set (its fold sorts their events by sequence): listed sorted, not in
+      // the order they happened to join.
+      groupProposals: [...this.#groupProposals].map(([group, ids]) => `${group}:${[...ids].sort().join(",")}`).sort(),
       deliveries: seqs(this.#deliveries, bySeq),
       outsideCorrections: seqs(this.#outsideCorrections, (seq) => seq),
       outsideReplies: seqs(this.#outsideReplies, (reply) => `${reply.proposalId}@${reply.seq}`),

@@ -187,6 +187,26 @@ describe("TailLedger", () => {
     expect(seen[3]).not.toEqual(seen[4]);
   });
 
+  it("holds a group's replies as a set: trimmed, it lists the same ones as a fresh ledger, whatever order they joined in", () => {
+    // p4's plain reply is kept until it leaves the window; then its reply to m1 joins m1's group
+    // after p2's, where a fresh ledger hears both from m1's arrival, p4's first (found by the
+    // property below, seed 1281564604).
+    const events = storeAll([
+      proposal("p4", "agent-a", "A plain answer.", { key: "a" }),
+      proposal("p4", "agent-a", "An answer to m1.", { replyTo: "m1", key: "b" }),
+      proposal("p2", "agent-b", "Another answer to m1.", { replyTo: "m1", key: "c" }),
+      source("m1", "First."),
+    ]);
+    const ledger = new TailLedger(EVERYTHING, 0);
+    for (const event of events) ledger.add(event);
+    ledger.trim(1, events.slice(0, 1));
+    const fresh = new TailLedger(EVERYTHING, 1);
+    for (const event of events.slice(1)) fresh.add(event);
+    expect(ledger.census().groupProposals).toEqual(["4:p2,p4"]);
+    expect(ledger.census()).toEqual(fresh.census());
+    expect(ledger.groups()).toEqual(fresh.groups());
+  });
+
   it("trimmed while events keep arriving, is the ledger made fresh over the events left, and goes on as it would", () => {
     // Boundaries settle between appends: the window's start moves past covered groups any number
     // of times, at any point, even past events not added yet (a head covering what this object has
