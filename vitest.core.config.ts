@@ -10,6 +10,7 @@ export default defineConfig({
     name: "core",
     environment: "node",
     include: ["test/core/**/*.test.ts"],
+    setupFiles: ["./test/core/fast-check-seed.ts"],
     // Property tests run a hundred cases of real WebCrypto hashing each: under a loaded machine
     // (the integration projects run beside them) one can take several seconds, not a hang.
     testTimeout: 30_000,

@@ -42,8 +42,11 @@ export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) 
   // Where the run's bytes are once the Worker let go of them (the state holds one conversation), less
   // what the migrated databases held empty (a page or more per table and index).
   const full = await d1BytesByPart(persistDir);
-  const parts = Object.fromEntries(Object.entries(full.parts).map(([part, bytes]) => [part, bytes - (empty.parts[part] ?? 0)]));
-  return { ...measured, storage: { parts, total: full.total - empty.total, textBytes: full.textBytes } };
+  const grown = (/** @type {Record<string, number>} */ after, /** @type {Record<string, number>} */ before) =>
+    Object.fromEntries(Object.entries(after).map(([name, bytes]) => [name, bytes - (before[name] ?? 0)]));
+  const parts = grown(full.parts, empty.parts);
+  const tables = Object.fromEntries(Object.entries(grown(full.tables, empty.tables)).filter(([, bytes]) => bytes > 0).sort(([, a], [, b]) => b - a));
+  return { ...measured, storage: { parts, tables, total: full.total - empty.total, textBytes: full.textBytes } };
 }
 
 /**

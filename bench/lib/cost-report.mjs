@@ -85,6 +85,16 @@ function storageParts(c) {
     "| part | bytes | per message | × the text |",
     "| --- | --- | --- | --- |",
     ...Object.entries(s.parts).map(([part, bytes]) => `| ${part} | ${n(bytes)} | ${per(bytes)} | ${times(bytes)} |`),
+    ...(s.tables === undefined
+      ? []
+      : [
+          "",
+          "By table (its indexes and full-text shadow tables with it), the ones that grew:",
+          "",
+          "| table | bytes | per message | × the text |",
+          "| --- | --- | --- | --- |",
+          ...Object.entries(s.tables).map(([table, bytes]) => `| \`${table}\` | ${n(bytes)} | ${per(bytes)} | ${times(bytes)} |`),
+        ]),
   ];
 }
 

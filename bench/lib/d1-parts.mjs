@@ -14,23 +14,29 @@ const PARTS = /** @type {const} */ ([
   ["chain", /^(boundaries|compaction_plans|activations)$/],
 ]);
 
+/** The table an FTS5 shadow table belongs to (any other table is its own). @param {string} table */
+const baseOf = (table) => table.replace(/_(data|idx|docsize|config|content|vocab)$/, "");
+
 /** @param {string} table */
 function partOf(table) {
-  const base = table.replace(/_(data|idx|docsize|config|content|vocab)$/, "");
+  const base = baseOf(table);
   return PARTS.find(([, pattern]) => pattern.test(base))?.[0] ?? "other";
 }
 
 /**
- * Bytes of every database under `persistDir` by part, and the UTF-8 bytes of the text the log holds
- * (sources', edits' and replies' `text`): the floor any store of this conversation has to keep.
+ * Bytes of every database under `persistDir` by part and by table (an index and an FTS5 shadow table
+ * counted with their table), and the UTF-8 bytes of the text the log holds (sources', edits' and
+ * replies' `text`): the floor any store of this conversation has to keep.
  * @param {string} persistDir
- * @returns {Promise<{ parts: Record<string, number>, total: number, textBytes: number }>}
+ * @returns {Promise<{ parts: Record<string, number>, tables: Record<string, number>, total: number, textBytes: number }>}
  */
 export async function d1BytesByPart(persistDir) {
   const { DatabaseSync } = await import("node:sqlite");
   const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
   /** @type {Record<string, number>} */
   const parts = { log: 0, "turn index": 0, memory: 0, chain: 0, other: 0 };
+  /** @type {Record<string, number>} */
+  const tables = {};
   let textBytes = 0;
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
     const db = new DatabaseSync(join(dir, file), { readOnly: true });
@@ -38,7 +44,11 @@ export async function d1BytesByPart(persistDir) {
       const rows = /** @type {{ table: string, bytes: number }[]} */ (
         db.prepare("SELECT COALESCE(s.tbl_name, d.name) AS \"table\", SUM(d.pgsize) AS bytes FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").all()
       );
-      for (const { table, bytes } of rows) parts[partOf(table)] = (parts[partOf(table)] ?? 0) + bytes;
+      for (const { table, bytes } of rows) {
+        parts[partOf(table)] = (parts[partOf(table)] ?? 0) + bytes;
+        const base = baseOf(table);
+        tables[base] = (tables[base] ?? 0) + bytes;
+      }
       // The log is `log` (migrations/shard/0031); before it, `events`.
       const logTable = ["log", "events"].find((name) => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined);
       if (logTable !== undefined) {
@@ -49,5 +59,5 @@ export async function d1BytesByPart(persistDir) {
       db.close();
     }
   }
-  return { parts, total: Object.values(parts).reduce((a, b) => a + b, 0), textBytes };
+  return { parts, tables, total: Object.values(parts).reduce((a, b) => a + b, 0), textBytes };
 }
