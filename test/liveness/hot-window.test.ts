@@ -99,7 +99,10 @@ describe("a chain whose compactions fall behind", () => {
     // The operator sees it in the chain's health.
     const listing = await json<{ health: ChainHealth }>(await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/chain?agent=${agentId}`, { token }));
     expect(listing.health.behindThroughSeq).toBe(held?.behindThroughSeq);
-    expect(listing.health.lastFailure).toMatchObject({ kind: "compaction_stalled", code: "window_bound" });
+    // Its last failure is the bound's, or, on a machine slow enough that the open plan's own
+    // deadline passed meanwhile (nothing runs it here), that plan's stall: both are true of it.
+    expect(listing.health.lastFailure?.kind).toBe("compaction_stalled");
+    expect(["window_bound", "plan_stalled"]).toContain(listing.health.lastFailure?.code);
 
     // A woken object reads at most its bound again, whatever the backlog, and counts what it found.
     await evictDurableObject(stub);
