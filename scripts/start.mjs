@@ -11,7 +11,7 @@ import { d1BindingsOf } from "./lib/d1-bindings.mjs";
 import { registerDemoAgent } from "./lib/demo-agent.mjs";
 import { DEFAULT_PORT, localPort, localUrl } from "./lib/local-port.mjs";
 import { DEMO_BOT_ID, LOCAL_STATE_DISPLAY, ROOT, ensureLocalState, wrangler } from "./lib/local-state.mjs";
-import { backfillSearch } from "./lib/search-backfill.mjs";
+import { backfillSearch, releaseLog } from "./lib/search-backfill.mjs";
 import { holdStartLock } from "./lib/start-lock.mjs";
 
 const PORT = localPort();
@@ -56,6 +56,9 @@ for (const binding of databases) {
   applied += new Set(migrate.stdout.match(/\d{4}_[\w-]+\.sql/g) ?? []).size;
   // Local state from before the word indexes: indexed once, a batch at a time (scripts/lib/search-backfill.mjs).
   await backfillSearch(binding, ["--local"], (line) => console.log(line));
+  // This Worker is the only one appending to the local state: what a deploy releases after its
+  // upload (the log kept before 0031, the high-water mark written once a row before 0032), at once.
+  await releaseLog(binding, ["--local"], (line) => console.log(line));
 }
 console.log(`Local D1 (.wrangler/state, ${databases.join(", ")}): ${applied === 0 ? "migrations already applied" : `${applied} migration(s) applied`}.`);
 

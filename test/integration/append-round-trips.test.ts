@@ -96,6 +96,28 @@ describe("D1 round trips per append", () => {
     }
   });
 
+  it("writes the conversation's high-water mark once an append, however many compactors' skipped runs the source brings", async () => {
+    // Each compactor serving the conversation adds its skipped run to every source: its row and its
+    // key's entry, and nothing more (the high-water mark was written again for each run: 3 rows a
+    // compactor, not 2).
+    const sourceCost = async (compactors: number): Promise<number> => {
+      const conversation = freshConversation("api:trips");
+      const agents = Array.from({ length: compactors }, (_, i) => `${AGENT_PREFIX}-hw${compactors}-${i}`);
+      const token = await tokenFor(conversation, ...agents.map((agentId) => `agent:${agentId}`));
+      for (const agentId of agents) expect((await register(token, { agentId, sources: [conversation], historyAgents: [agentId, "host"], trigger: 60_000 })).status).toBe(201);
+      for (let n = 1; n <= 2; n++) await append(token, conversation, message(n));
+      const costs = [];
+      for (let n = 3; n <= 5; n++) costs.push((await append(token, conversation, message(n))).rowsWritten);
+      expect(new Set(costs).size, costs.join(", ")).toBe(1);
+      const events = await log(token, conversation);
+      expect(events.filter((e) => e.kind === "run" && e.body.status === "skipped")).toHaveLength(5 * compactors);
+      return costs[0] ?? 0;
+    };
+    const one = await sourceCost(1);
+    const three = await sourceCost(3);
+    expect(three - one).toBe(2 * 2);
+  });
+
   it("reads the declarations serving the conversation once for a batch: its preflight and its reply hand-off share them", async () => {
     const { conversation, token } = await conversationWithAgent("batch");
     await append(token, conversation, message(1));

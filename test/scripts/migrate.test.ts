@@ -90,12 +90,16 @@ it("moves a shard's log to `log` through npm run migrate, losing nothing, and do
     `SELECT (SELECT COUNT(*) FROM events) AS events,
        (SELECT json_group_array(json_array(seq, idempotency_key, lower(hex(hash)), recorded_at)) FROM (SELECT * FROM log ORDER BY seq)) AS log,
        (SELECT json_group_array(json_array(message_id, seq)) FROM (SELECT * FROM turns ORDER BY seq)) AS turns,
-       (SELECT json_array(last_seq, texts) FROM conversations) AS head`,
+       (SELECT json_array(last_seq, texts) FROM conversations) AS head,
+       (SELECT per_append FROM high_water_mode) AS per_append`,
   );
   expect(after?.["events"]).toBe(0);
   expect(JSON.parse(String(after?.["log"]))).toEqual(events.map((e, i) => [i + 1, e.idempotencyKey, eventHash(CONVERSATION, e), Date.parse(AT)]));
   expect(JSON.parse(String(after?.["turns"]))).toEqual(turnsBefore.map((t) => [t["message_id"], t["seq"]]));
   expect(JSON.parse(String(after?.["head"]))).toEqual([40, 30]);
+  // 0032 found a conversation (a Worker before it may append): once a row until the release, which
+  // a local database takes at once.
+  expect(after?.["per_append"]).toBe(1);
 
   // Nothing left: migrate and the release alone each find nothing to do.
   const again = migrate(config, persist);

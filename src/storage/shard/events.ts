@@ -60,14 +60,41 @@ export function toStoredEvent(row: EventRow): StoredEvent {
   return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: new Date(row.recorded_at).toISOString() };
 }
 
+/** The events of conversation ?1 that count as texts (bm25's number of rows, `conversations.texts`): those with a row in the turn index. */
+const TEXT_ROW = "(kind IN ('source', 'proposal') OR (kind = 'correction' AND json_extract(body, '$.action') = 'edit'))";
+
+/** The newest event conversation ?1's log holds (0: none), a seek on its primary key. */
+const NEWEST_HELD = `COALESCE((SELECT MAX(seq) FROM log WHERE ${IN_LOG}), 0)`;
+
 /**
  * The conversation's high-water mark: the sequence number of the newest event ever stored, which
- * the next event must follow (migrations/shard/0020). Not the largest stored one: a number is never
- * handed out twice, even when its event is gone.
+ * the next event must follow (migrations/shard/0020, 0032). Not only the largest stored one: a
+ * number is never handed out twice, even when its event is gone. `last_seq` holds it between
+ * appends; the log's own newest row is read beside it, so a row written behind the service's back
+ * is followed too, not collided with.
  */
 export async function readHead(db: D1Database, conversationId: string): Promise<number> {
-  const row = await db.prepare("SELECT last_seq FROM conversations WHERE id = ?").bind(conversationId).first<{ last_seq: number }>();
-  return row?.last_seq ?? 0;
+  const row = await db
+    .prepare(`SELECT MAX(COALESCE((SELECT last_seq FROM conversations WHERE id = ?1), 0), ${NEWEST_HELD}) AS head`)
+    .bind(conversationId)
+    .first<{ head: number }>();
+  return row?.head ?? 0;
+}
+
+/**
+ * Moves the conversation's high-water mark to the newest event its log holds, and its count of
+ * texts by the texts after the old mark: once an append, as its batch's last write
+ * (migrations/shard/0032), however many rows the batch wrote. Writes nothing when the batch stored
+ * nothing new (a replay).
+ */
+function highWater(db: D1Database, conversationId: string): D1PreparedStatement {
+  return db
+    .prepare(
+      `UPDATE conversations
+       SET (texts, last_seq) = (SELECT conversations.texts + SUM(${TEXT_ROW}), MAX(seq) FROM log WHERE ${IN_LOG} AND seq > conversations.last_seq)
+       WHERE id = ?1 AND EXISTS (SELECT 1 FROM log WHERE ${IN_LOG} AND seq > conversations.last_seq)`,
+    )
+    .bind(conversationId);
 }
 
 /**
@@ -193,7 +220,7 @@ export async function insertEvents(
     ...insertStatements(db, conversationId, planned, recordedAt),
     ...turnTermStatements(db, conversationId, planned, recordedAt),
     ...(followers === undefined || source === undefined
-      ? []
+      ? [highWater(db, conversationId)]
       : [
           // The runs, only if the source is written here, at its planned place, under the preflight's revision.
           ...insertStatements(
@@ -204,6 +231,7 @@ export async function insertEvents(
             "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
             [source.seq, source.input.idempotencyKey, hashBytes(source.hash), followers.revision],
           ),
+          highWater(db, conversationId),
           declarationRevisionStatement(db),
         ]),
     selectByKeys(
