@@ -20,6 +20,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
 import { CATEGORIES, loadLocomo, sessionStart, turnText } from "./locomo-data.mjs";
+import { d1BytesByPart } from "./d1-parts.mjs";
 import { d1BytesInUse, openShardNames, pickShard, placementsOf, recallLatency } from "./locomo-latency.mjs";
 import { DEFAULT_MEMORY_BUDGET, SEARCH_LIMIT, askAll, summarize } from "./locomo-questions.mjs";
 import { MEMORY_POLICY } from "./memory-phase.mjs";
@@ -64,7 +65,7 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
   /** @type {Record<string, any>} */
   let metrics;
   try {
-    metrics = await measure({ api: new Api(worker.url, token), secret, log, quick, shardNames: openShardNames(appDir), storedBytes: () => d1BytesInUse(persistDir) });
+    metrics = await measure({ api: new Api(worker.url, token), secret, log, quick, shardNames: openShardNames(appDir), storedBytes: () => d1BytesInUse(persistDir), storedTables: async () => (await d1BytesByPart(persistDir)).tables });
   } finally {
     await worker.stop();
   }
@@ -78,11 +79,12 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
 }
 
 /**
- * @param {{ api: Api, secret: string, log: (line: string) => void, quick: boolean, shardNames: string[], storedBytes: () => Promise<number> }} o
+ * @param {{ api: Api, secret: string, log: (line: string) => void, quick: boolean, shardNames: string[], storedBytes: () => Promise<number>, storedTables: () => Promise<Record<string, number>> }} o
  */
-async function measure({ api, secret, log, quick, shardNames, storedBytes }) {
+async function measure({ api, secret, log, quick, shardNames, storedBytes, storedTables }) {
   await api.registerAgent({ agentId: AGENT, sources: [`telegram:${BOT}:*`], model: MODEL, policy: MEMORY_POLICY });
   const bytesBefore = await storedBytes();
+  const tablesBefore = await storedTables();
   const conversations = loadLocomo(quick);
   const totalTurns = conversations.reduce((n, c) => n + c.data.sessions.reduce((k, s) => k + s.turns.length, 0), 0);
   log(`[locomo] ${conversations.length} LoCoMo conversations (${conversations.map((c) => c.data.id).join(", ")}), ${totalTurns.toLocaleString("en-US")} turns, ${conversations.reduce((n, c) => n + c.data.qa.length, 0).toLocaleString("en-US")} questions; replayed through POST /telegram/${BOT}/webhook`);
@@ -100,7 +102,15 @@ async function measure({ api, secret, log, quick, shardNames, storedBytes }) {
   const ingestSeconds = (Date.now() - started) / 1000;
   const pages = await settledPages(api, log, replayed.map((c) => c.conversation));
   // What the replay left stored, compactions and extraction settled, before any question is asked.
-  const stored = { bytes: (await storedBytes()) - bytesBefore, messages: replayed.reduce((n, c) => n + c.turns.length, 0), chars: replayed.reduce((n, c) => n + c.turns.reduce((k, t) => k + t.text.length, 0), 0) };
+  // Where they are, table by table (its indexes and full-text shadow tables with it; whole pages).
+  const tablesAfter = await storedTables();
+  const tables = Object.fromEntries(
+    Object.entries(tablesAfter)
+      .map(([table, bytes]) => /** @type {[string, number]} */ ([table, bytes - (tablesBefore[table] ?? 0)]))
+      .filter(([, bytes]) => bytes > 0)
+      .sort(([, a], [, b]) => b - a),
+  );
+  const stored = { tables, bytes: (await storedBytes()) - bytesBefore, messages: replayed.reduce((n, c) => n + c.turns.length, 0), chars: replayed.reduce((n, c) => n + c.turns.reduce((k, t) => k + t.text.length, 0), 0) };
   log(`[locomo] stored ${stored.bytes.toLocaleString("en-US")} bytes of D1 for ${stored.messages.toLocaleString("en-US")} messages of ${stored.chars.toLocaleString("en-US")} characters`);
   log(`[locomo] replayed in ${ingestSeconds.toFixed(1)} s; ${pages.extracted} pages under extracted/ (${pages.where}; settled after ${pages.waitSeconds} s); asking the questions`);
 

@@ -84,7 +84,12 @@ export function locomoSection(m) {
       `${compactions} compactions in ${m.ingest.seconds} s; ${n(m.ingest.pagesExtracted)} pages under \`extracted/\` (settled ${m.ingest.pagesSettleSeconds} s after the last session); the questions took ${m.askSeconds} s.` +
       (m.storage === undefined
         ? ""
-        : ` **Storage:** the replay left ${n(m.storage.bytes)} bytes of D1 in use (pages less free pages over every database, after over before; compactions and extraction settled, before any question) for ${n(m.storage.messages)} messages of ${n(m.storage.chars)} characters: ${n(m.storage.bytesPer1000Messages)} bytes per 1,000 messages, **${m.storage.bytesPerChar.toFixed(2)} bytes per character said** (the log with its hashes, the runs, boundaries, the turn index and extracted memory).`),
+        : ` **Storage:** the replay left ${n(m.storage.bytes)} bytes of D1 in use (pages less free pages over every database, after over before; compactions and extraction settled, before any question) for ${n(m.storage.messages)} messages of ${n(m.storage.chars)} characters: ${n(m.storage.bytesPer1000Messages)} bytes per 1,000 messages, **${m.storage.bytesPerChar.toFixed(2)} bytes per character said** (the log with its hashes, the runs, boundaries, the turn index and extracted memory).` +
+          (m.storage.tables === undefined
+            ? ""
+            : ` By table (its indexes and full-text shadow tables with it, whole pages), × the characters said: ${Object.entries(m.storage.tables)
+                .map(([table, bytes]) => `\`${table}\` ${n(bytes)} (${(bytes / m.storage.chars).toFixed(2)}×)`)
+                .join(", ")}.`)),
     "",
     "A question counts as found when at least one of its evidence turns is in what the approach gives the agent:",
     "",
