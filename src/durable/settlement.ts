@@ -2,7 +2,7 @@ import { compactionBackoffBaseSeconds } from "../config";
 import { opsText } from "../core/ops-text";
 import type { OpsText } from "../core/ops-text";
 import { recordIncident } from "../incidents";
-import { closeIncidents, countFailedAttempts } from "../storage/shard/incidents";
+import { closeConditions, countFailedAttempts } from "../storage/shard/incidents";
 import { MAX_PLAN_ATTEMPTS } from "../core/jobs";
 import { logger } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
@@ -113,7 +113,7 @@ export class Settlement {
       // What the boundary covered makes room: the chain reads on, and once it reaches the log's
       // end it holds its whole uncovered history again and its incident is over.
       await this.book.readOn(chain);
-      if (chain.behind === undefined) await closeIncidents(this.deps.shard, this.deps.conversationId, agentId, BEHIND.kind, BEHIND.code);
+      if (chain.behind === undefined) await closeConditions(this.deps.shard, this.deps.conversationId, agentId, [BEHIND]);
     }
     await this.watchdogs.drop(agentId, head.runId);
     // Messages that arrived while this run was in flight may already call for the next one.

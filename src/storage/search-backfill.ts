@@ -188,6 +188,9 @@ async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId:
   }
 }
 
+/** The high-water mark written once an append from now on (migrations/shard/0032). */
+const PER_APPEND = { sql: "UPDATE high_water_mode SET per_append = 1 WHERE id = 1 AND per_append = 0", params: [] } as const;
+
 /**
  * The last step of migrations/shard/0031 and 0032, once the Worker that reads `log` and writes its
  * high-water mark once an append is live: copies what a Worker before it appended since the copy
@@ -202,5 +205,3 @@ export async function releaseLog(db: BackfillDatabase): Promise<number> {
   return batches;
 }
 
-/** The high-water mark written once an append from now on (migrations/shard/0032). */
-export const PER_APPEND = { sql: "UPDATE high_water_mode SET per_append = 1 WHERE id = 1 AND per_append = 0", params: [] } as const;

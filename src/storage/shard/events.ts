@@ -219,21 +219,19 @@ export async function insertEvents(
     ...together,
     ...insertStatements(db, conversationId, planned, recordedAt),
     ...turnTermStatements(db, conversationId, planned, recordedAt),
+    // The runs, only if the source is written here, at its planned place, under the preflight's revision.
     ...(followers === undefined || source === undefined
-      ? [highWater(db, conversationId)]
-      : [
-          // The runs, only if the source is written here, at its planned place, under the preflight's revision.
-          ...insertStatements(
-            db,
-            conversationId,
-            runs,
-            recordedAt,
-            "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
-            [source.seq, source.input.idempotencyKey, hashBytes(source.hash), followers.revision],
-          ),
-          highWater(db, conversationId),
-          declarationRevisionStatement(db),
-        ]),
+      ? []
+      : insertStatements(
+          db,
+          conversationId,
+          runs,
+          recordedAt,
+          "EXISTS (SELECT 1 FROM log WHERE conversation_key = k.id AND seq = ?3 AND idempotency_key = ?4 AND hash = ?5) AND (SELECT revision FROM declaration_revision WHERE id = 1) = ?6",
+          [source.seq, source.input.idempotencyKey, hashBytes(source.hash), followers.revision],
+        )),
+    highWater(db, conversationId),
+    ...(followers === undefined ? [] : [declarationRevisionStatement(db)]),
     selectByKeys(
       db,
       conversationId,
