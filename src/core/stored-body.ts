@@ -2,22 +2,43 @@ import type { EventInput } from "./events";
 import { canonicalJson } from "./hash";
 
 /**
- * How the log spells an event's body in its `body` column. Every event is stored as the canonical
- * JSON of its body (RFC 8785) but one: a compactor's skipped run, written for every source each
- * compactor serves below its trigger (about half of a conversation's events). All of its body but
- * six values derives from them (`core/preflight-decider` `skippedRun`), so it is stored as the array
- * of those values in `SKIPPED_FIELDS` order: about 45 bytes where the object takes 230.
+ * How the log spells an event's key and body in its row. Every event is stored as its key and the
+ * canonical JSON of its body (RFC 8785) but one: a compactor's skipped run, written for every source
+ * each compactor serves below its trigger (about half of a conversation's events). All of it but
+ * five values derives from them (`core/preflight-decider` `skippedRun`): its key from the compactor
+ * and the source's number, its body from those and three sizes and the reason.
  *
- * The event's hash covers its canonical body, never how a row spells it. A body is stored as the
- * array only when the array reads back (`eventBody`) to exactly that canonical body; anything else
- * is stored whole. A row edited behind the service's back reads back as some other body (or as one
- * the event schema refuses), and its hash names it, as for any event.
+ * - Since migrations/shard/0033 (`shortSkipped`) the row's key names the compactor by its
+ *   `compactor_keys` id and the source by its number (`<id> <seq>`, which the storage layer spells
+ *   back to the key, `skippedNames`), and its body is the three sizes, the reason after them only
+ *   when it is not the usual `below_trigger` (`SHORT_FIELDS`): about 20 bytes where the object
+ *   takes 230.
+ * - Before it (and while a Worker from before it may read the log) the key was stored whole and the
+ *   body was the array of six values in `SKIPPED_FIELDS` order.
+ *
+ * The event's hash covers its canonical body and key, never how a row spells them. A run is stored
+ * short only when the short form reads back (`eventBody`) to exactly that key and canonical body;
+ * anything else is stored whole. A row edited behind the service's back reads back as some other
+ * event (or as one the event schema refuses), and its hash names it, as for any event.
  */
 
-/** The values of a skipped run that its body does not derive, in their stored order. */
+/** The values of a skipped run that its body does not derive, in their stored order (before 0033). */
 export const SKIPPED_FIELDS = ["compactor", "sourceSeq", "activeChars", "activeMessages", "triggerInputChars", "reason"] as const;
 
+/** The values a skipped run's body stores beside its short key (0033), in order; the reason only when not `USUAL_REASON`. */
+export const SHORT_FIELDS = ["activeChars", "activeMessages", "triggerInputChars", "reason"] as const;
+const USUAL_REASON = "below_trigger";
+
 type SkippedValues = Readonly<Record<(typeof SKIPPED_FIELDS)[number], unknown>>;
+
+/** A skipped run's key, and the compactor and source it names: `run:pf_<compactor>_<seq>:skipped`. */
+const SKIPPED_KEY = /^run:pf_([A-Za-z0-9][A-Za-z0-9._-]{0,63})_(0|[1-9][0-9]{0,14}):skipped$/;
+
+/** The compactor and the source a skipped run's key names; undefined for any other key. */
+export function skippedNames(key: string): { readonly compactor: string; readonly sourceSeq: number } | undefined {
+  const named = SKIPPED_KEY.exec(key);
+  return named === null ? undefined : { compactor: named[1]!, sourceSeq: Number(named[2]) };
+}
 
 function skippedBody({ compactor, sourceSeq, activeChars, activeMessages, triggerInputChars, reason }: SkippedValues): Record<string, unknown> {
   return {
@@ -29,18 +50,48 @@ function skippedBody({ compactor, sourceSeq, activeChars, activeMessages, trigge
   };
 }
 
-/** The body as the log stores it: the array where it reads back (only a run's does) as this body exactly. */
+/** A skipped run as migration 0033 stores it: its compactor and source (the row's key names them), and its body's array. */
+export interface ShortSkipped {
+  readonly compactor: string;
+  readonly sourceSeq: number;
+  readonly body: string;
+}
+
+/**
+ * The short form of a skipped run, where it reads back as exactly this event's key and body;
+ * undefined for any other event (only a skipped run's key and array read back as an object).
+ */
+export function shortSkipped({ kind, idempotencyKey, body }: Pick<EventInput, "kind" | "idempotencyKey" | "body">): ShortSkipped | undefined {
+  const run = body as { agentId?: unknown; detail?: Record<string, unknown> };
+  const detail = run.detail ?? {};
+  const values = SHORT_FIELDS.map((field) => detail[field] ?? null);
+  const stored = canonicalJson(values.at(-1) === USUAL_REASON ? values.slice(0, -1) : values);
+  // Read back as this very body, it is a skipped run's: its compactor and source are the ones its key names.
+  return canonicalJson(eventBody(kind, idempotencyKey, stored)) === canonicalJson(body) ? { compactor: run.agentId as string, sourceSeq: detail["sourceSeq"] as number, body: stored } : undefined;
+}
+
+/** A skipped run's body from the six values its row held before 0033. */
+const fromSix = (value: readonly unknown[]): Record<string, unknown> => skippedBody(Object.fromEntries(SKIPPED_FIELDS.map((field, i) => [field, value[i]])) as SkippedValues);
+
+/** The body as the log stores it under its whole key (before 0033): the six values' array where it reads back as this body exactly. */
 export function storedBody(kind: EventInput["kind"], body: unknown): string {
   const canonical = canonicalJson(body);
   const run = body as { agentId?: unknown; detail?: Record<string, unknown> };
   const values: SkippedValues = { ...run.detail, compactor: run.agentId } as SkippedValues;
-  const compact = canonicalJson(SKIPPED_FIELDS.map((field) => values[field] ?? null));
-  return canonicalJson(eventBody(kind, compact)) === canonical ? compact : canonical;
+  const six = SKIPPED_FIELDS.map((field) => values[field] ?? null);
+  return kind === "run" && canonicalJson(fromSix(six)) === canonical ? canonicalJson(six) : canonical;
 }
 
-/** The body a stored row spells: the canonical body it was hashed as, for a row nobody edited. */
-export function eventBody(kind: string, stored: string): unknown {
+/**
+ * The body a stored row spells, given the event's key (as the storage layer spells it back): the
+ * canonical body it was hashed as, for a row nobody edited.
+ */
+export function eventBody(kind: string, key: string, stored: string): unknown {
   const value = JSON.parse(stored) as unknown;
-  if (kind !== "run" || !Array.isArray(value) || value.length !== SKIPPED_FIELDS.length) return value;
-  return skippedBody(Object.fromEntries(SKIPPED_FIELDS.map((field, i) => [field, value[i] as unknown])) as SkippedValues);
+  if (kind !== "run" || !Array.isArray(value)) return value;
+  if (value.length === SKIPPED_FIELDS.length) return fromSix(value);
+  const named = skippedNames(key);
+  if (named === undefined || (value.length !== SHORT_FIELDS.length && value.length !== SHORT_FIELDS.length - 1)) return value;
+  const [activeChars, activeMessages, triggerInputChars, reason = USUAL_REASON] = value as unknown[];
+  return skippedBody({ ...named, activeChars, activeMessages, triggerInputChars, reason });
 }

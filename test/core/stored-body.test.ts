@@ -1,11 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compactorRunEvent } from "../../src/core/compactor-runs";
+import type { EventInput } from "../../src/core/events";
 import { compactionPolicySchema } from "../../src/core/declarations";
 import { canonicalJson } from "../../src/core/hash";
 import type { SkipReason } from "../../src/core/preflight-decider";
 import { skippedRun } from "../../src/core/preflight-decider";
-import { eventBody, storedBody } from "../../src/core/stored-body";
+import { eventBody, shortSkipped, skippedNames, storedBody } from "../../src/core/stored-body";
 
 const policy = compactionPolicySchema.parse({ triggerInputChars: 20_000, retainInputChars: 10_000 });
 type RunBody = Record<string, unknown> & { detail: Record<string, unknown> };
@@ -13,12 +14,14 @@ const skipped = (compactorId = "b-memory.compactor", sourceSeq = 41, reason: Ski
   skippedRun({ compactorId, sourceSeq, active: { chars, messages }, policy }, reason).body as RunBody;
 
 /** What a row written with `body` reads back as, in canonical form. */
-const readBack = (kind: Parameters<typeof storedBody>[0], body: unknown): string => canonicalJson(eventBody(kind, storedBody(kind, body)));
+const readBack = (kind: Parameters<typeof storedBody>[0], body: unknown): string => canonicalJson(eventBody(kind, "", storedBody(kind, body)));
+const KEY = "run:pf_b-memory.compactor_41:skipped";
 
-describe("a skipped run's stored form", () => {
+describe("a skipped run's stored form before migration 0033", () => {
   it("is the array of the six values its body does not derive", () => {
     expect(storedBody("run", skipped())).toBe('["b-memory.compactor",41,8190,37,20000,"below_trigger"]');
-    expect(eventBody("run", '["b-memory.compactor",41,8190,37,20000,"below_trigger"]')).toEqual(skipped());
+    expect(eventBody("run", KEY, '["b-memory.compactor",41,8190,37,20000,"below_trigger"]')).toEqual(skipped());
+    expect(eventBody("run", "any-key", '["b-memory.compactor",41,8190,37,20000,"below_trigger"]')).toEqual(skipped());
   });
 
   it.each<SkipReason>(["below_trigger", "compaction_in_flight", "backoff", "nothing_to_freeze"])("reads back as the body it was for a skip with reason %s", (reason) => {
@@ -67,9 +70,71 @@ describe("every other body", () => {
   });
 
   it("reads back as what the row holds when it is not a skipped run's array", () => {
-    expect(eventBody("run", '{"status":"planned"}')).toEqual({ status: "planned" });
-    expect(eventBody("run", "[1,2,3,4,5]")).toEqual([1, 2, 3, 4, 5]);
-    expect(eventBody("run", "[1,2,3,4,5,6,7]")).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(eventBody("source", '["c",1,2,3,4,"below_trigger"]')).toEqual(["c", 1, 2, 3, 4, "below_trigger"]);
+    expect(eventBody("run", KEY, '{"status":"planned"}')).toEqual({ status: "planned" });
+    expect(eventBody("run", KEY, "[1,2,3,4,5]")).toEqual([1, 2, 3, 4, 5]);
+    expect(eventBody("run", KEY, "[1,2]")).toEqual([1, 2]);
+    expect(eventBody("run", KEY, "[1,2,3,4,5,6,7]")).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(eventBody("source", KEY, '["c",1,2,3,4,"below_trigger"]')).toEqual(["c", 1, 2, 3, 4, "below_trigger"]);
+    // The short form's three sizes name a skipped run only under a skipped run's key.
+    expect(eventBody("run", "run:cmp_1:planned", "[1,2,3]")).toEqual([1, 2, 3]);
+    expect(eventBody("source", KEY, "[1,2,3]")).toEqual([1, 2, 3]);
+  });
+});
+
+describe("a skipped run's short form (migration 0033)", () => {
+  const event = (body: RunBody, idempotencyKey = KEY) => ({ kind: "run" as const, idempotencyKey, body: body as EventInput["body"] });
+
+  it("is the three sizes beside the compactor and source its key names, the usual reason left out", () => {
+    expect(shortSkipped(event(skipped()))).toEqual({ compactor: "b-memory.compactor", sourceSeq: 41, body: "[8190,37,20000]" });
+    expect(eventBody("run", KEY, "[8190,37,20000]")).toEqual(skipped());
+    expect(skippedNames(KEY)).toEqual({ compactor: "b-memory.compactor", sourceSeq: 41 });
+  });
+
+  it.each<SkipReason>(["compaction_in_flight", "backoff", "nothing_to_freeze"])("keeps any other reason (%s) after the sizes", (reason) => {
+    const body = skipped("b-memory.compactor", 41, reason);
+    expect(shortSkipped(event(body))?.body).toBe(`[8190,37,20000,"${reason}"]`);
+    expect(canonicalJson(eventBody("run", KEY, shortSkipped(event(body))!.body))).toBe(canonicalJson(body));
+  });
+
+  it("keeps a null size as null", () => {
+    const body = { ...skipped(), detail: { ...skipped().detail, activeChars: null } };
+    expect(shortSkipped(event(body))?.body).toBe("[null,37,20000]");
+    expect(canonicalJson(eventBody("run", KEY, "[null,37,20000]"))).toBe(canonicalJson(body));
+  });
+
+  it("names the source by the digits its key ends with, whatever the compactor's id ends with", () => {
+    const body = skipped("bot_2", 15);
+    expect(shortSkipped(event(body, "run:pf_bot_2_15:skipped"))).toEqual({ compactor: "bot_2", sourceSeq: 15, body: "[8190,37,20000]" });
+  });
+
+  it.each([
+    ["a key that is not its preflight's", event(skipped(), "run:pf_b-memory.compactor_42:skipped")],
+    ["a key of another compactor", event(skipped(), "run:pf_other_41:skipped")],
+    ["a key with a source number spelled with a leading zero", event(skipped("c", 7), "run:pf_c_07:skipped")],
+    ["a body with one more detail", event({ ...skipped(), detail: { ...skipped().detail, extra: 1 } })],
+    ["a body with no reason", event({ ...skipped(), detail: { ...skipped().detail, reason: undefined } })],
+    ["a run of another status", event({ ...skipped(), status: "failed" })],
+  ])("is not taken for %s", (_, input) => {
+    expect(shortSkipped(input)).toBeUndefined();
+  });
+
+  it("is never taken for an event of another kind, nor for a key a client may give", () => {
+    expect(shortSkipped({ kind: "source", idempotencyKey: KEY, body: skipped() as EventInput["body"] })).toBeUndefined();
+    expect(skippedNames("tg:update:1")).toBeUndefined();
+    expect(skippedNames("run:pf_c_1:completed")).toBeUndefined();
+  });
+
+  it("reads back as exactly the event it was, for any compactor, source, sizes, trigger and reason", () => {
+    const compactor = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/);
+    const reason = fc.constantFrom<SkipReason>("below_trigger", "compaction_in_flight", "backoff", "nothing_to_freeze");
+    fc.assert(
+      fc.property(compactor, fc.nat(), fc.nat(), fc.nat(), fc.integer({ min: 1, max: 10_000_000 }), reason, (compactorId, sourceSeq, chars, messages, trigger, why) => {
+        const run = skippedRun({ compactorId, sourceSeq, active: { chars, messages }, policy: { ...policy, triggerInputChars: trigger } }, why);
+        const short = shortSkipped(run);
+        expect(short).toEqual({ compactor: compactorId, sourceSeq, body: expect.stringMatching(/^\[/) as unknown });
+        expect(short!.body.length).toBeLessThanOrEqual(why === "below_trigger" ? 3 * 16 + 4 : 3 * 16 + 26);
+        expect(canonicalJson(eventBody("run", run.idempotencyKey, short!.body))).toBe(canonicalJson(run.body));
+      }),
+    );
   });
 });

@@ -6,6 +6,7 @@ import { sha256Hex } from "../../src/core/hash";
 import { compactorPrompt } from "../../src/core/prompts";
 import { SERVING_CONFIRM_MS } from "../../src/durable/chain-book";
 import { insertDeclaration, servingDeclarations } from "../../src/storage/control/declarations";
+import { readEventsByKeys } from "../../src/storage/shard/events";
 import { pair, register } from "../support/declarations";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
@@ -112,8 +113,8 @@ describe("the stale window of a registration that stored its declaration but did
   async function skippedRunFor(conversation: string, compactorId: string, messageId: string): Promise<boolean> {
     const shard = await shardOf(conversation);
     const source = await shard.prepare("SELECT seq FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'source' AND json_extract(body, '$.messageId') = ?").bind(conversation, messageId).first<{ seq: number }>();
-    const run = await shard.prepare("SELECT 1 AS found FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND idempotency_key = ?").bind(conversation, `run:pf_${compactorId}_${source?.seq ?? -1}:skipped`).first();
-    return run !== null;
+    const key = `run:pf_${compactorId}_${source?.seq ?? -1}:skipped`;
+    return (await readEventsByKeys(shard, conversation, [key])).has(key);
   }
 
   it(`is at most SERVING_CONFIRM_MS: the object confirms the declarations with the control database once it has passed`, async () => {

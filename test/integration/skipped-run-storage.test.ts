@@ -29,11 +29,11 @@ async function conversationWithCompactor() {
   return { conversation, agentId, compactorId: `${agentId}.compactor`, token };
 }
 
-async function storedRuns(conversation: string): Promise<{ seq: number; body: string }[]> {
+async function storedRuns(conversation: string): Promise<{ seq: number; key: string; body: string }[]> {
   const { results } = await (await shardOf(conversation))
-    .prepare("SELECT seq, body FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'run' ORDER BY seq")
+    .prepare("SELECT seq, idempotency_key AS key, body FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND kind = 'run' ORDER BY seq")
     .bind(conversation)
-    .all<{ seq: number; body: string }>();
+    .all<{ seq: number; key: string; body: string }>();
   return results;
 }
 
@@ -50,12 +50,16 @@ describe("a skipped run in the log", () => {
 
     const runs = await storedRuns(conversation);
     expect(runs).toHaveLength(4);
-    // The object form is about 230 bytes; the stored one holds the compactor, the source and four values.
-    for (const run of runs) expect(run.body.length).toBeLessThanOrEqual(24 + compactorId.length + 16);
-
-    // Read back through the API, each is the run the preflight wrote.
+    // The object form is about 230 bytes and its key names the compactor again; the row's key names
+    // the compactor by its integer key and the source by its number, its body holds the three sizes.
     const events = (await json<{ events: LoggedEvent[] }>(await call("GET", `${eventsPath(conversation)}?limit=100`, { token }))).events;
     const sources = events.filter((e) => e.kind === "source").map((e) => e.seq);
+    for (const [i, run] of runs.entries()) {
+      expect(run.key).toMatch(new RegExp(`^[0-9]+ ${sources[i]}$`));
+      expect(run.body).toMatch(/^\[[0-9]+,[0-9]+,50000\]$/);
+    }
+
+    // Read back through the API, each is the run the preflight wrote.
     expect(events.filter((e) => e.kind === "run")).toEqual(
       sources.map((sourceSeq, i) => ({
         conversationId: conversation,
@@ -89,6 +93,13 @@ describe("a skipped run in the log", () => {
     expect(edited).not.toBe(second.body);
     await behindTheServicesBack(shard, "log", [shard.prepare("UPDATE log SET body = ? WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(edited, conversation, second.seq)]);
     expect(altered(await verify(token, conversation, agentId))).toEqual([second.seq]);
+    // So is an edit of its key's short spelling: the third run made to name another source.
+    const third = (await storedRuns(conversation))[2];
+    if (third === undefined) throw new Error("no third run");
+    const renamed = third.key.replace(/ [0-9]+$/, " 999");
+    expect(renamed).not.toBe(third.key);
+    await behindTheServicesBack(shard, "log", [shard.prepare("UPDATE log SET idempotency_key = ? WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?) AND seq = ?").bind(renamed, conversation, third.seq)]);
+    expect(altered(await verify(token, conversation, agentId))).toEqual([second.seq, third.seq]);
   });
 
   it("is read by the inspector's size chart and run counts in either form: the array, or whole as before it", async () => {

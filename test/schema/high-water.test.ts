@@ -104,15 +104,17 @@ it("writes the mark once a row while a Worker from before 0032 may append, and o
   const db = new DatabaseSync(":memory:");
   migrate(db, "", "0032");
   const d1 = d1Over(db);
-  await insertEvents(d1, CONVERSATION, planned([source(1), source(2)], 1), AT);
-  migrate(db, "0032");
-  countHeadWrites(db);
-  // That Worker, still running until its replacement's upload: the rows of its batch, with no
-  // statement for the mark. Each moves it, so the head it reads back is where its next row goes.
+  // That Worker's rows, with no statement for the mark.
   const oldWorker = db.prepare(
     `INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at)
      SELECT k.id, ?2, ?3, ?4, 0, ?5, unhex(?6), 0 FROM conversation_keys k WHERE k.conversation_id = ?1`,
   );
+  db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").run(CONVERSATION, AT);
+  for (const [i, input] of [source(1), source(2)].entries()) oldWorker.run(CONVERSATION, 1 + i, input.kind, input.idempotencyKey, JSON.stringify(input.body), eventHash(CONVERSATION, input));
+  migrate(db, "0032");
+  countHeadWrites(db);
+  // That Worker, still running until its replacement's upload: each row moves the mark, so the head
+  // it reads back is where its next row goes.
   for (const [i, input] of [source(3), run("a", 3)].entries()) oldWorker.run(CONVERSATION, 3 + i, input.kind, input.idempotencyKey, JSON.stringify(input.body), eventHash(CONVERSATION, input));
   expect(head(db)).toEqual({ last_seq: 4, texts: 3 });
   expect(db.prepare("SELECT last_seq FROM conversations WHERE id = ?").get(CONVERSATION)).toEqual({ last_seq: await readHead(d1, CONVERSATION) });

@@ -1,12 +1,13 @@
 import type { SizeSample } from "../../core/chart-geometry";
-import { IN_LOG, INSPECTED_EVENTS, NEWEST_EVENTS_AFTER, skippedPath, STORED_SKIPPED } from "./events";
+import { IN_LOG, INSPECTED_EVENTS, NEWEST_EVENTS_AFTER, shortCompactor, shortPath, shortSource, skippedPath, SPELLED_SHORT_ROW, STORED_SKIPPED } from "./events";
 
 /**
  * A chain's active context size over time, as its compactor's preflight recorded it: every
  * admitted source writes a content-dark `run` event, `skipped` with the active size and the trigger
  * it was weighed against (`core/preflight-decider` `skippedRun`), or `planned` with the size that
  * triggered the plan (`durable/planner`). The log already holds the series, so no table keeps it.
- * A skipped run's row holds its values as an array (`core/stored-body`), read here by position.
+ * A skipped run's row holds its values as an array (`core/stored-body`), read here by position, and
+ * since migrations/shard/0033 its key names its compactor and source.
  */
 
 /**
@@ -16,15 +17,18 @@ import { IN_LOG, INSPECTED_EVENTS, NEWEST_EVENTS_AFTER, skippedPath, STORED_SKIP
  * compactor that stopped serving the conversation long ago, not by the log nor the shard.
  */
 export async function readPreflightSizes(db: D1Database, conversationId: string, compactorId: string, limit: number, window = INSPECTED_EVENTS): Promise<SizeSample[]> {
+  // A row's form: 2 a skipped run spelled short (0033), 1 one spelled as its six values (0031), 0 a run's body whole.
   const { results } = await db
     .prepare(
-      `SELECT CASE WHEN compact THEN json_extract(body, ${skippedPath("sourceSeq")})
+      `SELECT CASE form WHEN 2 THEN CAST(${shortSource("idempotency_key")} AS INTEGER) WHEN 1 THEN json_extract(body, ${skippedPath("sourceSeq")})
                    ELSE COALESCE(json_extract(body, '$.detail.sourceSeq'), json_extract(body, '$.detail.triggerSeq'), seq) END AS source_seq,
-              json_extract(body, CASE WHEN compact THEN ${skippedPath("activeChars")} ELSE '$.detail.activeChars' END) AS active_chars,
-              json_extract(body, CASE WHEN compact THEN ${skippedPath("triggerInputChars")} ELSE '$.detail.triggerInputChars' END) AS trigger_chars,
-              CASE WHEN compact THEN 'skipped' ELSE json_extract(body, '$.status') END AS status
-       FROM (SELECT seq, body, ${STORED_SKIPPED} AS compact FROM log WHERE ${IN_LOG} AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run')
-       WHERE CASE WHEN compact THEN json_extract(body, ${skippedPath("compactor")}) = ?3
+              json_extract(body, CASE form WHEN 2 THEN ${shortPath("activeChars")} WHEN 1 THEN ${skippedPath("activeChars")} ELSE '$.detail.activeChars' END) AS active_chars,
+              json_extract(body, CASE form WHEN 2 THEN ${shortPath("triggerInputChars")} WHEN 1 THEN ${skippedPath("triggerInputChars")} ELSE '$.detail.triggerInputChars' END) AS trigger_chars,
+              CASE WHEN form > 0 THEN 'skipped' ELSE json_extract(body, '$.status') END AS status
+       FROM (SELECT seq, idempotency_key, body, CASE WHEN ${SPELLED_SHORT_ROW} THEN 2 WHEN ${STORED_SKIPPED} THEN 1 ELSE 0 END AS form
+             FROM log WHERE ${IN_LOG} AND seq > ${NEWEST_EVENTS_AFTER} AND kind = 'run')
+       WHERE CASE form WHEN 2 THEN ${shortCompactor("idempotency_key")} = (SELECT id FROM compactor_keys WHERE compactor_id = ?3)
+             WHEN 1 THEN json_extract(body, ${skippedPath("compactor")}) = ?3
              ELSE json_extract(body, '$.role') = 'compactor' AND json_extract(body, '$.agentId') = ?3
                AND json_extract(body, '$.status') IN ('skipped', 'planned') AND json_extract(body, '$.detail.activeChars') IS NOT NULL END
        ORDER BY seq DESC LIMIT ?4`,

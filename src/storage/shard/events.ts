@@ -4,7 +4,7 @@ import type { StoredEvent } from "../../core/events";
 import { eventInputSchema } from "../../core/events";
 import type { LogGap, LogRange } from "../../core/log-audit";
 import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
-import { eventBody, SKIPPED_FIELDS, storedBody } from "../../core/stored-body";
+import { eventBody, SHORT_FIELDS, SKIPPED_FIELDS, shortSkipped, skippedNames, storedBody } from "../../core/stored-body";
 import { declarationRevisionStatement, revisionOf } from "../declaration-revision";
 import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
@@ -33,10 +33,28 @@ export interface EventRow {
 /** The log's rows of conversation ?1: `FROM log WHERE ${IN_LOG}`, its primary key's range. */
 export const IN_LOG = `conversation_key = ${conversationKey("?1")}`;
 
+/**
+ * A skipped run's key as a row spells it since migrations/shard/0033 (`<compactor key> <source seq>`,
+ * `core/stored-body`), over the stored key `key`: the compactor's key, and the source's number.
+ */
+export const shortCompactor = (key: string): string => `CAST(substr(${key}, 1, instr(${key}, ' ') - 1) AS INTEGER)`;
+export const shortSource = (key: string): string => `substr(${key}, instr(${key}, ' ') + 1)`;
+
+/** The event's key from the stored key `key`: as stored, or a skipped run's spelled back from its short form. */
+const keyColumn = (key: string) =>
+  `CASE WHEN instr(${key}, ' ') = 0 THEN ${key} ELSE 'run:pf_' || (SELECT compactor_id FROM compactor_keys WHERE id = ${shortCompactor(key)}) || '_' || ${shortSource(key)} || ':skipped' END AS idempotency_key`;
+
 /** The columns of an `EventRow` from the log's row `alias` (none: the only table) of conversation ?1. */
 export const eventColumns = (alias?: string): string => {
   const column = (c: string) => (alias === undefined ? c : `${alias}.${c}`);
-  return ["?1 AS conversation_id", ...["seq", "kind", "idempotency_key", "sensitive", "body"].map(column), `lower(hex(${column("hash")})) AS hash`, column("recorded_at")].join(", ");
+  return [
+    "?1 AS conversation_id",
+    ...["seq", "kind"].map(column),
+    keyColumn(column("idempotency_key")),
+    ...["sensitive", "body"].map(column),
+    `lower(hex(${column("hash")})) AS hash`,
+    column("recorded_at"),
+  ].join(", ");
 };
 
 const EVENT_COLUMNS = eventColumns();
@@ -49,13 +67,16 @@ const INSERTED_COLUMNS = "conversation_key, seq, kind, idempotency_key, sensitiv
  */
 export const STORED_SKIPPED = "substr(body, 1, 1) = '['";
 export const skippedPath = (field: (typeof SKIPPED_FIELDS)[number]): string => `'$[${SKIPPED_FIELDS.indexOf(field)}]'`;
+/** Whether a run's row is a skipped run spelled short (0033), whose key names its compactor and source; the JSON path of one of its body's values. */
+export const SPELLED_SHORT_ROW = "instr(idempotency_key, ' ') > 0";
+export const shortPath = (field: (typeof SHORT_FIELDS)[number]): string => `'$[${SHORT_FIELDS.indexOf(field)}]'`;
 
 export function toStoredEvent(row: EventRow): StoredEvent {
   const input = eventInputSchema.parse({
     kind: row.kind,
     idempotencyKey: row.idempotency_key,
     sensitive: row.sensitive === 1,
-    body: eventBody(row.kind, row.body),
+    body: eventBody(row.kind, row.idempotency_key, row.body),
   });
   return { ...input, conversationId: row.conversation_id, seq: row.seq, hash: row.hash, recordedAt: new Date(row.recorded_at).toISOString() };
 }
@@ -126,18 +147,40 @@ export async function readLogGaps(db: D1Database, conversationId: string, range:
   return results;
 }
 
+/** The rows of these keys, each sought in the key's index as it is spelled, and a skipped run's in its short spelling too (0033). */
 function selectByKeys(db: D1Database, conversationId: string, keys: readonly string[]): D1PreparedStatement {
+  const skipped = keys.flatMap((key) => {
+    const names = skippedNames(key);
+    return names === undefined ? [] : [[names.compactor, names.sourceSeq]];
+  });
   return db
     .prepare(
       `SELECT ${EVENT_COLUMNS} FROM log INDEXED BY log_by_key
-       WHERE ${IN_LOG} AND idempotency_key IN (SELECT value FROM json_each(?2))`,
+       WHERE ${IN_LOG} AND idempotency_key IN (
+         SELECT value FROM json_each(?2)
+         UNION ALL SELECT c.id || ' ' || json_extract(s.value, '$[1]') FROM json_each(?3) s JOIN compactor_keys c ON c.compactor_id = json_extract(s.value, '$[0]'))`,
     )
-    .bind(conversationId, JSON.stringify(keys));
+    .bind(conversationId, JSON.stringify(keys), JSON.stringify(skipped));
 }
 
-/** A planned row's values as its JSON element carries them: `INSERTED_COLUMNS` but the conversation's key and the hash. */
-function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number)[] {
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, storedBody(input.kind, input.body), recordedAt];
+/**
+ * A planned row's values as its JSON element carries them: `INSERTED_COLUMNS` but the conversation's
+ * key and the hash, then a skipped run's short form (its compactor, its source, its short body;
+ * nulls for any other event), which the row takes once the log is spelled short (`SPELLED_SHORT`).
+ */
+function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number | null)[] {
+  const short = shortSkipped(input);
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, storedBody(input.kind, input.body), recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, short?.body ?? null];
+}
+
+/** Whether the log takes skipped runs in their short spelling (migrations/shard/0033: once no Worker from before it runs). */
+const SPELLED_SHORT = "COALESCE((SELECT short_runs FROM log_spelling WHERE id = 1), 0) = 1";
+
+/** The compactors of the short-spelled rows among `rows`, given their `compactor_keys` ids if they have none. */
+function compactorKeys(db: D1Database, rows: readonly (readonly unknown[])[]): D1PreparedStatement[] {
+  const compactors = [...new Set(rows.flatMap((values) => (typeof values[6] === "string" ? [values[6]] : [])))];
+  if (compactors.length === 0) return [];
+  return [db.prepare(`INSERT OR IGNORE INTO compactor_keys (compactor_id) SELECT value FROM json_each(?1) WHERE ${SPELLED_SHORT}`).bind(JSON.stringify(compactors))];
 }
 
 /**
@@ -160,16 +203,25 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
   const value = (i: number) => `json_extract(j.value, '$[${i}]')`;
   // The hashes travel as one BLOB after the other parameters (`hashBytes`), row `j.key`'s at its place.
   const hash = `substr(?${3 + extra.length}, 32 * j.key + 1, 32)`;
-  return chunks.map((chunk) =>
-    db
-      .prepare(
-        `INSERT INTO log (${INSERTED_COLUMNS})
-         SELECT k.id, ${value(0)}, ${value(1)}, ${value(2)}, ${value(3)}, ${value(4)}, ${hash}, ${value(5)} FROM conversation_keys k, json_each(?2) j
-         WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
-         ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
-      )
-      .bind(conversationId, JSON.stringify(chunk.map((row) => row.values)), ...extra, hashBytes(...chunk.map((row) => row.hash))),
-  );
+  const short = `(${value(6)} IS NOT NULL AND ${SPELLED_SHORT})`;
+  const key = `CASE WHEN ${short} THEN (SELECT id FROM compactor_keys WHERE compactor_id = ${value(6)}) || ' ' || ${value(7)} ELSE ${value(2)} END`;
+  const body = `CASE WHEN ${short} THEN ${value(8)} ELSE ${value(4)} END`;
+  return [
+    ...compactorKeys(
+      db,
+      rows.map((row) => row.values),
+    ),
+    ...chunks.map((chunk) =>
+      db
+        .prepare(
+          `INSERT INTO log (${INSERTED_COLUMNS})
+           SELECT k.id, ${value(0)}, ${value(1)}, ${key}, ${value(3)}, ${body}, ${hash}, ${value(5)} FROM conversation_keys k, json_each(?2) j
+           WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
+           ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
+        )
+        .bind(conversationId, JSON.stringify(chunk.map((row) => row.values)), ...extra, hashBytes(...chunk.map((row) => row.hash))),
+    ),
+  ];
 }
 
 /** Whether each planned row is the one this write stored: at its planned place, with its hash, at this write's time. */

@@ -1,0 +1,52 @@
+-- A skipped run, kept at the size of what it says.
+--
+-- Every source a compactor serves below its trigger leaves a content-dark skipped run in the log
+-- (about half of a conversation's events). Its key, `run:pf_<compactor>_<source seq>:skipped`, was
+-- stored in its row and again in the key's index entry, and its body (since 0031 the array of the
+-- six values it does not derive, src/core/stored-body.ts) named the compactor and the reason again:
+-- some 230 bytes an event for a record of three numbers.
+--
+-- Now the row spells its key as `<compactor key> <source seq>` (the compactor's `compactor_keys`
+-- id: a space is in no key a client may give, src/core/events.ts) and its body as the three sizes
+-- (`[activeChars, activeMessages, triggerInputChars]`), the reason after them only when it is not
+-- `below_trigger`. A read spells the key back (src/storage/shard/events.ts, `eventColumns`) and
+-- the body from it, so the event, its key and its hash are the ones appended: the hash covers the
+-- canonical event, never how a row spells it. The key's unique index still holds one skipped run
+-- per compactor and source, in either spelling (`log_skipped_run_once`).
+--
+-- A Worker from before this migration cannot read the short spelling, so while one may still be
+-- running the log gets the long one: `log_spelling.short_runs` is 0, and `npm run migrate --
+-- --remote --release` (the last step of `npm run deploy`, after the upload) sets it to 1;
+-- `npm run migrate` on a local database at once. A database that holds no conversation yet starts
+-- at 1. Rows stored before keep their spelling, and read as they did.
+
+CREATE TABLE compactor_keys (
+  id INTEGER PRIMARY KEY,
+  compactor_id TEXT NOT NULL UNIQUE CHECK (length(compactor_id) BETWEEN 1 AND 64 AND compactor_id NOT GLOB '*[^A-Za-z0-9._-]*')
+);
+
+CREATE TABLE log_spelling (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  short_runs INTEGER NOT NULL CHECK (short_runs IN (0, 1))
+);
+INSERT INTO log_spelling (id, short_runs) SELECT 1, NOT EXISTS (SELECT 1 FROM conversations);
+
+-- One skipped run per compactor and source whichever way either is spelled: a short spelling is not
+-- stored where the long one is, nor the long one where the short one is (an append retried across
+-- the release, or a Worker from before it). The long key's middle is `<compactor>_<source seq>`,
+-- the source's number the digits it ends with.
+CREATE TRIGGER log_skipped_run_once BEFORE INSERT ON log
+WHEN NEW.kind = 'run' AND (
+  (instr(NEW.idempotency_key, ' ') > 0 AND EXISTS (
+    SELECT 1 FROM compactor_keys c JOIN log l ON l.conversation_key = NEW.conversation_key
+      AND l.idempotency_key = 'run:pf_' || c.compactor_id || '_' || substr(NEW.idempotency_key, instr(NEW.idempotency_key, ' ') + 1) || ':skipped'
+    WHERE c.id = CAST(substr(NEW.idempotency_key, 1, instr(NEW.idempotency_key, ' ') - 1) AS INTEGER)))
+  OR (NEW.idempotency_key GLOB 'run:pf_?*_[0-9]*:skipped' AND EXISTS (
+    SELECT 1 FROM (SELECT substr(NEW.idempotency_key, 8, length(NEW.idempotency_key) - 15) AS middle) m
+      JOIN compactor_keys c ON c.compactor_id = substr(m.middle, 1, length(rtrim(m.middle, '0123456789')) - 1)
+      JOIN log l ON l.conversation_key = NEW.conversation_key
+        AND l.idempotency_key = c.id || ' ' || substr(m.middle, length(rtrim(m.middle, '0123456789')) + 1)))
+)
+BEGIN
+  SELECT RAISE(IGNORE);
+END;

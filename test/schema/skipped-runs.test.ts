@@ -1,0 +1,113 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { DatabaseSync } from "node:sqlite";
+import { expect, it } from "vitest";
+import type { EventInput } from "../../src/core/events";
+import { eventHash, eventInputSchema } from "../../src/core/events";
+import { skippedRun } from "../../src/core/preflight-decider";
+import { storedBody } from "../../src/core/stored-body";
+import { releaseLog } from "../../src/storage/search-backfill";
+import { readPreflightSizes } from "../../src/storage/shard/context-sizes";
+import { insertEvents, readAllEvents, readEventsByKeys } from "../../src/storage/shard/events";
+import { backfillOver, d1Over } from "./sqlite-d1";
+
+/**
+ * A skipped run spelled short (migrations/shard/0033): its key as its compactor's integer key and its
+ * source's number, its body as three sizes. Through the deploy: the log a Worker from before it
+ * wrote, the new Worker before the release (which spells it long, so the old one can still read
+ * it), the release, and after it; one skipped run per compactor and source in either spelling.
+ */
+
+const SHARD = fileURLToPath(new URL("../../migrations/shard/", import.meta.url));
+const CONVERSATION = "telegram:7123456789:-1001987654321";
+const AT = "2026-12-06T10:00:00.000Z";
+
+function migrate(db: DatabaseSync, from: string, below?: string): void {
+  for (const file of readdirSync(SHARD).filter((f) => f.endsWith(".sql") && f >= from && (below === undefined || f < below)).sort()) db.exec(readFileSync(`${SHARD}${file}`, "utf8"));
+}
+
+const source = (n: number): EventInput =>
+  eventInputSchema.parse({ kind: "source", idempotencyKey: `s${n}`, body: { messageId: `m${n}`, author: { id: "u1", name: "Ada" }, text: `Message ${n}.` } });
+const run = (compactor: string, sourceSeq: number, chars = 10 * sourceSeq): EventInput =>
+  skippedRun({ compactorId: compactor, sourceSeq, active: { chars, messages: sourceSeq }, policy: { triggerInputChars: 1_000_000, retainRecentChars: 10_000 } as never }, "below_trigger");
+const planned = (inputs: readonly EventInput[], first: number) => inputs.map((input, i) => ({ input, hash: eventHash(CONVERSATION, input), seq: first + i }));
+
+/** The log's rows as stored: key and body as the row spells them. */
+const rows = (db: DatabaseSync) => db.prepare("SELECT seq, idempotency_key AS key, body FROM log ORDER BY seq").all() as { seq: number; key: string; body: string }[];
+
+/** A Worker from before 0033: its rows as it writes them, the key whole and the body as six values. */
+function oldWorker(db: DatabaseSync, seq: number, input: EventInput): void {
+  db.prepare(
+    `INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at)
+     SELECT k.id, ?2, ?3, ?4, 0, ?5, unhex(?6), 0 FROM conversation_keys k WHERE k.conversation_id = ?1
+     ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
+  ).run(CONVERSATION, seq, input.kind, input.idempotencyKey, storedBody(input.kind, input.body), eventHash(CONVERSATION, input));
+}
+
+it("spells skipped runs long until the release and short after it, reads all three spellings back as the events appended, and keeps one per compactor and source", async () => {
+  // A shard in use before 0033: a source and its skipped run, as that Worker appended them.
+  const db = new DatabaseSync(":memory:");
+  migrate(db, "", "0033");
+  db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").run(CONVERSATION, AT);
+  oldWorker(db, 1, source(1));
+  oldWorker(db, 2, run("a", 1));
+  migrate(db, "0033");
+  expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 0 });
+  const d1 = d1Over(db);
+
+  // The new Worker, uploaded, before the release: the old one may still read the log, so it gets the long spelling.
+  await insertEvents(d1, CONVERSATION, planned([source(2)], 3), AT, { followers: { runs: planned([run("a", 3)], 4), revision: 0 } });
+  expect(rows(db).at(-1)).toEqual({ seq: 4, key: "run:pf_a_3:skipped", body: '["a",3,30,3,1000000,"below_trigger"]' });
+
+  // The release; then a source served by two compactors, and a batch with a skip of another reason.
+  await releaseLog(backfillOver(db));
+  expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 1 });
+  await insertEvents(d1, CONVERSATION, planned([source(3)], 5), AT, { followers: { runs: planned([run("a", 5), run("b.compactor", 5)], 6), revision: 0 } });
+  const inFlight = skippedRun({ compactorId: "a", sourceSeq: 8, active: { chars: 80, messages: 8 }, policy: { triggerInputChars: 50, retainRecentChars: 10 } as never }, "compaction_in_flight");
+  await insertEvents(d1, CONVERSATION, planned([source(4), inFlight], 8), AT);
+  expect(rows(db).slice(-4)).toEqual([
+    { seq: 6, key: "1 5", body: "[50,5,1000000]" },
+    { seq: 7, key: "2 5", body: "[50,5,1000000]" },
+    { seq: 8, key: "s4", body: expect.any(String) as unknown },
+    { seq: 9, key: "1 8", body: '[80,8,50,"compaction_in_flight"]' },
+  ]);
+  expect(db.prepare("SELECT id, compactor_id FROM compactor_keys ORDER BY id").all()).toEqual([
+    { id: 1, compactor_id: "a" },
+    { id: 2, compactor_id: "b.compactor" },
+  ]);
+
+  // Every row reads back as the event appended, with the hash it was appended with.
+  const appended = [source(1), run("a", 1), source(2), run("a", 3), source(3), run("a", 5), run("b.compactor", 5), source(4), inFlight];
+  const read = await readAllEvents(d1, CONVERSATION);
+  expect(read.map(({ seq, kind, idempotencyKey, sensitive, body, hash }) => ({ seq, kind, idempotencyKey, sensitive, body, hash }))).toEqual(
+    appended.map((input, i) => ({ seq: i + 1, kind: input.kind, idempotencyKey: input.idempotencyKey, sensitive: false, body: input.body, hash: eventHash(CONVERSATION, input) })),
+  );
+  // And each is found by its key, whichever way its row spells it.
+  const byKey = await readEventsByKeys(d1, CONVERSATION, ["run:pf_a_1:skipped", "run:pf_a_3:skipped", "run:pf_a_5:skipped", "run:pf_b.compactor_5:skipped", "run:pf_a_8:skipped", "run:pf_c_5:skipped"]);
+  expect([...byKey.keys()].sort()).toEqual(["run:pf_a_1:skipped", "run:pf_a_3:skipped", "run:pf_a_5:skipped", "run:pf_a_8:skipped", "run:pf_b.compactor_5:skipped"]);
+
+  // A skip appended again after the release, stored long before it: found, not stored twice.
+  const again = await insertEvents(d1, CONVERSATION, planned([run("a", 3)], 10), AT);
+  expect(again.applied).toEqual([false]);
+  expect(again.rows.get("run:pf_a_3:skipped")?.seq).toBe(4);
+  // A Worker from before 0033 appending a skip the log holds short: not stored twice either.
+  oldWorker(db, 10, run("a", 5));
+  expect(rows(db)).toHaveLength(9);
+
+  // The inspector's size chart reads each spelling.
+  expect(await readPreflightSizes(d1, CONVERSATION, "a", 10, 100)).toEqual([
+    { seq: 1, activeChars: 10, triggerChars: 1_000_000, planned: false },
+    { seq: 3, activeChars: 30, triggerChars: 1_000_000, planned: false },
+    { seq: 5, activeChars: 50, triggerChars: 1_000_000, planned: false },
+    { seq: 8, activeChars: 80, triggerChars: 50, planned: false },
+  ]);
+  expect(await readPreflightSizes(d1, CONVERSATION, "b.compactor", 10, 100)).toEqual([{ seq: 5, activeChars: 50, triggerChars: 1_000_000, planned: false }]);
+  db.close();
+});
+
+it("starts a database that holds no conversation yet with skipped runs spelled short", () => {
+  const db = new DatabaseSync(":memory:");
+  migrate(db, "");
+  expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 1 });
+  db.close();
+});
