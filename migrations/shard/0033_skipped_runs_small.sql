@@ -7,7 +7,9 @@
 -- some 230 bytes an event for a record of three numbers.
 --
 -- Now the row spells its key as `<compactor key> <source seq>` (the compactor's `compactor_keys`
--- id: a space is in no key a client may give, src/core/events.ts) and its body as the three sizes
+-- id: a space is in no key a client may give, src/core/events.ts; a compactor gets its id from its
+-- first skipped run spelled whole once the log is spelled short, `log_compactor_key`, so an append
+-- costs no statement more) and its body as the three sizes
 -- (`[activeChars, activeMessages, triggerInputChars]`), the reason after them only when it is not
 -- `below_trigger`. A read spells the key back (src/storage/shard/events.ts, `eventColumns`) and
 -- the body from it, so the event, its key and its hash are the ones appended: the hash covers the
@@ -49,4 +51,14 @@ WHEN NEW.kind = 'run' AND (
 )
 BEGIN
   SELECT RAISE(IGNORE);
+END;
+
+-- A compactor's key, from the first skipped run of it stored whole (its body's first value names it)
+-- once the log is spelled short: the runs after it are spelled short. An id the key's CHECK refuses
+-- is left out (OR IGNORE), and its runs stay whole.
+CREATE TRIGGER log_compactor_key AFTER INSERT ON log
+WHEN NEW.kind = 'run' AND NEW.idempotency_key GLOB 'run:pf_?*_[0-9]*:skipped' AND substr(NEW.body, 1, 1) = '['
+  AND (SELECT short_runs FROM log_spelling WHERE id = 1) = 1
+BEGIN
+  INSERT OR IGNORE INTO compactor_keys (compactor_id) VALUES (json_extract(NEW.body, '$[0]'));
 END;

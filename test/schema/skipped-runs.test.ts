@@ -59,49 +59,59 @@ it("spells skipped runs long until the release and short after it, reads all thr
   await insertEvents(d1, CONVERSATION, planned([source(2)], 3), AT, { followers: { runs: planned([run("a", 3)], 4), revision: 0 } });
   expect(rows(db).at(-1)).toEqual({ seq: 4, key: "run:pf_a_3:skipped", body: '["a",3,30,3,1000000,"below_trigger"]' });
 
-  // The release; then a source served by two compactors, and a batch with a skip of another reason.
+  // The release. The first skipped run of each compactor after it is still spelled whole, and gives
+  // the compactor its key (`log_compactor_key`): an append costs no statement for it.
   await releaseLog(backfillOver(db));
   expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 1 });
   await insertEvents(d1, CONVERSATION, planned([source(3)], 5), AT, { followers: { runs: planned([run("a", 5), run("b.compactor", 5)], 6), revision: 0 } });
-  const inFlight = skippedRun({ compactorId: "a", sourceSeq: 8, active: { chars: 80, messages: 8 }, policy: { triggerInputChars: 50, retainRecentChars: 10 } as never }, "compaction_in_flight");
-  await insertEvents(d1, CONVERSATION, planned([source(4), inFlight], 8), AT);
-  expect(rows(db).slice(-4)).toEqual([
-    { seq: 6, key: "1 5", body: "[50,5,1000000]" },
-    { seq: 7, key: "2 5", body: "[50,5,1000000]" },
-    { seq: 8, key: "s4", body: expect.any(String) as unknown },
-    { seq: 9, key: "1 8", body: '[80,8,50,"compaction_in_flight"]' },
-  ]);
   expect(db.prepare("SELECT id, compactor_id FROM compactor_keys ORDER BY id").all()).toEqual([
     { id: 1, compactor_id: "a" },
     { id: 2, compactor_id: "b.compactor" },
   ]);
+  // From then on, short: a source served by both, and a batch with a skip of another reason.
+  await insertEvents(d1, CONVERSATION, planned([source(4)], 8), AT, { followers: { runs: planned([run("a", 8), run("b.compactor", 8)], 9), revision: 0 } });
+  const inFlight = skippedRun({ compactorId: "a", sourceSeq: 11, active: { chars: 110, messages: 11 }, policy: { triggerInputChars: 50, retainRecentChars: 10 } as never }, "compaction_in_flight");
+  await insertEvents(d1, CONVERSATION, planned([source(5), inFlight], 11), AT);
+  expect(rows(db).slice(5)).toEqual([
+    { seq: 6, key: "run:pf_a_5:skipped", body: '["a",5,50,5,1000000,"below_trigger"]' },
+    { seq: 7, key: "run:pf_b.compactor_5:skipped", body: '["b.compactor",5,50,5,1000000,"below_trigger"]' },
+    { seq: 8, key: "s4", body: expect.any(String) as unknown },
+    { seq: 9, key: "1 8", body: "[80,8,1000000]" },
+    { seq: 10, key: "2 8", body: "[80,8,1000000]" },
+    { seq: 11, key: "s5", body: expect.any(String) as unknown },
+    { seq: 12, key: "1 11", body: '[110,11,50,"compaction_in_flight"]' },
+  ]);
 
   // Every row reads back as the event appended, with the hash it was appended with.
-  const appended = [source(1), run("a", 1), source(2), run("a", 3), source(3), run("a", 5), run("b.compactor", 5), source(4), inFlight];
+  const appended = [source(1), run("a", 1), source(2), run("a", 3), source(3), run("a", 5), run("b.compactor", 5), source(4), run("a", 8), run("b.compactor", 8), source(5), inFlight];
   const read = await readAllEvents(d1, CONVERSATION);
   expect(read.map(({ seq, kind, idempotencyKey, sensitive, body, hash }) => ({ seq, kind, idempotencyKey, sensitive, body, hash }))).toEqual(
     appended.map((input, i) => ({ seq: i + 1, kind: input.kind, idempotencyKey: input.idempotencyKey, sensitive: false, body: input.body, hash: eventHash(CONVERSATION, input) })),
   );
   // And each is found by its key, whichever way its row spells it.
-  const byKey = await readEventsByKeys(d1, CONVERSATION, ["run:pf_a_1:skipped", "run:pf_a_3:skipped", "run:pf_a_5:skipped", "run:pf_b.compactor_5:skipped", "run:pf_a_8:skipped", "run:pf_c_5:skipped"]);
-  expect([...byKey.keys()].sort()).toEqual(["run:pf_a_1:skipped", "run:pf_a_3:skipped", "run:pf_a_5:skipped", "run:pf_a_8:skipped", "run:pf_b.compactor_5:skipped"]);
+  const byKey = await readEventsByKeys(d1, CONVERSATION, ["run:pf_a_1:skipped", "run:pf_a_5:skipped", "run:pf_a_8:skipped", "run:pf_b.compactor_8:skipped", "run:pf_a_11:skipped", "run:pf_c_8:skipped"]);
+  expect([...byKey.keys()].sort()).toEqual(["run:pf_a_11:skipped", "run:pf_a_1:skipped", "run:pf_a_5:skipped", "run:pf_a_8:skipped", "run:pf_b.compactor_8:skipped"]);
 
-  // A skip appended again after the release, stored long before it: found, not stored twice.
-  const again = await insertEvents(d1, CONVERSATION, planned([run("a", 3)], 10), AT);
+  // A skip appended again after the release, stored whole before it: found, not stored twice.
+  const again = await insertEvents(d1, CONVERSATION, planned([run("a", 3)], 13), AT);
   expect(again.applied).toEqual([false]);
   expect(again.rows.get("run:pf_a_3:skipped")?.seq).toBe(4);
   // A Worker from before 0033 appending a skip the log holds short: not stored twice either.
-  oldWorker(db, 10, run("a", 5));
-  expect(rows(db)).toHaveLength(9);
+  oldWorker(db, 13, run("a", 8));
+  expect(rows(db)).toHaveLength(12);
 
   // The inspector's size chart reads each spelling.
   expect(await readPreflightSizes(d1, CONVERSATION, "a", 10, 100)).toEqual([
     { seq: 1, activeChars: 10, triggerChars: 1_000_000, planned: false },
     { seq: 3, activeChars: 30, triggerChars: 1_000_000, planned: false },
     { seq: 5, activeChars: 50, triggerChars: 1_000_000, planned: false },
-    { seq: 8, activeChars: 80, triggerChars: 50, planned: false },
+    { seq: 8, activeChars: 80, triggerChars: 1_000_000, planned: false },
+    { seq: 11, activeChars: 110, triggerChars: 50, planned: false },
   ]);
-  expect(await readPreflightSizes(d1, CONVERSATION, "b.compactor", 10, 100)).toEqual([{ seq: 5, activeChars: 50, triggerChars: 1_000_000, planned: false }]);
+  expect(await readPreflightSizes(d1, CONVERSATION, "b.compactor", 10, 100)).toEqual([
+    { seq: 5, activeChars: 50, triggerChars: 1_000_000, planned: false },
+    { seq: 8, activeChars: 80, triggerChars: 1_000_000, planned: false },
+  ]);
   db.close();
 });
 

@@ -166,7 +166,9 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
 /**
  * A planned row's values as its JSON element carries them: `INSERTED_COLUMNS` but the conversation's
  * key and the hash, then a skipped run's short form (its compactor, its source, its short body;
- * nulls for any other event), which the row takes once the log is spelled short (`SPELLED_SHORT`).
+ * nulls for any other event), which the row takes once the log is spelled short (`SPELLED_SHORT`)
+ * and the compactor has its key (its first skipped run after the release, spelled whole, gives it one:
+ * migrations/shard/0033, `log_compactor_key`).
  */
 function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number | null)[] {
   const short = shortSkipped(input);
@@ -175,13 +177,6 @@ function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string |
 
 /** Whether the log takes skipped runs in their short spelling (migrations/shard/0033: once no Worker from before it runs). */
 const SPELLED_SHORT = "COALESCE((SELECT short_runs FROM log_spelling WHERE id = 1), 0) = 1";
-
-/** The compactors of the short-spelled rows among `rows`, given their `compactor_keys` ids if they have none. */
-function compactorKeys(db: D1Database, rows: readonly (readonly unknown[])[]): D1PreparedStatement[] {
-  const compactors = [...new Set(rows.flatMap((values) => (typeof values[6] === "string" ? [values[6]] : [])))];
-  if (compactors.length === 0) return [];
-  return [db.prepare(`INSERT OR IGNORE INTO compactor_keys (compactor_id) SELECT value FROM json_each(?1) WHERE ${SPELLED_SHORT}`).bind(JSON.stringify(compactors))];
-}
 
 /**
  * A statement's rows pass as one JSON parameter (D1 takes at most 2 MB a value): more rows than
@@ -203,25 +198,19 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
   const value = (i: number) => `json_extract(j.value, '$[${i}]')`;
   // The hashes travel as one BLOB after the other parameters (`hashBytes`), row `j.key`'s at its place.
   const hash = `substr(?${3 + extra.length}, 32 * j.key + 1, 32)`;
-  const short = `(${value(6)} IS NOT NULL AND ${SPELLED_SHORT})`;
-  const key = `CASE WHEN ${short} THEN (SELECT id FROM compactor_keys WHERE compactor_id = ${value(6)}) || ' ' || ${value(7)} ELSE ${value(2)} END`;
-  const body = `CASE WHEN ${short} THEN ${value(8)} ELSE ${value(4)} END`;
-  return [
-    ...compactorKeys(
-      db,
-      rows.map((row) => row.values),
-    ),
-    ...chunks.map((chunk) =>
-      db
-        .prepare(
-          `INSERT INTO log (${INSERTED_COLUMNS})
-           SELECT k.id, ${value(0)}, ${value(1)}, ${key}, ${value(3)}, ${body}, ${hash}, ${value(5)} FROM conversation_keys k, json_each(?2) j
-           WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
-           ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
-        )
-        .bind(conversationId, JSON.stringify(chunk.map((row) => row.values)), ...extra, hashBytes(...chunk.map((row) => row.hash))),
-    ),
-  ];
+  // A skipped run's short key, once the log is spelled short and its compactor has a key (null: spelled whole).
+  const shortKey = `(SELECT c.id || ' ' || ${value(7)} FROM compactor_keys c WHERE c.compactor_id = ${value(6)} AND ${SPELLED_SHORT})`;
+  return chunks.map((chunk) =>
+    db
+      .prepare(
+        `INSERT INTO log (${INSERTED_COLUMNS})
+         SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, CASE WHEN ${shortKey} IS NULL THEN ${value(4)} ELSE ${value(8)} END, ${hash}, ${value(5)}
+         FROM conversation_keys k, json_each(?2) j
+         WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
+         ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
+      )
+      .bind(conversationId, JSON.stringify(chunk.map((row) => row.values)), ...extra, hashBytes(...chunk.map((row) => row.hash))),
+  );
 }
 
 /** Whether each planned row is the one this write stored: at its planned place, with its hash, at this write's time. */
