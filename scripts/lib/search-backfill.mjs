@@ -102,7 +102,7 @@ export async function backfillSearch(binding, where, log) {
  */
 export async function releaseLog(binding, where, log) {
   if (binding === "DB") return;
-  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) OR (SELECT per_append FROM high_water_mode WHERE id = 1) = 0 OR (SELECT short_runs FROM log_spelling WHERE id = 1) = 0 AS n");
+  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) OR (SELECT per_append FROM high_water_mode WHERE id = 1) = 0 OR (SELECT short FROM log_spelling WHERE id = 1) = 0 AS n");
   if (Number(pending?.n ?? 0) === 0) return;
   const { releaseLog: release } = await backfillModule();
   const batches = await release({

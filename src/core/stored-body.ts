@@ -73,6 +73,55 @@ export function shortSkipped({ kind, idempotencyKey, body }: Pick<EventInput, "k
 /** A skipped run's body from the six values its row held before 0033. */
 const fromSix = (value: readonly unknown[]): Record<string, unknown> => skippedBody(Object.fromEntries(SKIPPED_FIELDS.map((field, i) => [field, value[i]])) as SkippedValues);
 
+/**
+ * The values of a source's body that its stored form (0033) keeps in its `a` array, in order; its
+ * `messageId` and `text` keep their names, which the log's index by message id and the turn index
+ * read. `sentAt` is kept as epoch milliseconds where that spells it back exactly.
+ */
+export const SOURCE_FIELDS = ["authorId", "authorName", "username", "sentAt", "conversationType", "replyToMessageId", "attachments"] as const;
+
+interface SourceBody {
+  readonly messageId?: unknown;
+  readonly text?: unknown;
+  readonly author?: { readonly id?: unknown; readonly name?: unknown; readonly username?: unknown };
+  readonly sentAt?: unknown;
+  readonly conversationType?: unknown;
+  readonly replyToMessageId?: unknown;
+  readonly attachments?: unknown;
+}
+
+/** A source's body from its stored form's values (absent where null). */
+function fromCompactSource(messageId: unknown, text: unknown, values: readonly unknown[]): Record<string, unknown> {
+  const [authorId, authorName, username, sentAt, conversationType, replyToMessageId, attachments] = SOURCE_FIELDS.map((_, i) => values[i] ?? undefined);
+  return {
+    author: { id: authorId, name: authorName, username },
+    messageId,
+    text,
+    sentAt: typeof sentAt === "number" ? new Date(sentAt).toISOString() : sentAt,
+    conversationType,
+    replyToMessageId,
+    attachments,
+  };
+}
+
+/**
+ * A source's body as the log stores it since migrations/shard/0033, where it reads back (`eventBody`)
+ * as exactly this body: `{"a":[…],"messageId":…,"text":…}`, its field names not spelled again.
+ * Undefined for any other body.
+ */
+export function compactSource(kind: EventInput["kind"], body: unknown): string | undefined {
+  if (kind !== "source") return undefined;
+  const { messageId, text, author, sentAt, conversationType, replyToMessageId, attachments } = body as SourceBody;
+  const at = typeof sentAt === "string" && new Date(Date.parse(sentAt)).toISOString() === sentAt ? Date.parse(sentAt) : sentAt;
+  const values = [author?.id, author?.name, author?.username, at, conversationType, replyToMessageId, attachments].map((value) => value ?? null);
+  while (values.at(-1) === null) values.pop();
+  const stored = canonicalJson({ a: values, messageId, text });
+  return canonicalJson(sourceBody(JSON.parse(stored))) === canonicalJson(body) ? stored : undefined;
+}
+
+/** A stored source body as the canonical object: expanded from the compact form, or as stored. */
+const sourceBody = (value: unknown): unknown => (isCompactSource(value) ? fromCompactSource(value.messageId, value.text, value.a) : value);
+
 /** The body as the log stores it under its whole key (before 0033): the six values' array where it reads back as this body exactly. */
 export function storedBody(kind: EventInput["kind"], body: unknown): string {
   const canonical = canonicalJson(body);
@@ -88,10 +137,18 @@ export function storedBody(kind: EventInput["kind"], body: unknown): string {
  */
 export function eventBody(kind: string, key: string, stored: string): unknown {
   const value = JSON.parse(stored) as unknown;
+  if (kind === "source") return sourceBody(value);
   if (kind !== "run" || !Array.isArray(value)) return value;
   if (value.length === SKIPPED_FIELDS.length) return fromSix(value);
   const named = skippedNames(key);
   if (named === undefined || (value.length !== SHORT_FIELDS.length && value.length !== SHORT_FIELDS.length - 1)) return value;
   const [activeChars, activeMessages, triggerInputChars, reason = USUAL_REASON] = value as unknown[];
   return skippedBody({ ...named, activeChars, activeMessages, triggerInputChars, reason });
+}
+
+/** Whether a stored source body is the compact form: exactly `a` (an array), `messageId` and `text`. */
+function isCompactSource(value: unknown): value is { readonly a: readonly unknown[]; readonly messageId: unknown; readonly text: unknown } {
+  if (value === null || Array.isArray(value)) return false;
+  const keys = Object.keys(value as object);
+  return keys.length === 3 && keys.includes("messageId") && keys.includes("text") && Array.isArray((value as { a?: unknown }).a);
 }

@@ -190,7 +190,7 @@ async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId:
 
 /** The high-water mark written once an append from now on (migrations/shard/0032), and skipped runs spelled short (0033). */
 const PER_APPEND = { sql: "UPDATE high_water_mode SET per_append = 1 WHERE id = 1 AND per_append = 0", params: [] } as const;
-const SPELLED_SHORT = { sql: "UPDATE log_spelling SET short_runs = 1 WHERE id = 1 AND short_runs = 0", params: [] } as const;
+const SPELLED_SHORT = { sql: "UPDATE log_spelling SET short = 1 WHERE id = 1 AND short = 0", params: [] } as const;
 
 /**
  * The last step of migrations/shard/0031, 0032 and 0033, once the Worker that reads `log`, writes its

@@ -2,11 +2,12 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compactorRunEvent } from "../../src/core/compactor-runs";
 import type { EventInput } from "../../src/core/events";
+import { eventInputSchema } from "../../src/core/events";
 import { compactionPolicySchema } from "../../src/core/declarations";
 import { canonicalJson } from "../../src/core/hash";
 import type { SkipReason } from "../../src/core/preflight-decider";
 import { skippedRun } from "../../src/core/preflight-decider";
-import { eventBody, shortSkipped, skippedNames, storedBody } from "../../src/core/stored-body";
+import { compactSource, eventBody, shortSkipped, skippedNames, storedBody } from "../../src/core/stored-body";
 
 const policy = compactionPolicySchema.parse({ triggerInputChars: 20_000, retainInputChars: 10_000 });
 type RunBody = Record<string, unknown> & { detail: Record<string, unknown> };
@@ -74,7 +75,11 @@ describe("every other body", () => {
     expect(eventBody("run", KEY, "[1,2,3,4,5]")).toEqual([1, 2, 3, 4, 5]);
     expect(eventBody("run", KEY, "[1,2]")).toEqual([1, 2]);
     expect(eventBody("run", KEY, "[1,2,3,4,5,6,7]")).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(eventBody("source", KEY, '["c",1,2,3,4,"below_trigger"]')).toEqual(["c", 1, 2, 3, 4, "below_trigger"]);
+    expect(eventBody("proposal", KEY, '["c",1,2,3,4,"below_trigger"]')).toEqual(["c", 1, 2, 3, 4, "below_trigger"]);
+    expect(eventBody("proposal", KEY, "[1,2,3]")).toEqual([1, 2, 3]);
+    // A run's object whose fields happen to spell an array's length is an object.
+    expect(eventBody("run", KEY, '{"length":6}')).toEqual({ length: 6 });
+    expect(eventBody("run", KEY, '{"length":3}')).toEqual({ length: 3 });
     // The short form's three sizes name a skipped run only under a skipped run's key.
     expect(eventBody("run", "run:cmp_1:planned", "[1,2,3]")).toEqual([1, 2, 3]);
     expect(eventBody("source", KEY, "[1,2,3]")).toEqual([1, 2, 3]);
@@ -134,6 +139,85 @@ describe("a skipped run's short form (migration 0033)", () => {
         expect(short).toEqual({ compactor: compactorId, sourceSeq, body: expect.stringMatching(/^\[/) as unknown });
         expect(short!.body.length).toBeLessThanOrEqual(why === "below_trigger" ? 3 * 16 + 4 : 3 * 16 + 26);
         expect(canonicalJson(eventBody("run", run.idempotencyKey, short!.body))).toBe(canonicalJson(run.body));
+      }),
+    );
+  });
+});
+
+describe("a source's compact form (migration 0033)", () => {
+  const telegram = {
+    author: { id: "100000001", name: "Ada Lovelace", username: "ada" },
+    conversationType: "group",
+    messageId: "42",
+    sentAt: "2026-12-06T10:00:00.000Z",
+    text: "The venue is in Porto.",
+  };
+
+  it("keeps the message id and the text under their names, every other value in order, the time in milliseconds", () => {
+    const stored = compactSource("source", telegram);
+    expect(stored).toBe('{"a":["100000001","Ada Lovelace","ada",1796551200000,"group"],"messageId":"42","text":"The venue is in Porto."}');
+    expect(eventBody("source", "tg:update:1", stored!)).toEqual(telegram);
+  });
+
+  it.each([
+    ["an author with no name", { ...telegram, author: { id: "1", username: "ada" } }],
+    ["an author with an id alone", { author: { id: "1" }, messageId: "m", text: "" }],
+    ["a reply with attachments", { ...telegram, replyToMessageId: "41", attachments: [{ type: "photo", fileId: "f" }] }],
+    ["a time with an offset", { ...telegram, sentAt: "2026-12-06T11:00:00+01:00" }],
+    ["a time with no milliseconds", { ...telegram, sentAt: "2026-12-06T10:00:00Z" }],
+  ])("reads back as exactly the body it was: %s", (_, body) => {
+    const stored = compactSource("source", body);
+    expect(stored?.startsWith('{"a":[')).toBe(true);
+    expect(canonicalJson(eventBody("source", "k", stored!))).toBe(canonicalJson(body));
+  });
+
+  it("keeps a time that milliseconds would not spell back as its text", () => {
+    expect(compactSource("source", { ...telegram, sentAt: "2026-12-06T10:00:00Z" })).toContain('"2026-12-06T10:00:00Z"');
+  });
+
+  it.each([
+    ["a body with a field of its own", { ...telegram, extra: 1 }],
+    ["a body with no author", { messageId: "m", text: "t" }],
+  ])("is not taken for %s", (_, body) => {
+    expect(compactSource("source", body)).toBeUndefined();
+  });
+
+  it("is taken for sources only, and a stored body of another kind or shape reads back as itself", () => {
+    expect(compactSource("proposal", telegram)).toBeUndefined();
+    expect(compactSource("correction", telegram)).toBeUndefined();
+    const stored = compactSource("source", telegram)!;
+    expect(eventBody("proposal", "k", stored)).toEqual(JSON.parse(stored));
+    expect(eventBody("source", "k", '{"a":1,"messageId":"m","text":"t"}')).toEqual({ a: 1, messageId: "m", text: "t" });
+    expect(eventBody("source", "k", '{"a":[],"messageId":"m","text":"t","x":1}')).toEqual({ a: [], messageId: "m", text: "t", x: 1 });
+    expect(eventBody("source", "k", '{"a":[],"b":"m","text":"t"}')).toEqual({ a: [], b: "m", text: "t" });
+    expect(eventBody("source", "k", '{"a":[],"messageId":"m","b":"t"}')).toEqual({ a: [], messageId: "m", b: "t" });
+    expect(eventBody("source", "k", "[1]")).toEqual([1]);
+    expect(eventBody("source", "k", "null")).toBeNull();
+    expect(eventBody("source", "k", '"abc"')).toBe("abc");
+  });
+
+  it("reads back as exactly the body it was, for any source the schema takes", () => {
+    const text = fc.string({ unit: "grapheme", maxLength: 40 });
+    const id = fc.stringMatching(/^[\x21-\x7e]{1,12}$/);
+    const at = fc.date({ min: new Date("1970-01-01T00:00:00Z"), max: new Date("2100-01-01T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString());
+    const body = fc.record(
+      {
+        messageId: id,
+        author: fc.record({ id, name: text, username: id }, { requiredKeys: ["id"] }),
+        text,
+        sentAt: fc.oneof(at, at.map((iso) => iso.replace(".000Z", "Z"))),
+        replyToMessageId: id,
+        conversationType: fc.constantFrom("direct", "group"),
+      },
+      { requiredKeys: ["messageId", "author", "text"] },
+    );
+    fc.assert(
+      fc.property(body, (b) => {
+        const parsed = eventInputSchema.parse({ kind: "source", idempotencyKey: "k", body: b }).body;
+        const stored = compactSource("source", parsed);
+        expect(stored).toBeDefined();
+        expect(stored!.length).toBeLessThan(canonicalJson(parsed).length);
+        expect(canonicalJson(eventBody("source", "k", stored!))).toBe(canonicalJson(parsed));
       }),
     );
   });

@@ -1,6 +1,7 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { eventHash, eventInputSchema } from "../../src/core/events";
 import { shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, json, logRows, sourceEvent, tokenFor } from "./helpers";
 
@@ -27,14 +28,20 @@ describe("the event log in D1", () => {
     expect(await logRows(conversation)).toHaveLength(1);
   });
 
-  it("stores the canonical body and a hash that replays reproduce", async () => {
+  it("stores the body in its short spelling, reads back the canonical body, and keeps a hash that replays reproduce", async () => {
     const conversation = freshConversation();
     const token = await tokenFor(conversation);
     const event = { kind: "source", idempotencyKey: "k", body: { text: "hi", author: { name: "Ada", id: "u1" }, messageId: "m1" } };
     const reply = await json<{ event: { hash: string } }>(await call("POST", eventsPath(conversation), { token, body: event }));
     const row = await (await shardOf(conversation)).prepare("SELECT body, lower(hex(hash)) AS hash FROM log WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)").bind(conversation).first<{ body: string; hash: string }>();
-    expect(row?.body).toBe('{"author":{"id":"u1","name":"Ada"},"messageId":"m1","text":"hi"}');
+    // The field names are not spelled in the row (migrations/shard/0033); the hash is over the canonical event.
+    expect(row?.body).toBe('{"a":["u1","Ada"],"messageId":"m1","text":"hi"}');
     expect(row?.hash).toBe(reply.event.hash);
+    expect(row?.hash).toBe(eventHash(conversation, eventInputSchema.parse(event)));
+    const read = await json<{ events: { body: unknown; hash: string }[] }>(await call("GET", eventsPath(conversation), { token }));
+    expect(read.events).toEqual([expect.objectContaining({ body: event.body, hash: reply.event.hash })]);
+    const replay = await json<{ event: { hash: string } }>(await call("POST", eventsPath(conversation), { token, body: event }));
+    expect(replay.event.hash).toBe(reply.event.hash);
   });
 
   it("continues the sequence after the Durable Object is evicted", async () => {

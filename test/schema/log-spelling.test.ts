@@ -12,8 +12,9 @@ import { insertEvents, readAllEvents, readEventsByKeys } from "../../src/storage
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
- * A skipped run spelled short (migrations/shard/0033): its key as its compactor's integer key and its
- * source's number, its body as three sizes. Through the deploy: the log a Worker from before it
+ * The log spelled short (migrations/shard/0033): a skipped run's key as its compactor's integer key
+ * and its source's number, its body as three sizes; a source's body with its field names not
+ * spelled again. Through the deploy: the log a Worker from before it
  * wrote, the new Worker before the release (which spells it long, so the old one can still read
  * it), the release, and after it; one skipped run per compactor and source in either spelling.
  */
@@ -44,7 +45,7 @@ function oldWorker(db: DatabaseSync, seq: number, input: EventInput): void {
   ).run(CONVERSATION, seq, input.kind, input.idempotencyKey, storedBody(input.kind, input.body), eventHash(CONVERSATION, input));
 }
 
-it("spells skipped runs long until the release and short after it, reads all three spellings back as the events appended, and keeps one per compactor and source", async () => {
+it("spells skipped runs and sources long until the release and short after it, reads every spelling back as the events appended, and keeps one per compactor and source", async () => {
   // A shard in use before 0033: a source and its skipped run, as that Worker appended them.
   const db = new DatabaseSync(":memory:");
   migrate(db, "", "0033");
@@ -52,17 +53,20 @@ it("spells skipped runs long until the release and short after it, reads all thr
   oldWorker(db, 1, source(1));
   oldWorker(db, 2, run("a", 1));
   migrate(db, "0033");
-  expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 0 });
+  expect(db.prepare("SELECT short FROM log_spelling").get()).toEqual({ short: 0 });
   const d1 = d1Over(db);
 
   // The new Worker, uploaded, before the release: the old one may still read the log, so it gets the long spelling.
   await insertEvents(d1, CONVERSATION, planned([source(2)], 3), AT, { followers: { runs: planned([run("a", 3)], 4), revision: 0 } });
-  expect(rows(db).at(-1)).toEqual({ seq: 4, key: "run:pf_a_3:skipped", body: '["a",3,30,3,1000000,"below_trigger"]' });
+  expect(rows(db).slice(2)).toEqual([
+    { seq: 3, key: "s2", body: '{"author":{"id":"u1","name":"Ada"},"messageId":"m2","text":"Message 2."}' },
+    { seq: 4, key: "run:pf_a_3:skipped", body: '["a",3,30,3,1000000,"below_trigger"]' },
+  ]);
 
   // The release. The first skipped run of each compactor after it is still spelled whole, and gives
   // the compactor its key (`log_compactor_key`): an append costs no statement for it.
   await releaseLog(backfillOver(db));
-  expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 1 });
+  expect(db.prepare("SELECT short FROM log_spelling").get()).toEqual({ short: 1 });
   await insertEvents(d1, CONVERSATION, planned([source(3)], 5), AT, { followers: { runs: planned([run("a", 5), run("b.compactor", 5)], 6), revision: 0 } });
   expect(db.prepare("SELECT id, compactor_id FROM compactor_keys ORDER BY id").all()).toEqual([
     { id: 1, compactor_id: "a" },
@@ -75,10 +79,10 @@ it("spells skipped runs long until the release and short after it, reads all thr
   expect(rows(db).slice(5)).toEqual([
     { seq: 6, key: "run:pf_a_5:skipped", body: '["a",5,50,5,1000000,"below_trigger"]' },
     { seq: 7, key: "run:pf_b.compactor_5:skipped", body: '["b.compactor",5,50,5,1000000,"below_trigger"]' },
-    { seq: 8, key: "s4", body: expect.any(String) as unknown },
+    { seq: 8, key: "s4", body: '{"a":["u1","Ada"],"messageId":"m4","text":"Message 4."}' },
     { seq: 9, key: "1 8", body: "[80,8,1000000]" },
     { seq: 10, key: "2 8", body: "[80,8,1000000]" },
-    { seq: 11, key: "s5", body: expect.any(String) as unknown },
+    { seq: 11, key: "s5", body: '{"a":["u1","Ada"],"messageId":"m5","text":"Message 5."}' },
     { seq: 12, key: "1 11", body: '[110,11,50,"compaction_in_flight"]' },
   ]);
 
@@ -100,6 +104,11 @@ it("spells skipped runs long until the release and short after it, reads all thr
   oldWorker(db, 13, run("a", 8));
   expect(rows(db)).toHaveLength(12);
 
+  // The turn index folds a source's author from either spelling.
+  expect(db.prepare("SELECT message_id, seq, author_id, author_name FROM turns ORDER BY seq").all()).toEqual(
+    [1, 3, 5, 8, 11].map((seq, i) => ({ message_id: `m${i + 1}`, seq, author_id: "u1", author_name: "Ada" })),
+  );
+
   // The inspector's size chart reads each spelling.
   expect(await readPreflightSizes(d1, CONVERSATION, "a", 10, 100)).toEqual([
     { seq: 1, activeChars: 10, triggerChars: 1_000_000, planned: false },
@@ -115,9 +124,9 @@ it("spells skipped runs long until the release and short after it, reads all thr
   db.close();
 });
 
-it("starts a database that holds no conversation yet with skipped runs spelled short", () => {
+it("starts a database that holds no conversation yet with the log spelled short", () => {
   const db = new DatabaseSync(":memory:");
   migrate(db, "");
-  expect(db.prepare("SELECT short_runs FROM log_spelling").get()).toEqual({ short_runs: 1 });
+  expect(db.prepare("SELECT short FROM log_spelling").get()).toEqual({ short: 1 });
   db.close();
 });

@@ -1,4 +1,4 @@
--- A skipped run, kept at the size of what it says.
+-- A skipped run and a source, kept at the size of what they say.
 --
 -- Every source a compactor serves below its trigger leaves a content-dark skipped run in the log
 -- (about half of a conversation's events). Its key, `run:pf_<compactor>_<source seq>:skipped`, was
@@ -16,8 +16,14 @@
 -- canonical event, never how a row spells it. The key's unique index still holds one skipped run
 -- per compactor and source, in either spelling (`log_skipped_run_once`).
 --
+-- A source's body is stored as `{"a":[…],"messageId":…,"text":…}`: its message id and text under
+-- their names (the index by message id, the turn index and search read them), every other value in
+-- `a` in a fixed order (src/core/stored-body.ts, `SOURCE_FIELDS`; the time it was sent in epoch
+-- milliseconds), where the canonical object spelled its field names again in every row. It reads
+-- back as the canonical object; `turn_feed_source` reads the author from either form.
+--
 -- A Worker from before this migration cannot read the short spelling, so while one may still be
--- running the log gets the long one: `log_spelling.short_runs` is 0, and `npm run migrate --
+-- running the log gets the long one: `log_spelling.short` is 0, and `npm run migrate --
 -- --remote --release` (the last step of `npm run deploy`, after the upload) sets it to 1;
 -- `npm run migrate` on a local database at once. A database that holds no conversation yet starts
 -- at 1. Rows stored before keep their spelling, and read as they did.
@@ -29,9 +35,9 @@ CREATE TABLE compactor_keys (
 
 CREATE TABLE log_spelling (
   id INTEGER PRIMARY KEY CHECK (id = 1),
-  short_runs INTEGER NOT NULL CHECK (short_runs IN (0, 1))
+  short INTEGER NOT NULL CHECK (short IN (0, 1))
 );
-INSERT INTO log_spelling (id, short_runs) SELECT 1, NOT EXISTS (SELECT 1 FROM conversations);
+INSERT INTO log_spelling (id, short) SELECT 1, NOT EXISTS (SELECT 1 FROM conversations);
 
 -- One skipped run per compactor and source whichever way either is spelled: a short spelling is not
 -- stored where the long one is, nor the long one where the short one is (an append retried across
@@ -58,7 +64,25 @@ END;
 -- is left out (OR IGNORE), and its runs stay whole.
 CREATE TRIGGER log_compactor_key AFTER INSERT ON log
 WHEN NEW.kind = 'run' AND NEW.idempotency_key GLOB 'run:pf_?*_[0-9]*:skipped' AND substr(NEW.body, 1, 1) = '['
-  AND (SELECT short_runs FROM log_spelling WHERE id = 1) = 1
+  AND (SELECT short FROM log_spelling WHERE id = 1) = 1
 BEGIN
   INSERT OR IGNORE INTO compactor_keys (compactor_id) VALUES (json_extract(NEW.body, '$[0]'));
+END;
+
+-- The turn index's fold of a source, reading its author from the canonical body or the short one.
+DROP TRIGGER turn_feed_source;
+
+CREATE TRIGGER turn_feed_source INSTEAD OF INSERT ON turn_feed WHEN NEW.kind = 'source'
+BEGIN
+  INSERT OR IGNORE INTO turns SELECT * FROM turn_index_v1_turns WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = NEW.conversation_id) AND role = 'user' AND message_id = json_extract(NEW.body, '$.messageId');
+  INSERT INTO turns (conversation_key, role, message_id, seq, author_id, author_name, origin_sensitive)
+  VALUES (
+    (SELECT id FROM conversation_keys WHERE conversation_id = NEW.conversation_id), 'user', json_extract(NEW.body, '$.messageId'), NEW.seq,
+    COALESCE(json_extract(NEW.body, '$.author.id'), json_extract(NEW.body, '$.a[0]')),
+    COALESCE(json_extract(NEW.body, '$.author.name'), json_extract(NEW.body, '$.author.username'), json_extract(NEW.body, '$.a[1]'), json_extract(NEW.body, '$.a[2]')),
+    NEW.sensitive
+  )
+  ON CONFLICT (conversation_key, role, message_id) DO UPDATE SET
+    seq = excluded.seq, author_id = excluded.author_id, author_name = excluded.author_name, origin_sensitive = excluded.origin_sensitive
+  WHERE turns.seq IS NULL;
 END;
