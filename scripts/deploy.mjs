@@ -10,7 +10,8 @@
 //   5. `npm run migrate -- --remote --release`: the log's rows stored before migrations/shard/0031
 //      leave `events`, now that the Worker that reads `log` is live, and the log's high-water mark
 //      is written once an append (0032), now that no Worker that does not write it appends, and
-//      skipped runs are spelled short (0033), now that no Worker that cannot read them runs.
+//      sources and skipped runs are spelled short (0033), now that no Worker that cannot read
+//      them runs.
 // Secrets (the model key, Telegram webhook secrets and bot tokens, OPS_ALERT_SECRET) are not
 // touched: docs/OPERATIONS.md, "Deploying". `--dry-run` prints the plan and changes nothing.
 import { spawnSync } from "node:child_process";

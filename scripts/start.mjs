@@ -57,8 +57,8 @@ for (const binding of databases) {
   // Local state from before the word indexes: indexed once, a batch at a time (scripts/lib/search-backfill.mjs).
   await backfillSearch(binding, ["--local"], (line) => console.log(line));
   // This Worker is the only one appending to the local state: what a deploy releases after its
-  // upload (the log kept before 0031, the high-water mark written once a row before 0032, skipped
-  // runs spelled whole before 0033), at once.
+  // upload (the log kept before 0031, the high-water mark written once a row before 0032, sources
+  // and skipped runs spelled whole before 0033), at once.
   await releaseLog(binding, ["--local"], (line) => console.log(line));
 }
 console.log(`Local D1 (.wrangler/state, ${databases.join(", ")}): ${applied === 0 ? "migrations already applied" : `${applied} migration(s) applied`}.`);

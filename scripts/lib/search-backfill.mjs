@@ -94,10 +94,10 @@ export async function backfillSearch(binding, where, log) {
 
 /**
  * The last step of the log's move (migrations/shard/0031), of its high-water mark's (0032) and of its
- * short skipped runs' (0033), for a shard whose Worker reads `log`, writes the mark once an append
- * and reads skipped runs spelled short: the rows copied from `events` leave it, the mark is no longer
- * written once a row, and skipped runs are spelled short. A control database, or a shard released
- * already, costs one query.
+ * short spelling's (0033), for a shard whose Worker reads `log`, writes the mark once an append and
+ * reads the log spelled short: the rows copied from `events` leave it, the mark is no longer written
+ * once a row, and sources and skipped runs are spelled short. A control database, or a shard
+ * released already, costs one query.
  * @param {string} binding @param {readonly string[]} where @param {(line: string) => void} log
  */
 export async function releaseLog(binding, where, log) {
@@ -109,5 +109,5 @@ export async function releaseLog(binding, where, log) {
     rows: async (statement) => d1Rows(binding, where, inline(statement)),
     write: async (statements) => d1Run(binding, where, statements.map(inline)),
   });
-  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es)); its high-water mark is written once an append (0032); skipped runs are spelled short (0033)`);
+  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es)); its high-water mark is written once an append (0032); sources and skipped runs are spelled short (0033)`);
 }
