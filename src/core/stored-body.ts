@@ -3,23 +3,28 @@ import { canonicalJson } from "./hash";
 
 /**
  * How the log spells an event's key and body in its row. Every event is stored as its key and the
- * canonical JSON of its body (RFC 8785) but one: a compactor's skipped run, written for every source
- * each compactor serves below its trigger (about half of a conversation's events). All of it but
- * five values derives from them (`core/preflight-decider` `skippedRun`): its key from the compactor
- * and the source's number, its body from those and three sizes and the reason.
+ * canonical JSON of its body (RFC 8785) but two kinds, since migrations/shard/0033 (and once no
+ * Worker from before it may read the log):
  *
- * - Since migrations/shard/0033 (`shortSkipped`) the row's key names the compactor by its
+ * - A source's body as `{"a":[…],"messageId":…,"text":…}` (`compactSource`): its message id and
+ *   text under their names, which the log's index by message id and the turn index read, every
+ *   other value in `a` in `SOURCE_FIELDS` order, where the canonical object spelled each field's
+ *   name again in every row.
+ * - A compactor's skipped run, written for every source each compactor serves below its trigger
+ *   (about half of a conversation's events). All of it but five values derives from them
+ *   (`core/preflight-decider` `skippedRun`): its key from the compactor and the source's number, its
+ *   body from those and three sizes and the reason. Its row's key names the compactor by its
  *   `compactor_keys` id and the source by its number (`<id> <seq>`, which the storage layer spells
  *   back to the key, `skippedNames`), and its body is the three sizes, the reason after them only
- *   when it is not the usual `below_trigger` (`SHORT_FIELDS`): about 20 bytes where the object
- *   takes 230.
- * - Before it (and while a Worker from before it may read the log) the key was stored whole and the
- *   body was the array of six values in `SKIPPED_FIELDS` order.
+ *   when it is not the usual `below_trigger` (`shortSkipped`, `SHORT_FIELDS`): about 20 bytes where
+ *   the object takes 230. Before 0033 (and while a Worker from before it may read the log, and for a
+ *   compactor's first run after the release) the key is stored whole and the body as the array of
+ *   six values in `SKIPPED_FIELDS` order (`storedBody`).
  *
- * The event's hash covers its canonical body and key, never how a row spells them. A run is stored
- * short only when the short form reads back (`eventBody`) to exactly that key and canonical body;
- * anything else is stored whole. A row edited behind the service's back reads back as some other
- * event (or as one the event schema refuses), and its hash names it, as for any event.
+ * The event's hash covers its canonical body and key, never how a row spells them. An event is
+ * stored short only when the short form reads back (`eventBody`) to exactly that key and canonical
+ * body; anything else is stored whole. A row edited behind the service's back reads back as some
+ * other event (or as one the event schema refuses), and its hash names it, as for any event.
  */
 
 /** The values of a skipped run that its body does not derive, in their stored order (before 0033). */
