@@ -157,3 +157,24 @@ function isCompactSource(value: unknown): value is { readonly a: readonly unknow
   const keys = Object.keys(value as object);
   return keys.length === 3 && keys.includes("messageId") && keys.includes("text") && Array.isArray((value as { a?: unknown }).a);
 }
+
+/**
+ * The short body as what it adds (`head`) to the characters it ends with in common with the whole
+ * body (`tail`, counted as SQLite counts them: code points), so that a writer passing both passes a
+ * source's text, which ends both, once (src/storage/shard/events.ts: a row's parameter stays within
+ * D1's 2 MB a value for any body the API takes). `head` followed by the whole body's last `tail`
+ * code points is `short`.
+ */
+export function borrowedTail(short: string, whole: string): { head: string; tail: number } {
+  let units = 0;
+  // Past either string's start `charCodeAt` is NaN, which equals nothing: the walk stops there.
+  while (short.charCodeAt(short.length - 1 - units) === whole.charCodeAt(whole.length - 1 - units)) units += 1;
+  // Never between the halves of a surrogate pair.
+  const start = short.length - units;
+  const from = isLowSurrogate(short.charCodeAt(start)) ? start + 1 : start;
+  let tail = 0;
+  for (let i = from; i < short.length; i++) if (!isLowSurrogate(short.charCodeAt(i))) tail += 1;
+  return { head: short.slice(0, from), tail };
+}
+
+const isLowSurrogate = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff;

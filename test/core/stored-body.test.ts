@@ -7,7 +7,7 @@ import { compactionPolicySchema } from "../../src/core/declarations";
 import { canonicalJson } from "../../src/core/hash";
 import type { SkipReason } from "../../src/core/preflight-decider";
 import { skippedRun } from "../../src/core/preflight-decider";
-import { compactSource, eventBody, shortSkipped, skippedNames, storedBody } from "../../src/core/stored-body";
+import { borrowedTail, compactSource, eventBody, shortSkipped, skippedNames, storedBody } from "../../src/core/stored-body";
 
 const policy = compactionPolicySchema.parse({ triggerInputChars: 20_000, retainInputChars: 10_000 });
 type RunBody = Record<string, unknown> & { detail: Record<string, unknown> };
@@ -218,6 +218,42 @@ describe("a source's compact form (migration 0033)", () => {
         expect(stored).toBeDefined();
         expect(stored!.length).toBeLessThan(canonicalJson(parsed).length);
         expect(canonicalJson(eventBody("source", "k", stored!))).toBe(canonicalJson(parsed));
+      }),
+    );
+  });
+});
+
+describe("a short body's borrowed tail", () => {
+  /** What SQL rebuilds: the head, then the whole body's last `tail` code points. */
+  const rebuilt = (whole: string, { head, tail }: { head: string; tail: number }) => head + (tail === 0 ? "" : [...whole].slice(-tail).join(""));
+
+  it("borrows what both end with, counted in code points", () => {
+    expect(borrowedTail('{"a":["u1"],"text":"hi 😀"}', '{"author":{"id":"u1"},"text":"hi 😀"}')).toEqual({ head: '{"a":["u1"]', tail: 15 });
+    expect(borrowedTail("abc", "abc")).toEqual({ head: "", tail: 3 });
+    expect(borrowedTail("abc", "xyz")).toEqual({ head: "abc", tail: 0 });
+    expect(borrowedTail("", "xyz")).toEqual({ head: "", tail: 0 });
+    expect(borrowedTail("bc", "abc")).toEqual({ head: "", tail: 2 });
+    expect(borrowedTail("abc", "bc")).toEqual({ head: "a", tail: 2 });
+  });
+
+  it("never splits a surrogate pair: two characters that share their low half are not a common tail", () => {
+    // U+1F600 (\uD83D\uDE00) and U+10600 (\uD801\uDE00) share their low surrogate, not their high one.
+    expect(borrowedTail("a\u{1F600}b", "c\u{10600}b")).toEqual({ head: "a\u{1F600}", tail: 1 });
+    expect(borrowedTail("\u{1F600}", "\u{10600}")).toEqual({ head: "\u{1F600}", tail: 0 });
+    // A pair borrowed whole counts one: the lowest and the highest low surrogate.
+    expect(borrowedTail("x\u{10000}", "y\u{10000}")).toEqual({ head: "x", tail: 1 });
+    expect(borrowedTail("x\u{103FF}", "y\u{103FF}")).toEqual({ head: "x", tail: 1 });
+  });
+
+  it("rebuilds the short body exactly, for any pair of strings", () => {
+    const text = fc.string({ unit: "grapheme", maxLength: 20 });
+    fc.assert(
+      fc.property(text, text, text, (a, b, common) => {
+        const short = a + common;
+        const whole = b + common;
+        const borrowed = borrowedTail(short, whole);
+        expect(rebuilt(whole, borrowed)).toBe(short);
+        expect(borrowed.tail).toBeGreaterThanOrEqual([...common].length);
       }),
     );
   });

@@ -44,6 +44,19 @@ describe("the event log in D1", () => {
     expect(replay.event.hash).toBe(reply.event.hash);
   });
 
+  it("stores a source of the longest text whose every character JSON escapes, within D1's 2 MB a bound value", async () => {
+    const conversation = freshConversation();
+    const token = await tokenFor(conversation);
+    // As many characters as a request may carry (1 MiB, `MAX_BODY_BYTES`'s default) that each take 6
+    // in the request's JSON and 7 in the row's JSON around the body's: the row's parameter must not
+    // carry the text twice.
+    const chars = Math.floor((1_048_576 - 200) / 6);
+    const event = { kind: "source", idempotencyKey: "long", body: { text: "\u0001".repeat(chars), author: { id: "u1" }, messageId: "m1" } };
+    expect((await call("POST", eventsPath(conversation), { token, body: event })).status).toBe(201);
+    const read = await json<{ events: { body: { text: string } }[] }>(await call("GET", eventsPath(conversation), { token }));
+    expect(read.events[0]?.body.text).toBe(event.body.text);
+  });
+
   it("continues the sequence after the Durable Object is evicted", async () => {
     const conversation = freshConversation();
     const token = await tokenFor(conversation);

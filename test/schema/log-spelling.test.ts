@@ -5,7 +5,7 @@ import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { skippedRun } from "../../src/core/preflight-decider";
-import { storedBody } from "../../src/core/stored-body";
+import { compactSource, storedBody } from "../../src/core/stored-body";
 import { releaseLog } from "../../src/storage/search-backfill";
 import { readPreflightSizes } from "../../src/storage/shard/context-sizes";
 import { insertEvents, readAllEvents, readEventsByKeys } from "../../src/storage/shard/events";
@@ -128,5 +128,25 @@ it("starts a database that holds no conversation yet with the log spelled short"
   const db = new DatabaseSync(":memory:");
   migrate(db, "");
   expect(db.prepare("SELECT short FROM log_spelling").get()).toEqual({ short: 1 });
+  db.close();
+});
+
+it("stores a source's short body exactly, its text carried once, for any text in any script", async () => {
+  const { default: fc } = await import("fast-check");
+  const db = new DatabaseSync(":memory:");
+  migrate(db, "");
+  const d1 = d1Over(db);
+  let seq = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.string({ unit: "grapheme", maxLength: 30 }), fc.constantFrom("2026-12-06T10:00:00.000Z", "2026-12-06T10:00:00+01:00"), async (text, sentAt) => {
+      seq += 1;
+      const input = eventInputSchema.parse({ kind: "source", idempotencyKey: `p${seq}`, body: { messageId: `m${seq}`, author: { id: "u1", name: "Ada 😀" }, sentAt, text } });
+      await insertEvents(d1, CONVERSATION, planned([input], seq), AT);
+      const row = db.prepare("SELECT body FROM log WHERE seq = ?").get(seq) as { body: string };
+      expect(row.body).toBe(compactSource("source", input.body));
+      expect((await readEventsByKeys(d1, CONVERSATION, [`p${seq}`])).get(`p${seq}`)?.body).toEqual(input.body);
+    }),
+    { numRuns: 200 },
+  );
   db.close();
 });

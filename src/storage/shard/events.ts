@@ -4,7 +4,7 @@ import type { StoredEvent } from "../../core/events";
 import { eventInputSchema } from "../../core/events";
 import type { LogGap, LogRange } from "../../core/log-audit";
 import { LOG_FINDINGS_LISTED } from "../../core/log-audit";
-import { compactSource, eventBody, SHORT_FIELDS, SKIPPED_FIELDS, shortSkipped, skippedNames, storedBody } from "../../core/stored-body";
+import { borrowedTail, compactSource, eventBody, SHORT_FIELDS, SKIPPED_FIELDS, shortSkipped, skippedNames, storedBody } from "../../core/stored-body";
 import { declarationRevisionStatement, revisionOf } from "../declaration-revision";
 import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
@@ -167,15 +167,18 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
  * A planned row's values as its JSON element carries them: `INSERTED_COLUMNS` but the conversation's
  * key and the hash, then a skipped run's compactor and source (nulls for any other event) and the
  * body as the log spells it short (`core/stored-body`: a skipped run's sizes, a source's compact
- * form, any other body whole). A row takes the short body once the log is spelled short
+ * form, any other body whole), as its head and how many characters of the whole body end it
+ * (`borrowedTail`). A row takes the short body once the log is spelled short
  * (`SPELLED_SHORT`), and a skipped run only once its compactor has its key (its first skipped run
  * after the release, spelled whole, gives it one: migrations/shard/0033, `log_compactor_key`).
  */
 function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number | null)[] {
   const short = shortSkipped(input);
   const body = storedBody(input.kind, input.body);
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, short?.body ?? compactSource(input.kind, input.body) ?? body];
+  const { head, tail } = borrowedTail(short?.body ?? compactSource(input.kind, input.body) ?? body, body);
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail];
 }
+
 
 /** Whether the log takes skipped runs and sources in their short spelling (migrations/shard/0033: once no Worker from before it runs). */
 const SPELLED_SHORT = "COALESCE((SELECT short FROM log_spelling WHERE id = 1), 0) = 1";
@@ -206,7 +209,7 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
     db
       .prepare(
         `INSERT INTO log (${INSERTED_COLUMNS})
-         SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, CASE WHEN ${shortKey} IS NOT NULL OR (${value(6)} IS NULL AND ${SPELLED_SHORT}) THEN ${value(8)} ELSE ${value(4)} END, ${hash}, ${value(5)}
+         SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, CASE WHEN ${shortKey} IS NOT NULL OR (${value(6)} IS NULL AND ${SPELLED_SHORT}) THEN ${value(8)} || substr(${value(4)}, length(${value(4)}) - ${value(9)} + 1) ELSE ${value(4)} END, ${hash}, ${value(5)}
          FROM conversation_keys k, json_each(?2) j
          WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
          ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
