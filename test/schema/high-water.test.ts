@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
@@ -7,6 +5,7 @@ import { eventHash, eventInputSchema } from "../../src/core/events";
 import { skippedRun } from "../../src/core/preflight-decider";
 import { releaseLog } from "../../src/storage/search-backfill";
 import { insertEvents, readHead } from "../../src/storage/shard/events";
+import { migrateShard } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
@@ -15,13 +14,8 @@ import { backfillOver, d1Over } from "./sqlite-d1";
  * an event stored, and a row must follow both it and the log's own newest row.
  */
 
-const SHARD = fileURLToPath(new URL("../../migrations/shard/", import.meta.url));
 const CONVERSATION = "telegram:7123456789:-1001987654321";
 const AT = "2026-12-06T10:00:00.000Z";
-
-function migrate(db: DatabaseSync, from: string, below?: string): void {
-  for (const file of readdirSync(SHARD).filter((f) => f.endsWith(".sql") && f >= from && (below === undefined || f < below)).sort()) db.exec(readFileSync(`${SHARD}${file}`, "utf8"));
-}
 
 /** Every write of the conversation's row, counted beside it. */
 function countHeadWrites(db: DatabaseSync): DatabaseSync {
@@ -32,7 +26,7 @@ function countHeadWrites(db: DatabaseSync): DatabaseSync {
 
 function migrated(): DatabaseSync {
   const db = new DatabaseSync(":memory:");
-  migrate(db, "");
+  migrateShard(db);
   return countHeadWrites(db);
 }
 
@@ -102,7 +96,7 @@ it("only advances, never past an event stored, and a row follows both the mark a
 it("writes the mark once a row while a Worker from before 0032 may append, and once an append after the release", async () => {
   // A shard in use before 0032: a conversation with events, as the Worker of 0031 appended them.
   const db = new DatabaseSync(":memory:");
-  migrate(db, "", "0032");
+  migrateShard(db, "", "0032");
   const d1 = d1Over(db);
   // That Worker's rows, with no statement for the mark.
   const oldWorker = db.prepare(
@@ -111,7 +105,7 @@ it("writes the mark once a row while a Worker from before 0032 may append, and o
   );
   db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").run(CONVERSATION, AT);
   for (const [i, input] of [source(1), source(2)].entries()) oldWorker.run(CONVERSATION, 1 + i, input.kind, input.idempotencyKey, JSON.stringify(input.body), eventHash(CONVERSATION, input));
-  migrate(db, "0032");
+  migrateShard(db, "0032");
   countHeadWrites(db);
   // That Worker, still running until its replacement's upload: each row moves the mark, so the head
   // it reads back is where its next row goes.
@@ -133,7 +127,7 @@ it("writes the mark once a row while a Worker from before 0032 may append, and o
 
 it("starts a database that holds no conversation yet at once an append", () => {
   const db = new DatabaseSync(":memory:");
-  migrate(db, "");
+  migrateShard(db);
   expect(db.prepare("SELECT per_append FROM high_water_mode").get()).toEqual({ per_append: 1 });
   db.close();
 });

@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
@@ -9,6 +7,7 @@ import { compactSource, storedBody } from "../../src/core/stored-body";
 import { releaseLog } from "../../src/storage/search-backfill";
 import { readPreflightSizes } from "../../src/storage/shard/context-sizes";
 import { insertEvents, readAllEvents, readEventsByKeys } from "../../src/storage/shard/events";
+import { migrateShard } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
@@ -19,13 +18,8 @@ import { backfillOver, d1Over } from "./sqlite-d1";
  * it), the release, and after it; one skipped run per compactor and source in either spelling.
  */
 
-const SHARD = fileURLToPath(new URL("../../migrations/shard/", import.meta.url));
 const CONVERSATION = "telegram:7123456789:-1001987654321";
 const AT = "2026-12-06T10:00:00.000Z";
-
-function migrate(db: DatabaseSync, from: string, below?: string): void {
-  for (const file of readdirSync(SHARD).filter((f) => f.endsWith(".sql") && f >= from && (below === undefined || f < below)).sort()) db.exec(readFileSync(`${SHARD}${file}`, "utf8"));
-}
 
 const source = (n: number): EventInput =>
   eventInputSchema.parse({ kind: "source", idempotencyKey: `s${n}`, body: { messageId: `m${n}`, author: { id: "u1", name: "Ada" }, text: `Message ${n}.` } });
@@ -48,11 +42,11 @@ function oldWorker(db: DatabaseSync, seq: number, input: EventInput): void {
 it("spells skipped runs and sources long until the release and short after it, reads every spelling back as the events appended, and keeps one per compactor and source", async () => {
   // A shard in use before 0033: a source and its skipped run, as that Worker appended them.
   const db = new DatabaseSync(":memory:");
-  migrate(db, "", "0033");
+  migrateShard(db, "", "0033");
   db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").run(CONVERSATION, AT);
   oldWorker(db, 1, source(1));
   oldWorker(db, 2, run("a", 1));
-  migrate(db, "0033");
+  migrateShard(db, "0033");
   expect(db.prepare("SELECT short FROM log_spelling").get()).toEqual({ short: 0 });
   const d1 = d1Over(db);
 
@@ -126,7 +120,7 @@ it("spells skipped runs and sources long until the release and short after it, r
 
 it("starts a database that holds no conversation yet with the log spelled short", () => {
   const db = new DatabaseSync(":memory:");
-  migrate(db, "");
+  migrateShard(db);
   expect(db.prepare("SELECT short FROM log_spelling").get()).toEqual({ short: 1 });
   db.close();
 });
@@ -134,7 +128,7 @@ it("starts a database that holds no conversation yet with the log spelled short"
 it("stores a source's short body exactly, its text carried once, for any text in any script", async () => {
   const { default: fc } = await import("fast-check");
   const db = new DatabaseSync(":memory:");
-  migrate(db, "");
+  migrateShard(db);
   const d1 = d1Over(db);
   let seq = 0;
   await fc.assert(

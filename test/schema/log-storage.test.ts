@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
@@ -7,6 +5,7 @@ import { eventHash, eventInputSchema } from "../../src/core/events";
 import { skippedRun } from "../../src/core/preflight-decider";
 import { insertEvents } from "../../src/storage/shard/events";
 import { btreeStats } from "./btree-stats";
+import { migrateShard } from "./shard-migrations";
 import { d1Over } from "./sqlite-d1";
 
 /**
@@ -17,14 +16,13 @@ import { d1Over } from "./sqlite-d1";
  * over every table the log has been kept in (`events` before migrations/shard/0031, `log` since).
  */
 
-const SHARD = fileURLToPath(new URL("../../migrations/shard/", import.meta.url));
 const CONVERSATION = "telegram:7123456789:-1001987654321";
 const MESSAGES = 2_000;
 const TEXT = "the offsite budget is four thousand euros and we meet at the harbour on Tuesday morning, ok?";
 
 function migratedShard(): DatabaseSync {
   const db = new DatabaseSync(":memory:");
-  for (const file of readdirSync(SHARD).filter((f) => f.endsWith(".sql")).sort()) db.exec(readFileSync(`${SHARD}${file}`, "utf8"));
+  migrateShard(db);
   return db;
 }
 

@@ -35,14 +35,16 @@ export const IN_LOG = `conversation_key = ${conversationKey("?1")}`;
 
 /**
  * A skipped run's key as a row spells it since migrations/shard/0033 (`<compactor key> <source seq>`,
- * `core/stored-body`), over the stored key `key`: the compactor's key, and the source's number.
+ * `core/stored-body`), over the stored key `key`: whether it is spelled so (a space is in no other
+ * key), the compactor's key, and the source's number.
  */
+const shortKeyed = (key: string): string => `instr(${key}, ' ') > 0`;
 export const shortCompactor = (key: string): string => `CAST(substr(${key}, 1, instr(${key}, ' ') - 1) AS INTEGER)`;
 export const shortSource = (key: string): string => `substr(${key}, instr(${key}, ' ') + 1)`;
 
 /** The event's key from the stored key `key`: as stored, or a skipped run's spelled back from its short form. */
 const keyColumn = (key: string) =>
-  `CASE WHEN instr(${key}, ' ') = 0 THEN ${key} ELSE 'run:pf_' || (SELECT compactor_id FROM compactor_keys WHERE id = ${shortCompactor(key)}) || '_' || ${shortSource(key)} || ':skipped' END AS idempotency_key`;
+  `CASE WHEN ${shortKeyed(key)} THEN 'run:pf_' || (SELECT compactor_id FROM compactor_keys WHERE id = ${shortCompactor(key)}) || '_' || ${shortSource(key)} || ':skipped' ELSE ${key} END AS idempotency_key`;
 
 /** The columns of an `EventRow` from the log's row `alias` (none: the only table) of conversation ?1. */
 export const eventColumns = (alias?: string): string => {
@@ -68,7 +70,7 @@ const INSERTED_COLUMNS = "conversation_key, seq, kind, idempotency_key, sensitiv
 export const STORED_SKIPPED = "substr(body, 1, 1) = '['";
 export const skippedPath = (field: (typeof SKIPPED_FIELDS)[number]): string => `'$[${SKIPPED_FIELDS.indexOf(field)}]'`;
 /** Whether a run's row is a skipped run spelled short (0033), whose key names its compactor and source; the JSON path of one of its body's values. */
-export const SPELLED_SHORT_ROW = "instr(idempotency_key, ' ') > 0";
+export const SPELLED_SHORT_ROW = shortKeyed("idempotency_key");
 export const shortPath = (field: (typeof SHORT_FIELDS)[number]): string => `'$[${SHORT_FIELDS.indexOf(field)}]'`;
 
 export function toStoredEvent(row: EventRow): StoredEvent {
@@ -173,12 +175,12 @@ function selectByKeys(db: D1Database, conversationId: string, keys: readonly str
  * after the release, spelled whole, gives it one: migrations/shard/0033, `log_compactor_key`).
  */
 function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number | null)[] {
-  const short = shortSkipped(input);
+  // Each short form is tried on its own kind only: trying one reads the whole body.
+  const short = input.kind === "run" ? shortSkipped(input) : undefined;
   const body = storedBody(input.kind, input.body);
   const { head, tail } = borrowedTail(short?.body ?? compactSource(input.kind, input.body) ?? body, body);
   return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail];
 }
-
 
 /** Whether the log takes skipped runs and sources in their short spelling (migrations/shard/0033: once no Worker from before it runs). */
 const SPELLED_SHORT = "COALESCE((SELECT short FROM log_spelling WHERE id = 1), 0) = 1";
@@ -205,11 +207,15 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
   const hash = `substr(?${3 + extra.length}, 32 * j.key + 1, 32)`;
   // A skipped run's short key, once the log is spelled short and its compactor has a key (null: spelled whole).
   const shortKey = `(SELECT c.id || ' ' || ${value(7)} FROM compactor_keys c WHERE c.compactor_id = ${value(6)} AND ${SPELLED_SHORT})`;
+  // The short body (its head, then the whole body's last characters) where the row is spelled short:
+  // a skipped run with its short key, any other event once the log is spelled short.
+  const shortBody = `${value(8)} || substr(${value(4)}, length(${value(4)}) - ${value(9)} + 1)`;
+  const body = `CASE WHEN ${shortKey} IS NOT NULL OR (${value(6)} IS NULL AND ${SPELLED_SHORT}) THEN ${shortBody} ELSE ${value(4)} END`;
   return chunks.map((chunk) =>
     db
       .prepare(
         `INSERT INTO log (${INSERTED_COLUMNS})
-         SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, CASE WHEN ${shortKey} IS NOT NULL OR (${value(6)} IS NULL AND ${SPELLED_SHORT}) THEN ${value(8)} || substr(${value(4)}, length(${value(4)}) - ${value(9)} + 1) ELSE ${value(4)} END, ${hash}, ${value(5)}
+         SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, ${body}, ${hash}, ${value(5)}
          FROM conversation_keys k, json_each(?2) j
          WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
          ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
