@@ -188,22 +188,24 @@ async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId:
   }
 }
 
-/** The high-water mark written once an append from now on (migrations/shard/0032), and sources and skipped runs spelled short (0033). */
+/** The high-water mark written once an append from now on (migrations/shard/0032), sources and skipped runs spelled short (0033), and a turn's fold written only once an event comes back to it (0034). */
 const PER_APPEND = { sql: "UPDATE high_water_mode SET per_append = 1 WHERE id = 1 AND per_append = 0", params: [] } as const;
 const SPELLED_SHORT = { sql: "UPDATE log_spelling SET short = 1 WHERE id = 1 AND short = 0", params: [] } as const;
+const TURNS_SPARSE = { sql: "UPDATE turn_rows SET sparse = 1 WHERE id = 1 AND sparse = 0", params: [] } as const;
 
 /**
- * The last step of migrations/shard/0031, 0032 and 0033, once the Worker that reads `log`, writes its
- * high-water mark once an append and reads the log spelled short is live: copies what a Worker
- * before it appended since the copy ran, lets every copied row leave `events`, a batch per
- * transaction, then has the mark written once an append (`high_water_mode`) and sources and
- * skipped runs spelled short (`log_spelling`). Returns how many batches it deleted.
+ * The last step of migrations/shard/0031 to 0034, once the Worker that reads `log`, writes its
+ * high-water mark once an append, reads the log spelled short and reads a turn's origin from the
+ * log is live: copies what a Worker before it appended since the copy ran, lets every copied row
+ * leave `events`, a batch per transaction, then has the mark written once an append
+ * (`high_water_mode`), sources and skipped runs spelled short (`log_spelling`) and a source's fold
+ * written only once an event comes back to it (`turn_rows`). Returns how many batches it deleted.
  */
 export async function releaseLog(db: BackfillDatabase): Promise<number> {
   await move(db, LOG_COPY, () => {});
   let batches = 0;
   await move(db, LOG_RELEASE, () => (batches += 1));
-  await db.write([PER_APPEND, SPELLED_SHORT]);
+  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE]);
   return batches;
 }
 

@@ -118,6 +118,19 @@ describe("D1 round trips per append", () => {
     expect(three - one).toBe(2 * 2);
   });
 
+  it("writes for a source below the trigger only what the log does not already say: 7 rows, none of them its turn's fold", async () => {
+    // The source's row with its key's and its message id's index entries (3), its skipped run's row
+    // and key entry (2), its row of terms (1), the conversation's high-water mark (1). Its turn (role,
+    // message id, author, sensitivity) is read from its own row; `turns` holds only what events
+    // about it add later (an edit, a deletion, a delivery), so a message nothing came back to writes
+    // no fold row and no entry of the fold's sequence index.
+    const { conversation, token } = await conversationWithAgent("fold");
+    for (let n = 1; n <= 2; n++) await append(token, conversation, message(n));
+    const costs = [];
+    for (let n = 3; n <= 5; n++) costs.push((await append(token, conversation, message(n))).rowsWritten);
+    expect(costs).toEqual([7, 7, 7]);
+  });
+
   it("reads the declarations serving the conversation once for a batch: its preflight and its reply hand-off share them", async () => {
     const { conversation, token } = await conversationWithAgent("batch");
     await append(token, conversation, message(1));

@@ -24,11 +24,17 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "log", "activations", "compaction_plans", "boundaries", "incidents", "turns", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
+const CONVERSATION_TABLES = ["conversations", "log", "activations", "compaction_plans", "boundaries", "incidents", "turns", "turn_terms", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
 
 /** How each table names the conversation its rows belong to. */
 const ofConversation = (table: (typeof CONVERSATION_TABLES)[number]): string =>
-  table === "conversations" ? "id = ?" : table === "conversation_memory_sources" || table === "turns" || table === "log" ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)" : "conversation_id = ?";
+  table === "conversations"
+    ? "id = ?"
+    : table === "turn_terms"
+      ? "rowid BETWEEN ((SELECT id FROM conversation_keys WHERE conversation_id = ?1) << 32) AND (((SELECT id FROM conversation_keys WHERE conversation_id = ?1) << 32) | 4294967295)"
+      : table === "conversation_memory_sources" || table === "turns" || table === "log"
+        ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)"
+        : "conversation_id = ?";
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -102,7 +108,10 @@ describe("conversations on shards", () => {
 
   it("puts every row of a conversation on its shard, and none on any other: events, plans, boundaries, activations, the turn index, extraction runs, extracted memory", async () => {
     const conversation = conversationOn("DB_SHARD_2");
-    const { agentId } = await compacted(conversation, 2);
+    const { agentId, token } = await compacted(conversation, 2);
+    // An edit: the one message whose turn `turns` keeps (the others are read from their rows in the log).
+    const edited = await call("POST", eventsPath(conversation), { token, body: { kind: "correction", idempotencyKey: "edit-m3", body: { action: "edit", targetMessageId: "3", text: talk(3).replace("Porto", "Braga") } } });
+    expect(edited.status, await edited.clone().text()).toBe(201);
     // Each settled boundary is extracted into the agent's memory (offline here), off the request path.
     await waitFor(async () => {
       const row = await (await shardOf(conversation)).prepare("SELECT COUNT(*) AS n FROM extraction_runs WHERE conversation_id = ?").bind(conversation).first<{ n: number }>();
@@ -117,7 +126,8 @@ describe("conversations on shards", () => {
     expect(home["activations"]).toBe(1);
     expect(home["compaction_plans"]).toBeGreaterThanOrEqual(2);
     expect(home["boundaries"]).toBeGreaterThanOrEqual(2);
-    expect(home["turns"]).toBe(30);
+    expect(home["turns"]).toBe(1);
+    expect(home["turn_terms"]).toBe(31);
     expect(home["extraction_runs"]).toBeGreaterThanOrEqual(2);
     // What extraction wrote is the conversation's memory, kept beside its log, each fact naming its source here; none in the control database.
     expect(home["conversation_memory_versions"]).toBeGreaterThan(0);

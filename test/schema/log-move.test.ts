@@ -9,6 +9,7 @@ import { releaseLog, runBackfill } from "../../src/storage/search-backfill";
 import { insertEvents, readAllEvents } from "../../src/storage/shard/events";
 import { LOG_COPY } from "../../src/storage/shard/table-moves";
 import { backfillOver, d1Over } from "./sqlite-d1";
+import { PLACED_TURNS } from "../support/placed-turns";
 
 /**
  * The log's move to `log` (migrations/shard/0031) as a deployment runs it: the migration while the
@@ -64,8 +65,7 @@ function chat(prefix: string, messages: number): EventInput[] {
   return events.map((event) => eventInputSchema.parse(event));
 }
 
-const TURNS = "role, message_id, seq, author_id, author_name, origin_sensitive, edit_seq, edit_ms, edit_sensitive, deleted, delivered";
-const turnsOf = (db: DatabaseSync) => db.prepare(`SELECT ${TURNS} FROM turns ORDER BY role, message_id`).all();
+const turnsOf = (db: DatabaseSync) => db.prepare(PLACED_TURNS).all();
 const headOf = (db: DatabaseSync) => db.prepare("SELECT last_seq, texts FROM conversations WHERE id = ?").get(CONVERSATION);
 const countOf = (db: DatabaseSync, table: string) => Number((db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n);
 

@@ -7,13 +7,15 @@ import { eventHash, eventInputSchema } from "../../src/core/events";
 import { runBackfill } from "../../src/storage/search-backfill";
 import { insertEvents } from "../../src/storage/shard/events";
 import { TURNS_MOVE } from "../../src/storage/shard/table-moves";
+import { PLACED_TURNS } from "../support/placed-turns";
 import { btreeStats } from "./btree-stats";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
- * What the turn index costs to keep: the fold of each message or reply (its origin, winning edit,
- * deletion, delivery, author) is one entry of the table and one of its sequence index (one more for
- * a turn with an edit), each keyed by the conversation's small integer key rather than its text id.
+ * What the turn index costs to keep: the fold of a message or reply an event came back to (its
+ * winning edit, deletion, delivery) is one entry of the table and one of its sequence index (one
+ * more for a turn with an edit), each keyed by the conversation's small integer key rather than its
+ * text id; a message nothing came back to is read from its own row in the log (0034).
  * Measured in the migrated schema with SQLite's own page statistics (`dbstat`), seeded through the
  * log's own writer with a Telegram group's conversation id (the ids a deployment has, not the
  * bench's short ones).
@@ -52,14 +54,27 @@ async function seedChat(db: DatabaseSync, conversationId: string, messages: numb
 /** The turn index's b-trees: the table that keeps it and the one it replaced. */
 const turnStats = (db: DatabaseSync) => btreeStats(db, ["turn_index", "turn_index_v1", "turns"]);
 
-it("keeps each turn as two entries (three with an edit) of at most 90 bytes a turn, keyed by the conversation's integer key", async () => {
+it("keeps a turn only once an event comes back to it (an edit, a reply's delivery): two entries (three with an edit), at most 30 bytes a message where every message took 90", async () => {
+  // Enough turns that a table's last, part-filled page is a small share of its bytes. Of 3,000
+  // messages, 300 are edited and 300 answered by a delivered reply.
+  const messages = 3_000;
+  const folded = 300 + 300;
+  // Before 0034's release every message wrote its fold: the row and its sequence index's entry.
+  const before = migratedShard();
+  before.exec("UPDATE turn_rows SET sparse = 0");
+  await seedChat(before, CONVERSATION, messages);
+  const whole = turnStats(before);
+  expect(whole.entries).toBe(2 * (messages + 300) + 300);
+  expect(whole.bytes / (messages + 300)).toBeLessThanOrEqual(90);
+  before.close();
+  // Now the other 2,700 messages are read from their own rows in the log: nothing about them is stored twice.
   const db = migratedShard();
-  // Enough turns that a table's last, part-filled page is a small share of its bytes.
-  await seedChat(db, CONVERSATION, 3_000);
-  const turns = 3_000 + 300;
+  await seedChat(db, CONVERSATION, messages);
   const { bytes, entries } = turnStats(db);
-  expect(entries).toBe(2 * turns + 300);
-  expect(bytes / turns).toBeLessThanOrEqual(90);
+  expect(entries).toBe(2 * folded + 300);
+  expect(bytes / messages).toBeLessThanOrEqual(30);
+  expect(db.prepare("SELECT COUNT(*) AS n FROM turns WHERE role = 'user' AND edit_seq IS NULL").get()).toEqual({ n: 0 });
+  console.log(`turns: ${whole.bytes} bytes for ${messages} messages before, ${bytes} now (${(whole.bytes / messages).toFixed(1)} -> ${(bytes / messages).toFixed(1)} a message)`);
   db.close();
 });
 
@@ -121,11 +136,13 @@ it("moves the turns stored before 0028 a batch at a time into the fold a log app
   expect(db.prepare("SELECT author_terms FROM turns WHERE message_id = '9999'").get()).toEqual({ author_terms: "newcomer" });
   db.exec("UPDATE turns SET author_terms = NULL WHERE message_id = '9999'");
 
-  // The same log appended to a shard that had `turns` from the start folds to the same turns.
+  // The same log appended to a shard that had `turns` from the start (and, since 0034, reads a turn's
+  // origin from the log) places the same turns.
   const fresh = shardThrough();
   append(fresh, 1, [...first, ...later()]);
-  expect(foldOf(db)).toEqual(foldOf(fresh));
-  expect(foldOf(db).length).toBe(2_750 + 2);
+  const placed = (shard: DatabaseSync) => shard.prepare(PLACED_TURNS).all();
+  expect(placed(db)).toEqual(placed(fresh));
+  expect(placed(db).length).toBe(2_750 + 2);
   db.close();
   fresh.close();
 });

@@ -92,7 +92,8 @@ it("moves a shard's log to `log` through npm run migrate, losing nothing, and do
        (SELECT json_group_array(json_array(message_id, seq)) FROM (SELECT * FROM turns ORDER BY seq)) AS turns,
        (SELECT json_array(last_seq, texts) FROM conversations) AS head,
        (SELECT per_append FROM high_water_mode) AS per_append,
-       (SELECT short FROM log_spelling) AS short`,
+       (SELECT short FROM log_spelling) AS short,
+       (SELECT sparse FROM turn_rows) AS sparse`,
   );
   expect(after?.["events"]).toBe(0);
   expect(JSON.parse(String(after?.["log"]))).toEqual(events.map((e, i) => [i + 1, e.idempotencyKey, eventHash(CONVERSATION, e), Date.parse(AT)]));
@@ -103,6 +104,8 @@ it("moves a shard's log to `log` through npm run migrate, losing nothing, and do
   expect(after?.["per_append"]).toBe(1);
   // So did 0033 (a Worker before it may read the log): skipped runs whole until the release.
   expect(after?.["short"]).toBe(1);
+  // And 0034 (a Worker before it reads every turn from `turns`): every source writes its fold until the release.
+  expect(after?.["sparse"]).toBe(1);
 
   // Nothing left: migrate and the release alone each find nothing to do.
   const again = migrate(config, persist);

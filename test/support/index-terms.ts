@@ -1,4 +1,8 @@
 import { searchForm } from "../../src/core/search-text";
+import { placedTurns } from "./placed-turns";
+
+/** The key of the conversation bound as ?1. */
+const KEY = "(SELECT id FROM conversation_keys WHERE conversation_id = ?1)";
 
 /**
  * What the contentless word indexes hold, read back through their fts5vocab views
@@ -82,13 +86,13 @@ export async function indexedTurns(db: D1Database, conversationId: string): Prom
     .prepare(
       `SELECT t.message_id AS message_id, t.role AS role, json_extract(e.body, '$.text') AS text, COALESCE(t.edit_seq, t.seq) AS text_seq,
               COALESCE(t.author_name, t.author_id, '') AS author, t.edit_seq IS NOT NULL AND t.edit_seq < t.seq AS early
-       FROM turns t JOIN log e ON e.conversation_key = t.conversation_key AND e.seq = COALESCE(t.edit_seq, t.seq)
-       WHERE t.conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1) AND t.seq IS NOT NULL AND t.deleted = 0 AND (t.role = 'user' OR t.delivered = 1)
+       FROM (${placedTurns(KEY)}) t JOIN log e ON e.conversation_key = ${KEY} AND e.seq = COALESCE(t.edit_seq, t.seq)
+       WHERE t.seq IS NOT NULL AND t.deleted = 0 AND (t.role = 'user' OR t.delivered = 1)
        ORDER BY t.message_id`,
     )
     .bind(conversationId)
     .all<IndexedTurn & { text_seq: number; author: string; early: number }>();
-  const terms = await termsByRow(db, "turn_terms_vocab", "SELECT (id << 32) + seq FROM conversation_keys, (SELECT COALESCE(edit_seq, seq) AS seq FROM turns WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?1)) WHERE conversation_id = ?1", conversationId);
+  const terms = await termsByRow(db, "turn_terms_vocab", `SELECT (${KEY} << 32) + COALESCE(edit_seq, seq) FROM (${placedTurns(KEY)}) WHERE seq IS NOT NULL`, conversationId);
   const { results: keys } = await db.prepare("SELECT id FROM conversation_keys WHERE conversation_id = ?").bind(conversationId).all<{ id: number }>();
   const base = (keys[0]?.id ?? 0) * 2 ** 32;
   const indexed: IndexedTurn[] = [];

@@ -5,11 +5,12 @@ import { byConversationBm25, countsWithContext, estimatedRowsWith, TERM_SCAN, TU
 import type { PlacedTurn, Window } from "../../core/turn-context";
 import { lendContext } from "../../core/turn-context";
 import { conversationKey } from "./keys";
+import { isPlace, overlay, placeAuthorId, placeAuthorName, placeMessageId, placeRole } from "./turn-places";
 
 /**
  * Recall over a conversation's exact turns: the turn index (`turn_terms`, migrations/shard/0023)
- * finds the turns whose own words match, `turns` (0028) says which rows are live turns the reader may
- * be served, core/turn-context lends each candidate the words of its neighbours, and core/turn-bm25
+ * finds the turns whose own words match, the log and `turns` (turn-places) say which rows are live
+ * turns the reader may be served, core/turn-context lends each candidate the words of its neighbours, and core/turn-bm25
  * ranks them by bm25 over the conversation.
  *
  * Two statements, one after the other: how many rows the conversation's index holds and how many
@@ -36,31 +37,41 @@ const OWN_WEIGHTS = OWN_COLUMNS.map((c) => TURN_COLUMN_WEIGHTS[c].toFixed(1)).jo
 /** Places read on either side of a match: its candidates' contexts reach two places past the two it lends to. */
 const WINDOW_PLACES = 4;
 
-/** The conversation's key (migrations/shard/0015), which `turns` (0028) and the index's rowids are keyed by. */
+/** The conversation's key (migrations/shard/0015), which the log, `turns` and the index's rowids are keyed by. */
 const KEY = conversationKey("?2");
 
 /** The conversation's rowid range in the index (`core/turn-terms`): its key's 32-bit block. */
 const RANGE = `turn_terms.rowid BETWEEN (${KEY} << 32) AND ((${KEY} << 32) | 4294967295)`;
 
-/** A live turn of the conversation the reader may be served (`t`), as of the view (?3 agents, ?4 sensitive, ?5 before). */
-const SERVABLE = `t.seq IS NOT NULL AND t.deleted = 0 AND t.seq < ?5
-  AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
-  AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0))`;
+/** The index row's sequence number: the event whose text it holds. */
+const ROW_SEQ = "(turn_terms.rowid & 4294967295)";
 
 /**
- * The live turn whose current text is the index row (the row's seq is `rowid & 0xFFFFFFFF`): the
- * turn whose winning edit it is, else the turn it placed when no edit won; named by its origin's
- * sequence, which a servable turn has. Each lookup names its index: without statistics the planner
- * would walk the conversation's primary-key range instead.
+ * A live turn of the conversation the reader may be served, its origin's row in the log `t` and
+ * what came after it `o` (turn-places), as of the view (?3 agents, ?4 sensitive, ?5 before).
  */
-const TURN_OF_ROW = `t.seq = COALESCE(
-    (SELECT e.seq FROM turns e INDEXED BY turns_by_edit WHERE e.conversation_key = ${KEY} AND e.edit_seq = (turn_terms.rowid & 4294967295)),
-    (SELECT o.seq FROM turns o INDEXED BY turns_by_seq WHERE o.conversation_key = ${KEY} AND o.seq = (turn_terms.rowid & 4294967295) AND o.edit_seq IS NULL))`;
+const SERVABLE = `COALESCE(o.deleted, 0) = 0 AND t.seq < ?5
+  AND (t.kind = 'source' OR (COALESCE(o.delivered, 0) = 1 AND ${placeAuthorId("t")} IN (SELECT value FROM json_each(?3))))
+  AND (?4 = 1 OR (t.sensitive = 0 AND COALESCE(o.edit_sensitive, 0) = 0))`;
+
+/**
+ * The live turn whose current text is the index row: the turn whose winning edit it is (its
+ * origin's sequence number, which `turns` keeps for an edit once its message is stored), else the
+ * turn the row's own event places when no edit won. The edit's lookup names its index: without
+ * statistics the planner would walk the conversation's primary-key range instead.
+ */
+const TURN_OF_ROW = `t.seq = COALESCE((SELECT e.seq FROM turns e INDEXED BY turns_by_edit WHERE e.conversation_key = ${KEY} AND e.edit_seq = ${ROW_SEQ}), ${ROW_SEQ})
+  AND ${isPlace("t")} AND (o.edit_seq IS NULL OR o.edit_seq = ${ROW_SEQ})`;
 
 /** The index's matches of `match` within `rowids`, each with its place (`t`) and its bm25 over the shard's table. */
 const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, bm25(turn_terms, ${OWN_WEIGHTS}) AS rank
-  FROM turn_terms CROSS JOIN turns t INDEXED BY turns_by_seq
+  FROM turn_terms CROSS JOIN log t ${overlay("t", "o")}
   WHERE turn_terms MATCH ${match} AND ${rowids} AND t.conversation_key = ${KEY} AND ${TURN_OF_ROW} AND ${SERVABLE}`;
+
+/** The sequence number of the `WINDOW_PLACES`-th place before (`<`) or after (`>`) match `m`, walking the log's key; `outside` when there is none. */
+const placeFrom = (direction: "<" | ">", outside: string): string =>
+  `COALESCE((SELECT a.seq FROM log a WHERE a.conversation_key = ${KEY} AND a.seq ${direction} m.seq AND ${isPlace("a")}
+    ORDER BY a.seq ${direction === "<" ? "DESC" : ""} LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), ${outside})`;
 
 /** From sequence number ?7 to the end of the conversation's block of the index. */
 const RECENT = `turn_terms.rowid BETWEEN ((${KEY} << 32) | ?7) AND ((${KEY} << 32) | 4294967295)`;
@@ -82,9 +93,7 @@ WITH matches AS MATERIALIZED (
   ${matches}
 ),
 windows AS MATERIALIZED (
-  SELECT m.seq AS seq, m.rank AS rank,
-    COALESCE((SELECT a.seq FROM turns a INDEXED BY turns_by_seq WHERE a.conversation_key = ${KEY} AND a.seq < m.seq ORDER BY a.seq DESC LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), 0) AS lo,
-    COALESCE((SELECT a.seq FROM turns a INDEXED BY turns_by_seq WHERE a.conversation_key = ${KEY} AND a.seq > m.seq ORDER BY a.seq LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), 9007199254740991) AS hi
+  SELECT m.seq AS seq, m.rank AS rank, ${placeFrom("<", "0")} AS lo, ${placeFrom(">", "9007199254740991")} AS hi
   FROM matches m
 )
 SELECT 'match' AS row, w.seq AS seq, w.lo AS lo, w.hi AS hi, NULL AS role, NULL AS message_id, NULL AS author_id, NULL AS author_name,
@@ -94,14 +103,13 @@ UNION ALL
 SELECT 'turn', seq, NULL, NULL, role, message_id, author_id, author_name, live, servable, lends,
        CASE WHEN live OR lends THEN (SELECT json_extract(e.body, '$.text') FROM log e WHERE e.conversation_key = ${KEY} AND e.seq = text_seq) END
 FROM (
-  SELECT t.seq AS seq, t.role AS role, t.message_id AS message_id, t.author_id AS author_id, t.author_name AS author_name,
-         COALESCE(t.edit_seq, t.seq) AS text_seq,
-         t.deleted = 0 AND (t.role = 'user' OR t.delivered = 1) AS live,
-         t.deleted = 0 AND t.seq < ?5 AND (t.role = 'user' OR (t.delivered = 1 AND t.author_id IN (SELECT value FROM json_each(?3))))
-           AND (?4 = 1 OR (t.origin_sensitive = 0 AND t.edit_sensitive = 0)) AS servable,
-         t.role = 'user' AND t.deleted = 0 AND t.origin_sensitive = 0 AND t.edit_sensitive = 0 AS lends
-  FROM turns t INDEXED BY turns_by_seq
-  WHERE t.conversation_key = ${KEY} AND t.seq IN (SELECT a.seq FROM windows w JOIN turns a INDEXED BY turns_by_seq ON a.conversation_key = ${KEY} AND a.seq BETWEEN w.lo AND w.hi)
+  SELECT t.seq AS seq, ${placeRole("t")} AS role, ${placeMessageId("t")} AS message_id, ${placeAuthorId("t")} AS author_id, ${placeAuthorName("t")} AS author_name,
+         COALESCE(o.edit_seq, t.seq) AS text_seq,
+         COALESCE(o.deleted, 0) = 0 AND (t.kind = 'source' OR COALESCE(o.delivered, 0) = 1) AS live,
+         ${SERVABLE} AS servable,
+         t.kind = 'source' AND COALESCE(o.deleted, 0) = 0 AND t.sensitive = 0 AND COALESCE(o.edit_sensitive, 0) = 0 AS lends
+  FROM log t ${overlay("t", "o")}
+  WHERE t.conversation_key = ${KEY} AND t.seq IN (SELECT a.seq FROM windows w JOIN log a ON a.conversation_key = ${KEY} AND a.seq BETWEEN w.lo AND w.hi) AND ${isPlace("t")}
 )`;
 
 interface Row {

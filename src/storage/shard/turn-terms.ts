@@ -4,6 +4,7 @@ import type { EventTerms } from "../../core/turn-terms";
 import { eventTerms } from "../../core/turn-terms";
 import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
+import { isPlace, placeAuthorId, placeAuthorName } from "./turn-places";
 
 /**
  * The turn index's writes (`turn_terms`, migrations/shard/0023): each event that carries a text
@@ -40,7 +41,9 @@ export function folded(expression: string, text: string): string {
 export function termsRow(conversationId: string, seq: number, terms: EventTerms, condition: string): Statement {
   const author =
     terms.author === undefined
-      ? "COALESCE((SELECT COALESCE(t.author_terms, t.author_name, t.author_id) FROM turns t WHERE t.conversation_key = k.id AND t.role = 'user' AND t.message_id = ?3), '')"
+      ? `COALESCE((SELECT t.author_terms FROM turns t WHERE t.conversation_key = k.id AND t.role = 'user' AND t.message_id = ?3),
+          (SELECT COALESCE(${placeAuthorName("s")}, ${placeAuthorId("s")}) FROM log s INDEXED BY log_source_by_message
+            WHERE s.conversation_key = k.id AND s.kind = 'source' AND json_extract(s.body, '$.messageId') = ?3 ORDER BY s.seq LIMIT 1), '')`
       : "?3";
   const text = folded("(SELECT json_extract(e.body, '$.text') FROM log e WHERE e.conversation_key = k.id AND e.seq = ?2)", terms.raw);
   return {
@@ -50,11 +53,18 @@ export function termsRow(conversationId: string, seq: number, terms: EventTerms,
   };
 }
 
-/** A source's folded author, for an edit of its message to read: only its origin row (this place) takes it. */
+/**
+ * A source's folded author, for an edit of its message to read: only its origin (the first source
+ * with its message id, at this place) takes it, in its message's row of `turns`, which this writes
+ * when nothing came back to the message yet (migrations/shard/0034).
+ */
 export function authorTermsRow(conversationId: string, seq: number, terms: EventTerms): Statement | undefined {
   if (terms.authorTerms === undefined || terms.messageId === undefined) return undefined;
   return {
-    sql: `UPDATE turns SET author_terms = ?3 WHERE conversation_key = ${conversationKey("?1")} AND role = 'user' AND message_id = ?4 AND seq = ?2`,
+    sql: `INSERT INTO turns (conversation_key, role, message_id, seq, author_id, author_name, author_terms, origin_sensitive)
+          SELECT s.conversation_key, 'user', ?4, s.seq, ${placeAuthorId("s")}, ${placeAuthorName("s")}, ?3, s.sensitive
+          FROM log s WHERE s.conversation_key = ${conversationKey("?1")} AND s.seq = ?2 AND s.kind = 'source' AND json_extract(s.body, '$.messageId') = ?4 AND ${isPlace("s")}
+          ON CONFLICT (conversation_key, role, message_id) DO UPDATE SET author_terms = excluded.author_terms WHERE turns.seq = excluded.seq`,
     params: [conversationId, seq, terms.authorTerms, terms.messageId],
   };
 }
