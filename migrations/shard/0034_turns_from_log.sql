@@ -8,7 +8,8 @@
 --
 -- So a source no longer writes its fold: a reader takes a turn's origin from the log (the first
 -- source or proposal with its message id, src/storage/shard/turn-places.ts) and what came after
--- from `turns`, which now holds a row only for a message an event came back to. An edit or a
+-- from `turns`, which now holds a row only for a message an event came back to, or whose id a
+-- later source repeated (the row names the first, which is the message's turn; the repeat is not). An edit or a
 -- deletion that finds no row writes one with its message's sequence number read from the log (the
 -- first source with that message id, by `log_source_by_message`, named: without statistics the
 -- planner would walk the conversation's key range for the lowest number instead), so a row's `seq`
@@ -36,13 +37,17 @@ BEGIN
   INSERT OR IGNORE INTO turns SELECT * FROM turn_index_v1_turns WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = NEW.conversation_id) AND role = 'user' AND message_id = json_extract(NEW.body, '$.messageId');
   INSERT INTO turns (conversation_key, role, message_id, seq, author_id, author_name, origin_sensitive)
   SELECT
-    k.id, 'user', json_extract(NEW.body, '$.messageId'), NEW.seq,
-    COALESCE(json_extract(NEW.body, '$.author.id'), json_extract(NEW.body, '$.a[0]')),
-    COALESCE(json_extract(NEW.body, '$.author.name'), json_extract(NEW.body, '$.author.username'), json_extract(NEW.body, '$.a[1]'), json_extract(NEW.body, '$.a[2]')),
-    NEW.sensitive
-  FROM conversation_keys k
+    k.id, 'user', json_extract(NEW.body, '$.messageId'), f.seq,
+    CASE WHEN f.seq = NEW.seq THEN COALESCE(json_extract(NEW.body, '$.author.id'), json_extract(NEW.body, '$.a[0]')) END,
+    CASE WHEN f.seq = NEW.seq THEN COALESCE(json_extract(NEW.body, '$.author.name'), json_extract(NEW.body, '$.author.username'), json_extract(NEW.body, '$.a[1]'), json_extract(NEW.body, '$.a[2]')) END,
+    CASE WHEN f.seq = NEW.seq THEN NEW.sensitive ELSE 0 END
+  FROM conversation_keys k, (
+    SELECT COALESCE(MIN(l.seq), NEW.seq) AS seq FROM log l INDEXED BY log_source_by_message
+    WHERE l.conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = NEW.conversation_id) AND l.kind = 'source' AND json_extract(l.body, '$.messageId') = json_extract(NEW.body, '$.messageId')
+  ) f
   WHERE k.conversation_id = NEW.conversation_id
     AND (COALESCE((SELECT sparse FROM turn_rows WHERE id = 1), 0) = 0
+      OR f.seq < NEW.seq
       OR EXISTS (SELECT 1 FROM turns t WHERE t.conversation_key = k.id AND t.role = 'user' AND t.message_id = json_extract(NEW.body, '$.messageId')))
   ON CONFLICT (conversation_key, role, message_id) DO UPDATE SET
     seq = excluded.seq, author_id = excluded.author_id, author_name = excluded.author_name, origin_sensitive = excluded.origin_sensitive

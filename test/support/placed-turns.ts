@@ -14,7 +14,7 @@ export const placedTurns = (key?: string): string => `SELECT ${FOLD_COLUMNS} FRO
   SELECT ${placeRole("l")} AS role, ${placeMessageId("l")} AS message_id, l.seq AS seq, ${placeAuthorId("l")} AS author_id,
     ${placeAuthorName("l")} AS author_name, l.sensitive AS origin_sensitive, o.edit_seq AS edit_seq, o.edit_ms AS edit_ms,
     COALESCE(o.edit_sensitive, 0) AS edit_sensitive, COALESCE(o.deleted, 0) AS deleted, COALESCE(o.delivered, 0) AS delivered
-  FROM log l ${overlay("l", "o")} WHERE ${key === undefined ? "" : `l.conversation_key = ${key} AND `}${isPlace("l")}
+  FROM log l ${overlay("l", "o")} WHERE ${key === undefined ? "" : `l.conversation_key = ${key} AND `}${isPlace("l", "o")}
   UNION ALL
   SELECT ${FOLD_COLUMNS} FROM turns WHERE ${key === undefined ? "" : `conversation_key = ${key} AND `}seq IS NULL
 ) ORDER BY role, message_id`;

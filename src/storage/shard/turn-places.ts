@@ -6,8 +6,8 @@
  * a row only for a message such an event came back to (and, on a shard stored before 0034's
  * release, for every message: the same fold, read the same way).
  *
- * Each fragment is SQL over a row of `log` named by its alias; every lookup is one probe of an
- * index, so reading a turn costs the same at any length of the conversation.
+ * Each fragment is SQL over a row of `log` named by its alias; the one lookup is a probe of the
+ * primary key of `turns`, so reading a turn costs the same at any length of the conversation.
  */
 
 /** The turn's role, as `turns` spells it. */
@@ -25,13 +25,13 @@ export const placeAuthorId = (l: string): string =>
 export const placeAuthorName = (l: string): string =>
   `CASE ${l}.kind WHEN 'source' THEN COALESCE(json_extract(${l}.body, '$.author.name'), json_extract(${l}.body, '$.author.username'), json_extract(${l}.body, '$.a[1]'), json_extract(${l}.body, '$.a[2]')) END`;
 
-/** Whether row `l` places a turn: a source or a proposal that no earlier one of its kind has the message id of. */
-export const isPlace = (l: string): string => `${l}.kind IN ('source', 'proposal') AND CASE ${l}.kind
-    WHEN 'source' THEN NOT EXISTS (SELECT 1 FROM log d INDEXED BY log_source_by_message
-      WHERE d.conversation_key = ${l}.conversation_key AND d.kind = 'source' AND json_extract(d.body, '$.messageId') = json_extract(${l}.body, '$.messageId') AND d.seq < ${l}.seq)
-    ELSE NOT EXISTS (SELECT 1 FROM log d INDEXED BY log_by_proposal
-      WHERE d.conversation_key = ${l}.conversation_key AND d.kind IN ('proposal', 'delivery') AND json_extract(d.body, '$.proposalId') = json_extract(${l}.body, '$.proposalId') AND d.kind = 'proposal' AND d.seq < ${l}.seq)
-  END`;
+/**
+ * Whether row `l`, with what came after it `o` (`overlay`), places a turn: a source or a proposal
+ * whose message's row in `turns`, if any, names no other origin. A source whose message id an
+ * earlier source had writes that row naming the first (migrations/shard/0034), so the first is
+ * told from its repeats without reading the log again.
+ */
+export const isPlace = (l: string, o: string): string => `${l}.kind IN ('source', 'proposal') AND (${o}.seq IS NULL OR ${o}.seq = ${l}.seq)`;
 
 /** What came after the turn at row `l`, as `o` (all NULL when nothing did): `turns`' row for its message. */
 export const overlay = (l: string, o: string): string =>

@@ -61,7 +61,7 @@ const SERVABLE = `COALESCE(o.deleted, 0) = 0 AND t.seq < ?5
  * statistics the planner would walk the conversation's primary-key range instead.
  */
 const TURN_OF_ROW = `t.seq = COALESCE((SELECT e.seq FROM turns e INDEXED BY turns_by_edit WHERE e.conversation_key = ${KEY} AND e.edit_seq = ${ROW_SEQ}), ${ROW_SEQ})
-  AND ${isPlace("t")} AND (o.edit_seq IS NULL OR o.edit_seq = ${ROW_SEQ})`;
+  AND ${isPlace("t", "o")} AND (o.edit_seq IS NULL OR o.edit_seq = ${ROW_SEQ})`;
 
 /** The index's matches of `match` within `rowids`, each with its place (`t`) and its bm25 over the shard's table. */
 const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, bm25(turn_terms, ${OWN_WEIGHTS}) AS rank
@@ -70,7 +70,7 @@ const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, 
 
 /** The sequence number of the `WINDOW_PLACES`-th place before (`<`) or after (`>`) match `m`, walking the log's key; `outside` when there is none. */
 const placeFrom = (direction: "<" | ">", outside: string): string =>
-  `COALESCE((SELECT a.seq FROM log a WHERE a.conversation_key = ${KEY} AND a.seq ${direction} m.seq AND ${isPlace("a")}
+  `COALESCE((SELECT a.seq FROM log a ${overlay("a", "ao")} WHERE a.conversation_key = ${KEY} AND a.seq ${direction} m.seq AND ${isPlace("a", "ao")}
     ORDER BY a.seq ${direction === "<" ? "DESC" : ""} LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), ${outside})`;
 
 /** From sequence number ?7 to the end of the conversation's block of the index. */
@@ -109,7 +109,7 @@ FROM (
          ${SERVABLE} AS servable,
          t.kind = 'source' AND COALESCE(o.deleted, 0) = 0 AND t.sensitive = 0 AND COALESCE(o.edit_sensitive, 0) = 0 AS lends
   FROM log t ${overlay("t", "o")}
-  WHERE t.conversation_key = ${KEY} AND t.seq IN (SELECT a.seq FROM windows w JOIN log a ON a.conversation_key = ${KEY} AND a.seq BETWEEN w.lo AND w.hi) AND ${isPlace("t")}
+  WHERE t.conversation_key = ${KEY} AND t.seq IN (SELECT a.seq FROM windows w JOIN log a ON a.conversation_key = ${KEY} AND a.seq BETWEEN w.lo AND w.hi) AND ${isPlace("t", "o")}
 )`;
 
 interface Row {

@@ -4,7 +4,7 @@ import type { EventTerms } from "../../core/turn-terms";
 import { eventTerms } from "../../core/turn-terms";
 import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
-import { isPlace, placeAuthorId, placeAuthorName } from "./turn-places";
+import { isPlace, overlay, placeAuthorId, placeAuthorName } from "./turn-places";
 
 /**
  * The turn index's writes (`turn_terms`, migrations/shard/0023): each event that carries a text
@@ -63,7 +63,8 @@ export function authorTermsRow(conversationId: string, seq: number, terms: Event
   return {
     sql: `INSERT INTO turns (conversation_key, role, message_id, seq, author_id, author_name, author_terms, origin_sensitive)
           SELECT s.conversation_key, 'user', ?4, s.seq, ${placeAuthorId("s")}, ${placeAuthorName("s")}, ?3, s.sensitive
-          FROM log s WHERE s.conversation_key = ${conversationKey("?1")} AND s.seq = ?2 AND s.kind = 'source' AND json_extract(s.body, '$.messageId') = ?4 AND ${isPlace("s")}
+          FROM log s ${overlay("s", "so")}
+          WHERE s.conversation_key = ${conversationKey("?1")} AND s.seq = ?2 AND s.kind = 'source' AND json_extract(s.body, '$.messageId') = ?4 AND ${isPlace("s", "so")}
           ON CONFLICT (conversation_key, role, message_id) DO UPDATE SET author_terms = excluded.author_terms WHERE turns.seq = excluded.seq`,
     params: [conversationId, seq, terms.authorTerms, terms.messageId],
   };
