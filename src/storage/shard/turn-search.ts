@@ -10,8 +10,8 @@ import { isPlace, overlay, placeAuthorId, placeAuthorName, placeMessageId, place
 /**
  * Recall over a conversation's exact turns: the turn index (`turn_terms`, migrations/shard/0023)
  * finds the turns whose own words match, the log and `turns` (turn-places) say which rows are live
- * turns the reader may be served, core/turn-context lends each candidate the words of its neighbours, and core/turn-bm25
- * ranks them by bm25 over the conversation.
+ * turns the reader may be served, core/turn-context lends each candidate the words of its
+ * neighbours, and core/turn-bm25 ranks them by bm25 over the conversation.
  *
  * Two statements, one after the other: how many rows the conversation's index holds and how many
  * hold each term, each term's matches read newest first and at most `TERM_SCAN` of them (so a
