@@ -167,6 +167,36 @@ describe("recall over a long conversation", () => {
   });
 });
 
+describe("recall beside a long run of events that are no turn", () => {
+  it("reads a bounded stretch of the log around each match, however many events lie between it and its neighbours", { timeout: 300_000 }, async () => {
+    // A match's neighbours are found by walking the log; between two messages a writer may append
+    // any number of events that are no turn (here deletions of messages never stored).
+    const searched = async (between: number) => {
+      const conversation = freshConversation("api:bounded");
+      const agentId = `bounded-${crypto.randomUUID().slice(0, 8)}`;
+      const token = await tokenFor(conversation, `agent:${agentId}`);
+      expect((await register(token, { agentId, sources: [conversation], trigger: 2_000_000, retain: 1_000_000, admitSensitive: true })).status).toBe(201);
+      const say = async (events: object[]) => expect((await call("POST", eventsPath(conversation, "/batch"), { token, body: { events } })).status).toBe(201);
+      await say([sourceEvent("before", "before", "The kayak rental opens at nine.")]);
+      for (let i = 0; i < between; i += 100) {
+        await say(Array.from({ length: Math.min(100, between - i) }, (_, k) => ({ kind: "correction", idempotencyKey: `gone-${i + k}`, body: { action: "delete", targetMessageId: `never-${i + k}` } })));
+      }
+      await say([sourceEvent("match", "match", "Bring the lantern for the night walk."), sourceEvent("after", "after", "Dinner is at eight.")]);
+      const res = await call("GET", `/v1/conversations/${encodeURIComponent(conversation)}/memory/search?${new URLSearchParams({ agent: agentId, q: "lantern" })}`, {
+        token,
+        headers: { [D1_METER_HEADER]: "on" },
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { results: { content?: string }[] };
+      expect(body.results.map((r) => r.content)).toContain("Bring the lantern for the night walk.");
+      return parse(res.headers.get(D1_READS_HEADER));
+    };
+    const long = await searched(1_500);
+    const longer = await searched(3_000);
+    expect(longer.rowsRead, `${JSON.stringify(long)} with 1,500 events between, ${JSON.stringify(longer)} with 3,000`).toBeLessThan(long.rowsRead * 1.2);
+  });
+});
+
 describe("recall when every term is rare but together they match many turns", () => {
   it("still finds the oldest turn that holds them all: each term's matches are read whole", { timeout: 300_000 }, async () => {
     const conversation = freshConversation("api:bounded");

@@ -68,10 +68,24 @@ const ranked = (match: string, rowids: string): string => `SELECT t.seq AS seq, 
   FROM turn_terms CROSS JOIN log t ${overlay("t", "o")}
   WHERE turn_terms MATCH ${match} AND ${rowids} AND t.conversation_key = ${KEY} AND ${TURN_OF_ROW} AND ${SERVABLE}`;
 
-/** The sequence number of the `WINDOW_PLACES`-th place before (`<`) or after (`>`) match `m`, walking the log's key; `outside` when there is none. */
-const placeFrom = (direction: "<" | ">", outside: string): string =>
-  `COALESCE((SELECT a.seq FROM log a ${overlay("a", "ao")} WHERE a.conversation_key = ${KEY} AND a.seq ${direction} m.seq AND ${isPlace("a", "ao")}
-    ORDER BY a.seq ${direction === "<" ? "DESC" : ""} LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), ${outside})`;
+/**
+ * The events a window reads on either side of its match, at most: between two turns lie the events
+ * that are no turn (each compactor's skipped run, deliveries, corrections), as many as a writer
+ * appends, so the walk for neighbours stops this far out and a window reads at most twice this
+ * many rows of the log, at any length of the conversation and whatever lies between its turns.
+ */
+const WINDOW_EVENTS = 1_024;
+
+/**
+ * The sequence number of the `WINDOW_PLACES`-th place before (`<`) or after (`>`) match `m`, walking
+ * the log's key no further than `WINDOW_EVENTS`; where there is none, that far (or the log's start).
+ */
+const placeFrom = (direction: "<" | ">"): string => {
+  const [reach, within, order] = direction === "<" ? [`MAX(0, m.seq - ${WINDOW_EVENTS})`, ">=", "DESC"] : [`m.seq + ${WINDOW_EVENTS}`, "<=", ""];
+  return `COALESCE((SELECT a.seq FROM log a ${overlay("a", "ao")}
+    WHERE a.conversation_key = ${KEY} AND a.seq ${direction} m.seq AND a.seq ${within} ${reach} AND ${isPlace("a", "ao")}
+    ORDER BY a.seq ${order} LIMIT 1 OFFSET ${WINDOW_PLACES - 1}), ${reach})`;
+};
 
 /** From sequence number ?7 to the end of the conversation's block of the index. */
 const RECENT = `turn_terms.rowid BETWEEN ((${KEY} << 32) | ?7) AND ((${KEY} << 32) | 4294967295)`;
@@ -93,7 +107,7 @@ WITH matches AS MATERIALIZED (
   ${matches}
 ),
 windows AS MATERIALIZED (
-  SELECT m.seq AS seq, m.rank AS rank, ${placeFrom("<", "0")} AS lo, ${placeFrom(">", "9007199254740991")} AS hi
+  SELECT m.seq AS seq, m.rank AS rank, ${placeFrom("<")} AS lo, ${placeFrom(">")} AS hi
   FROM matches m
 )
 SELECT 'match' AS row, w.seq AS seq, w.lo AS lo, w.hi AS hi, NULL AS role, NULL AS message_id, NULL AS author_id, NULL AS author_name,
