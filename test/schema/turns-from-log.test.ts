@@ -5,6 +5,7 @@ import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { releaseLog } from "../../src/storage/search-backfill";
 import { insertEvents } from "../../src/storage/shard/events";
+import { conversationKey } from "../../src/storage/shard/keys";
 import { searchTurns } from "../../src/storage/shard/turn-search";
 import { FOLD_COLUMNS, PLACED_TURNS, placedTurns } from "../support/placed-turns";
 import { migrateShard } from "./shard-migrations";
@@ -171,7 +172,7 @@ it("reads, for any events about any messages in any order, the fold a shard whos
     fc.asyncProperty(fc.array(event, { minLength: 1, maxLength: 14 }), async (drawn) => {
       const conversation = `api:fold-${++draws}`;
       const events = inputs(drawn);
-      const key = `(SELECT id FROM conversation_keys WHERE conversation_id = '${conversation}')`;
+      const key = conversationKey(`'${conversation}'`);
       for (const db of [whole, sparse]) {
         db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").run(conversation, AT);
         const { applied } = await insertEvents(d1Over(db), conversation, events.map((input, i) => ({ input, hash: eventHash(conversation, input), seq: i + 1 })), AT);

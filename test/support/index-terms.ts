@@ -1,8 +1,9 @@
 import { searchForm } from "../../src/core/search-text";
+import { conversationKey } from "../../src/storage/shard/keys";
 import { placedTurns } from "./placed-turns";
 
 /** The key of the conversation bound as ?1. */
-const KEY = "(SELECT id FROM conversation_keys WHERE conversation_id = ?1)";
+const KEY = conversationKey("?1");
 
 /**
  * What the contentless word indexes hold, read back through their fts5vocab views

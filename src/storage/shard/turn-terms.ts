@@ -56,13 +56,14 @@ export function termsRow(conversationId: string, seq: number, terms: EventTerms,
 /**
  * A source's folded author, for an edit of its message to read: only its origin (the first source
  * with its message id, at this place) takes it, in its message's row of `turns`, which this writes
- * when nothing came back to the message yet (migrations/shard/0034).
+ * when nothing came back to the message yet (migrations/shard/0034): the row names its origin and
+ * holds the name; the rest of the turn is read from the log.
  */
 export function authorTermsRow(conversationId: string, seq: number, terms: EventTerms): Statement | undefined {
   if (terms.authorTerms === undefined || terms.messageId === undefined) return undefined;
   return {
-    sql: `INSERT INTO turns (conversation_key, role, message_id, seq, author_id, author_name, author_terms, origin_sensitive)
-          SELECT s.conversation_key, 'user', ?4, s.seq, ${placeAuthorId("s")}, ${placeAuthorName("s")}, ?3, s.sensitive
+    sql: `INSERT INTO turns (conversation_key, role, message_id, seq, author_terms)
+          SELECT s.conversation_key, 'user', ?4, s.seq, ?3
           FROM log s ${overlay("s", "so")}
           WHERE s.conversation_key = ${conversationKey("?1")} AND s.seq = ?2 AND s.kind = 'source' AND json_extract(s.body, '$.messageId') = ?4 AND ${isPlace("s", "so")}
           ON CONFLICT (conversation_key, role, message_id) DO UPDATE SET author_terms = excluded.author_terms WHERE turns.seq = excluded.seq`,
