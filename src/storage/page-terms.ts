@@ -23,10 +23,13 @@ import { SEARCH_SNIPPET, snippetOf } from "../core/snippet";
 export interface PageTermsStore {
   /** The FTS5 table. */
   readonly terms: string;
-  /** The heads table (`id`, `path`, `version`, `terms_version`) and the versions table, keyed by `keys` and `path`. */
+  /** The heads table (`id`, `path`, `version`, `terms_version`) and the versions table, keyed by `keyed` and `path`. */
   readonly heads: string;
   readonly versions: string;
-  readonly keys: readonly string[];
+  /** SQL: a head or version row `alias` is the one of the key parameters (?1…). */
+  readonly keyed: (alias: string) => string;
+  /** SQL: a hex content hash as the versions table stores it. */
+  readonly storedHash: (hex: string) => string;
   /** SQL for a page's scope tokens, over the key parameters (?1…). */
   readonly scope: string;
 }
@@ -57,6 +60,7 @@ export interface PageMove {
 export function pageTermStatements(db: D1Database, store: PageTermsStore, key: readonly string[], moves: readonly PageMove[]): D1PreparedStatement[] {
   if (moves.length === 0) return [];
   const n = key.length;
+  const keyed = store.keyed;
   const rows = JSON.stringify(
     moves.map((m) => {
       const next = m.content === undefined ? undefined : searchForm(m.content);
@@ -65,10 +69,9 @@ export function pageTermStatements(db: D1Database, store: PageTermsStore, key: r
     }),
   );
   const field = (name: string) => `json_extract(j.value, '$.${name}')`;
-  const keyed = (alias: string) => store.keys.map((column, i) => `${alias}.${column} = ?${i + 1}`).join(" AND ");
   const head = `${store.heads} p ON ${keyed("p")} AND p.path = ${field("path")}`;
   const version = (alias: string, number: string, hash: string) =>
-    `EXISTS (SELECT 1 FROM ${store.versions} ${alias} WHERE ${keyed(alias)} AND ${alias}.path = ${field("path")} AND ${alias}.version = ${number} AND ${alias}.content_hash = ${hash})`;
+    `EXISTS (SELECT 1 FROM ${store.versions} ${alias} WHERE ${keyed(alias)} AND ${alias}.path = ${field("path")} AND ${alias}.version = ${number} AND ${alias}.content_hash = ${store.storedHash(hash)})`;
   const ours = version("v", field("version"), field("hash"));
   const replaceable = `(p.terms_version IS NULL OR p.terms_version = ${field("prev")})`;
   const bind = (statement: string) => db.prepare(statement).bind(...key, rows);

@@ -5,7 +5,7 @@ import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { eventColumns, IN_LOG, toStoredEvent } from "./shard/events";
 import type { TableMove } from "./shard/table-moves";
-import { LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
+import { EXTRACTED_PAGES_MOVE, EXTRACTED_VERSIONS_MOVE, LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
 
 /**
  * The word indexes of data stored before they existed (migrations/shard/0023, control/0019),
@@ -90,11 +90,11 @@ export const CONTROL_PAGES: PageStore = {
 };
 
 export const SHARD_PAGES: PageStore = {
-  heads: "conversation_memory_pages",
-  versions: "conversation_memory_versions",
+  heads: "extracted_pages",
+  versions: "extracted_versions",
   terms: "conversation_memory_terms",
-  keys: ["conversation_id", "agent_id"],
-  scope: "('k' || (SELECT id FROM conversation_keys WHERE conversation_id = p.conversation_id) || ' a' || (SELECT id FROM agent_keys WHERE agent_id = p.agent_id))",
+  keys: ["conversation_key", "agent_key"],
+  scope: "('k' || p.conversation_key || ' a' || p.agent_key)",
 };
 
 const joinVersion = (store: PageStore): string => `JOIN ${store.versions} v ON ${store.keys.map((c) => `v.${c} = p.${c}`).join(" AND ")} AND v.path = p.path AND v.version = p.version`;
@@ -141,6 +141,9 @@ export interface BackfillProgress {
   readonly pages: number;
   /** Rows of `conversation_memory_provenance_v1` moved to `conversation_memory_sources` (migrations/shard/0027), through this rowid (0: none). */
   readonly sourcesThroughId: number;
+  /** Rows of `conversation_memory_pages_v1` and `conversation_memory_versions_v1` moved to `extracted_pages` and `extracted_versions` (migrations/shard/0035), through these rowids (0: none). */
+  readonly extractedPagesThroughId: number;
+  readonly extractedVersionsThroughId: number;
 }
 
 /**
@@ -152,7 +155,7 @@ export interface BackfillProgress {
  * recorded. `onBatch` hears of each batch (a script prints it).
  */
 export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control", onBatch: (progress: BackfillProgress) => void = () => {}): Promise<BackfillProgress> {
-  let progress: BackfillProgress = { logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 };
+  let progress: BackfillProgress = { logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedVersionsThroughId: 0 };
   const report = (next: BackfillProgress) => {
     progress = next;
     onBatch(progress);
@@ -161,6 +164,8 @@ export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control
     await move(db, LOG_COPY, (throughId) => report({ ...progress, logThroughId: throughId }));
     await move(db, TURNS_MOVE, (throughId) => report({ ...progress, turnsThroughId: throughId }));
     await move(db, SOURCES_MOVE, (throughId) => report({ ...progress, sourcesThroughId: throughId }));
+    await move(db, EXTRACTED_PAGES_MOVE, (throughId) => report({ ...progress, extractedPagesThroughId: throughId }));
+    await move(db, EXTRACTED_VERSIONS_MOVE, (throughId) => report({ ...progress, extractedVersionsThroughId: throughId }));
     for (;;) {
       const [conversation] = await db.rows<BackfillConversation>(NEXT_CONVERSATION);
       if (conversation === undefined) break;

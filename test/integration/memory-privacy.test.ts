@@ -310,6 +310,9 @@ describe("extracted memory lives on the conversation's shard", () => {
         )
         .bind(conversation, version, content, "a".repeat(64), content.length, new Date().toISOString())
         .run();
+    // A version is keyed by its conversation's key on the shard: none for a conversation the shard does not hold.
+    await expect(insert(1, "first")).rejects.toThrow(/NOT NULL constraint failed: extracted_versions.conversation_key/);
+    await shard.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").bind(conversation, new Date().toISOString()).run();
     await insert(1, "first");
     await expect(insert(3, "skipped")).rejects.toThrow(/next number/);
     await expect(shard.prepare("UPDATE conversation_memory_versions SET content = 'rewritten' WHERE conversation_id = ?").bind(conversation).run()).rejects.toThrow(/immutable/);

@@ -97,7 +97,7 @@ describe("the word indexes' backfill", () => {
     ]);
 
     // A second run finds nothing left; a batch replayed over finished progress writes nothing.
-    expect(await runBackfill(bound(db), "shard")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
+    expect(await runBackfill(bound(db), "shard")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedVersionsThroughId: 0 });
 
     for (const c of conversations) {
       const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN log e ON e.conversation_key = k.id WHERE k.conversation_id = ?1", c);
@@ -151,6 +151,6 @@ describe("the word indexes' backfill", () => {
     const held = await agentPageTerms(db, "helper");
     expect([...held.keys()]).toEqual(["notes/venue"]);
     expect({ ...held.get("notes/venue"), scope: undefined }).toEqual({ ...(await expectedTerms(db, { path: "notes/venue", content: "The venue is Porto." })), scope: undefined });
-    expect(await runBackfill(bound(db), "control")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0 });
+    expect(await runBackfill(bound(db), "control")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedVersionsThroughId: 0 });
   });
 });

@@ -97,7 +97,8 @@ const PAGE_TERMS: PageTermsStore = {
   terms: "memory_terms",
   heads: "memory_pages",
   versions: "memory_page_versions",
-  keys: ["agent_id"],
+  keyed: (alias) => `${alias}.agent_id = ?1`,
+  storedHash: (hex) => hex,
   scope: "('a' || (SELECT id FROM agent_keys WHERE agent_id = ?1))",
 };
 

@@ -2,6 +2,7 @@ import type { RecalledPageHit } from "../../core/recall-rank";
 import { matchExpression, recallTerms } from "../../core/search-text";
 import type { PageHitRow } from "../page-terms";
 import { pageHit } from "../page-terms";
+import { agentKey, conversationKey } from "./keys";
 import { sourceOf } from "./memory-sources";
 import { nextPair } from "./skip-scan";
 
@@ -9,9 +10,10 @@ import { nextPair } from "./skip-scan";
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
  * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql). Extraction's writes are in storage/shard/extractions.
  *
- * Storage format: `conversation_memory_versions` holds one immutable row per write of an extracted
- * page, numbered 1, 2, 3… per (conversation, agent, path); `conversation_memory_pages` points at
- * each page's newest row (the schema's AFTER INSERT trigger keeps it), `conversation_memory_terms`
+ * Storage format: `extracted_versions` holds one immutable row per write of an extracted page,
+ * numbered 1, 2, 3… per (conversation, agent, path), keyed by the conversation's and the agent's
+ * integer keys (migrations/shard/0035); `extracted_pages` points at each page's newest row (the
+ * schema's AFTER INSERT trigger keeps it), `conversation_memory_terms`
  * holds the terms of each live head (written by extraction, storage/page-terms);
  * `conversation_memory_sources` names, per version,
  * each fact key it set and the messages of the conversation it came from. Every statement here is
@@ -44,72 +46,73 @@ export interface ConversationPageSummary {
 export type ConversationPageHit = RecalledPageHit & { readonly conversationId: string };
 
 interface VersionRow {
-  conversation_id: string;
-  agent_id: string;
   path: string;
   version: number;
   content: string;
   content_hash: string;
   chars: number;
-  created_at: string;
+  created_ms: number;
 }
 
 interface SummaryRow {
-  conversation_id: string;
   path: string;
   version: number;
   content_hash: string;
   chars: number;
 }
 
-const toPage = (row: VersionRow): ConversationPage => ({
-  conversationId: row.conversation_id,
-  agentId: row.agent_id,
+const toPage = (conversationId: string, agentId: string, row: VersionRow): ConversationPage => ({
+  conversationId,
+  agentId,
   path: row.path,
   version: row.version,
   content: row.content,
   contentHash: row.content_hash,
   chars: row.chars,
-  createdAt: row.created_at,
+  createdAt: new Date(row.created_ms).toISOString(),
 });
 
-const toSummary = (row: SummaryRow): ConversationPageSummary => ({ conversationId: row.conversation_id, path: row.path, version: row.version, contentHash: row.content_hash, chars: row.chars });
+const toSummary =
+  (conversationId: string) =>
+  (row: SummaryRow): ConversationPageSummary => ({ conversationId, path: row.path, version: row.version, contentHash: row.content_hash, chars: row.chars });
 
-const VERSION_COLUMNS = "v.conversation_id, v.agent_id, v.path, v.version, v.content, v.content_hash, v.chars, v.created_at";
-const SUMMARY_COLUMNS = "p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.chars AS chars";
+/** A version's hash as the API shows it: lowercase hex of its 32 bytes. */
+const HASH = "lower(hex(v.content_hash)) AS content_hash";
+const VERSION_COLUMNS = `v.path AS path, v.version AS version, v.content AS content, ${HASH}, v.chars AS chars, v.created_ms AS created_ms`;
+const SUMMARY_COLUMNS = `p.path AS path, p.version AS version, ${HASH}, v.chars AS chars`;
+/** A head or version row `alias` of the conversation bound as ?1 and the agent bound as ?2 (their integer keys). */
+const pageOf = (alias: string, conversation = "?1", agent = "?2"): string => `${alias}.conversation_key = ${conversationKey(conversation)} AND ${alias}.agent_key = ${agentKey(agent)}`;
 /** A page's head `p` joined to its newest version row `v` (live or tombstone). */
-const HEAD_VERSION = "JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version";
+const HEAD_VERSION = "JOIN extracted_versions v ON v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = p.version";
 /** Each page joined to its newest version row. */
-const HEAD = `conversation_memory_pages p ${HEAD_VERSION}`;
+const HEAD = `extracted_pages p ${HEAD_VERSION}`;
 /**
  * Each indexed (live) page's head and version, from its index row. CROSS JOIN keeps the index
  * outside: SQLite's own order walked the conversation's heads and ran the full-text query once per
  * row, at a cost that grew with every conversation on the shard.
  */
-const INDEXED = `conversation_memory_terms CROSS JOIN conversation_memory_pages p ON p.id = conversation_memory_terms.rowid ${HEAD_VERSION}`;
+const INDEXED = `conversation_memory_terms CROSS JOIN extracted_pages p ON p.id = conversation_memory_terms.rowid ${HEAD_VERSION}`;
 
 /** The columns of `conversation_memory_terms` a query's terms may match (never the scope). */
 const PAGE_COLUMNS = ["path", "content", "grams"];
 
 /** The MATCH argument: the conversation's scope token (?2 is its id) ANDed with the terms (?1). */
-const SCOPED_MATCH = `conversation_memory_terms MATCH ('scope : "k' || COALESCE((SELECT id FROM conversation_keys WHERE conversation_id = ?2), 0) || '" AND ' || ?1) AND p.conversation_id = ?2`;
+const SCOPED_MATCH = `conversation_memory_terms MATCH ('scope : "k' || COALESCE(${conversationKey("?2")}, 0) || '" AND ' || ?1) AND p.conversation_key = ${conversationKey("?2")}`;
 
 /** bm25 of a page, path weighted above content (the first weight belongs to the scope column, which no term matches). */
 const PAGE_BM25 = "bm25(conversation_memory_terms, 0.0, 2.0, 1.0, 1.0)";
 
 /** A search hit's columns: the page and its bm25 (its snippet is computed from the content). */
-const PAGE_HIT_COLUMNS = `p.conversation_id AS conversation_id, p.path AS path, p.version AS version, v.content_hash AS content_hash, v.content AS content, ${PAGE_BM25} AS rank`;
+const PAGE_HIT_COLUMNS = `(SELECT conversation_id FROM conversation_keys WHERE id = p.conversation_key) AS conversation_id, p.path AS path, p.version AS version, ${HASH}, v.content AS content, ${PAGE_BM25} AS rank`;
 
 /** The current live version, or the given version if it is live; undefined for missing and deleted. */
 export async function getConversationPage(db: D1Database, conversationId: string, agentId: string, path: string, version?: number): Promise<ConversationPage | undefined> {
   const statement =
     version === undefined
-      ? db.prepare(`SELECT ${VERSION_COLUMNS} FROM ${HEAD} WHERE p.conversation_id = ? AND p.agent_id = ? AND p.path = ? AND v.deleted = 0`).bind(conversationId, agentId, path)
-      : db
-          .prepare(`SELECT ${VERSION_COLUMNS} FROM conversation_memory_versions v WHERE v.conversation_id = ? AND v.agent_id = ? AND v.path = ? AND v.version = ? AND v.deleted = 0`)
-          .bind(conversationId, agentId, path, version);
+      ? db.prepare(`SELECT ${VERSION_COLUMNS} FROM ${HEAD} WHERE ${pageOf("p")} AND p.path = ?3 AND v.deleted = 0`).bind(conversationId, agentId, path)
+      : db.prepare(`SELECT ${VERSION_COLUMNS} FROM extracted_versions v WHERE ${pageOf("v")} AND v.path = ?3 AND v.version = ?4 AND v.deleted = 0`).bind(conversationId, agentId, path, version);
   const row = await statement.first<VersionRow>();
-  return row === null ? undefined : toPage(row);
+  return row === null ? undefined : toPage(conversationId, agentId, row);
 }
 
 export const MAX_LIST_CONVERSATION_PAGES = 500;
@@ -123,17 +126,17 @@ export async function listConversationPages(
 ): Promise<ConversationPageSummary[]> {
   const limit = Math.min(Math.max(page.limit ?? MAX_LIST_CONVERSATION_PAGES, 1), MAX_LIST_CONVERSATION_PAGES);
   const { results } = await db
-    .prepare(`SELECT ${SUMMARY_COLUMNS} FROM ${HEAD} WHERE p.conversation_id = ? AND p.agent_id = ? AND p.path > ? AND v.deleted = 0 ORDER BY p.path LIMIT ?`)
+    .prepare(`SELECT ${SUMMARY_COLUMNS} FROM ${HEAD} WHERE ${pageOf("p")} AND p.path > ?3 AND v.deleted = 0 ORDER BY p.path LIMIT ?4`)
     .bind(conversationId, agentId, page.after ?? "", limit)
     .all<SummaryRow>();
-  return results.map(toSummary);
+  return results.map(toSummary(conversationId));
 }
 
 /** Which of these paths are live extracted pages of the agent in the conversation, each sought by its key. */
 export async function liveConversationPagePaths(db: D1Database, conversationId: string, agentId: string, paths: readonly string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   const { results } = await db
-    .prepare(`SELECT p.path AS path FROM ${HEAD} WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path IN (SELECT value FROM json_each(?3)) AND v.deleted = 0`)
+    .prepare(`SELECT p.path AS path FROM ${HEAD} WHERE ${pageOf("p")} AND p.path IN (SELECT value FROM json_each(?3)) AND v.deleted = 0`)
     .bind(conversationId, agentId, JSON.stringify(paths))
     .all<{ path: string }>();
   return new Set(results.map((row) => row.path));
@@ -229,7 +232,7 @@ export async function readConversationFacts(
 ): Promise<ConversationFactRow[]> {
   // The fact keys in the sources' primary-key order: the next key of the page, else the first of the next page.
   const keys = { table: "conversation_memory_sources", scope: sourceOf("n"), outer: "path", inner: "fact_key" };
-  const live = (path: string) => `EXISTS (SELECT 1 FROM ${HEAD} WHERE p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = ${path} AND v.deleted = 0)`;
+  const live = (path: string) => `EXISTS (SELECT 1 FROM ${HEAD} WHERE ${pageOf("p")} AND p.path = ${path} AND v.deleted = 0)`;
   const { results } = await db
     .prepare(
       `WITH RECURSIVE walk (path, fact_key, kept) AS (
@@ -240,7 +243,7 @@ export async function readConversationFacts(
        ), facts AS (
          SELECT w.path, w.fact_key, p.version AS page_version, v.content,
            (SELECT MAX(n.version) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = w.path AND n.fact_key = w.fact_key AND n.version <= p.version) AS version
-         FROM walk w CROSS JOIN conversation_memory_pages p ON p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = w.path ${HEAD_VERSION}
+         FROM walk w CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = w.path ${HEAD_VERSION}
          WHERE w.path IS NOT NULL AND v.deleted = 0
        ), sources AS (
          SELECT f.path, f.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, f.page_version, f.content,
@@ -267,7 +270,7 @@ export async function searchConversationPages(db: D1Database, conversationId: st
     .prepare(
       `SELECT ${PAGE_HIT_COLUMNS}
        FROM ${INDEXED}
-       WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
+       WHERE ${SCOPED_MATCH} AND p.agent_key = ${agentKey("?3")} AND v.deleted = 0
        ORDER BY rank, p.path
        LIMIT ?4`,
     )
@@ -295,8 +298,8 @@ export async function searchSharedPages(db: D1Database, agentId: string, exceptC
       `SELECT ${PAGE_HIT_COLUMNS}
        FROM ${INDEXED}
        WHERE conversation_memory_terms MATCH ('scope : "a' || COALESCE((SELECT id FROM agent_keys WHERE agent_id = ?2), 0) || '" AND ' || ?1)
-         AND p.agent_id = ?2 AND p.conversation_id <> ?3 AND v.deleted = 0
-       ORDER BY rank, p.conversation_id, p.path
+         AND p.agent_key = ${agentKey("?2")} AND p.conversation_key IS NOT ${conversationKey("?3")} AND v.deleted = 0
+       ORDER BY rank, conversation_id, p.path
        LIMIT ?4`,
     )
     .bind(match, agentId, exceptConversationId, limit)
@@ -315,13 +318,13 @@ export async function rankConversationPages(db: D1Database, conversationId: stri
     .prepare(
       `SELECT ${SUMMARY_COLUMNS}
        FROM ${INDEXED}
-       WHERE ${SCOPED_MATCH} AND p.agent_id = ?3 AND v.deleted = 0
+       WHERE ${SCOPED_MATCH} AND p.agent_key = ${agentKey("?3")} AND v.deleted = 0
        ORDER BY ${PAGE_BM25}, p.path
        LIMIT ?4`,
     )
     .bind(match, conversationId, agentId, RECALL_CANDIDATES)
     .all<SummaryRow>();
-  return results.map(toSummary);
+  return results.map(toSummary(conversationId));
 }
 
 /**
@@ -340,8 +343,8 @@ export async function readConversationPageVersions(
     .prepare(
       `SELECT v.path AS path, v.version AS version, v.content AS content
        FROM json_each(?3) j
-       CROSS JOIN conversation_memory_versions v
-         ON v.conversation_id = ?1 AND v.agent_id = ?2 AND v.path = json_extract(j.value, '$[0]') AND v.version = json_extract(j.value, '$[1]')`,
+       CROSS JOIN extracted_versions v
+         ON ${pageOf("v")} AND v.path = json_extract(j.value, '$[0]') AND v.version = json_extract(j.value, '$[1]')`,
     )
     .bind(conversationId, agentId, JSON.stringify(versions.map((v) => [v.path, v.version])))
     .all<{ path: string; version: number; content: string }>();

@@ -9,7 +9,7 @@ import { SOURCE_KEYS } from "./memory-sources";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql): the merged versions
+ * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql, 0035_memory_keyed.sql): the merged versions
  * of the conversation's extracted pages with their provenance, the completed extraction runs, what
  * the shard shows of an extraction still owed, and the event hashes a slice's facts cite. The reads
  * of those pages are storage/shard/conversation-memory's.
@@ -39,11 +39,15 @@ export interface ProvenanceRow {
 /** A conversation's extracted pages in the word index: the conversation's and the agent's scope tokens (migrations/shard/0018). */
 const PAGE_TERMS: PageTermsStore = {
   terms: "conversation_memory_terms",
-  heads: "conversation_memory_pages",
-  versions: "conversation_memory_versions",
-  keys: ["conversation_id", "agent_id"],
+  heads: "extracted_pages",
+  versions: "extracted_versions",
+  keyed: (alias) => pageOf(alias),
+  storedHash: (hex) => `unhex(${hex})`,
   scope: `('k' || ${conversationKey("?1")} || ' a' || ${agentKey("?2")})`,
 };
+
+/** A head or version row `alias` of the conversation bound as ?1 and the agent bound as ?2 (their integer keys, migrations/shard/0035). */
+const pageOf = (alias: string): string => `${alias}.conversation_key = ${conversationKey("?1")} AND ${alias}.agent_key = ${agentKey("?2")}`;
 
 /** A page an extraction merged: its new content over `head` (undefined: no page yet), with the sources of the facts it sets. */
 export interface MergedPage {
@@ -71,15 +75,17 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
   for (const chunk of chunksBySize(pages, writeBytes, WRITE_BYTES)) {
     const moves = chunk.map((page) => ({ path: page.path, version: (page.head?.version ?? 0) + 1, contentHash: sha256Hex(page.content), content: page.content, previous: page.head }));
     const rows = JSON.stringify(moves.map((m, i) => ({ path: m.path, version: m.version, hash: m.contentHash, content: m.content, chars: m.content.length, provenance: chunk[i]?.provenance ?? [] })));
+    // The agent's key, which the versions are keyed by, exists before them (a no-op once it does).
+    const agent = db.prepare("INSERT INTO agent_keys (agent_id) VALUES (?1) ON CONFLICT (agent_id) DO NOTHING").bind(agentId);
     const insert = db
       .prepare(
-        `INSERT INTO conversation_memory_versions (conversation_id, agent_id, path, version, content, content_hash, chars, deleted, created_at)
-         SELECT ?1, ?2, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(j.value, '$.content'), json_extract(j.value, '$.hash'), json_extract(j.value, '$.chars'), 0, ?4
+        `INSERT INTO extracted_versions (conversation_key, agent_key, path, version, content, content_hash, chars, deleted, created_ms)
+         SELECT ${SOURCE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(j.value, '$.content'), unhex(json_extract(j.value, '$.hash')), json_extract(j.value, '$.chars'), 0, ?4
          FROM json_each(?3) j
-         WHERE COALESCE((SELECT version FROM conversation_memory_pages WHERE conversation_id = ?1 AND agent_id = ?2 AND path = json_extract(j.value, '$.path')), 0) = json_extract(j.value, '$.version') - 1
+         WHERE COALESCE((SELECT p.version FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = json_extract(j.value, '$.path')), 0) = json_extract(j.value, '$.version') - 1
          RETURNING path`,
       )
-      .bind(conversationId, agentId, rows, now.toISOString());
+      .bind(conversationId, agentId, rows, now.getTime());
     // Each source, bound to its page's exact version by that version's content hash.
     const sources = db
       .prepare(
@@ -88,12 +94,12 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
                 json_extract(s.value, '$.seq'), json_extract(s.value, '$.eventHash'), json_extract(s.value, '$.runId')
          FROM json_each(?3) j, json_each(j.value, '$.provenance') s
          WHERE EXISTS (
-           SELECT 1 FROM conversation_memory_versions v
-           WHERE v.conversation_id = ?1 AND v.agent_id = ?2 AND v.path = json_extract(j.value, '$.path') AND v.version = json_extract(j.value, '$.version') AND v.content_hash = json_extract(j.value, '$.hash')
+           SELECT 1 FROM extracted_versions v
+           WHERE ${pageOf("v")} AND v.path = json_extract(j.value, '$.path') AND v.version = json_extract(j.value, '$.version') AND v.content_hash = unhex(json_extract(j.value, '$.hash'))
          )`,
       )
       .bind(conversationId, agentId, rows);
-    const [inserted] = await db.batch<{ path: string }>([insert, ...pageTermStatements(db, PAGE_TERMS, [conversationId, agentId], moves), sources]);
+    const [, inserted] = await db.batch<{ path: string }>([agent, insert, ...pageTermStatements(db, PAGE_TERMS, [conversationId, agentId], moves), sources]);
     for (const row of inserted?.results ?? []) written.add(row.path);
   }
   return written;
@@ -110,10 +116,10 @@ export async function readPageHeads(db: D1Database, conversationId: string, agen
   if (paths.length === 0) return new Map();
   const { results } = await db
     .prepare(
-      `SELECT p.path AS path, v.version AS version, v.content AS content, v.content_hash AS content_hash, v.deleted AS deleted
+      `SELECT p.path AS path, v.version AS version, v.content AS content, lower(hex(v.content_hash)) AS content_hash, v.deleted AS deleted
        FROM json_each(?3) j
-       CROSS JOIN conversation_memory_pages p ON p.conversation_id = ?1 AND p.agent_id = ?2 AND p.path = j.value
-       JOIN conversation_memory_versions v ON v.conversation_id = p.conversation_id AND v.agent_id = p.agent_id AND v.path = p.path AND v.version = p.version`,
+       CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = j.value
+       JOIN extracted_versions v ON v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = p.version`,
     )
     .bind(conversationId, agentId, JSON.stringify(paths))
     .all<{ path: string; version: number; content: string; content_hash: string; deleted: number }>();

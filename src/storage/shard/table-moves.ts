@@ -3,7 +3,7 @@ import type { Statement } from "./turn-terms";
 /**
  * The rows a migration left in a table it replaced, moved to the new one a batch at a time by npm
  * run migrate (src/storage/search-backfill.ts's `runBackfill`): the sources of extracted memory
- * (migrations/shard/0027) and the turn index (0028). Each old table was renamed `…_v1`; its rows
+ * (migrations/shard/0027), the turn index (0028), and extracted memory's heads and versions (0035). Each old table was renamed `…_v1`; its rows
  * are copied to the new table in rowid order, then deleted, in one transaction a batch, and the old
  * table's trigger lets a row go only once the new table holds it. Safe to run twice, or beside
  * another run: the copy ignores what the new table holds already (a turn an event moved first is
@@ -37,14 +37,17 @@ function tableMove(old: string, perBatch: number, copy: (range: string) => strin
   };
 }
 
+/** An old table `old` (as `o`) whose rows name the conversation and the agent by their text ids, joined to their integer keys (`k`, `a`). */
+const keyedFrom = (old: string): string => `${old} o
+    JOIN conversation_keys k ON k.conversation_id = o.conversation_id
+    JOIN agent_keys a ON a.agent_id = o.agent_id`;
+
 export const SOURCES_MOVE = tableMove(
   "conversation_memory_provenance_v1",
   10_000,
   (range) => `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, fact_key, version, seq, message_id, event_hash, run_id)
     SELECT k.id, a.id, o.path, o.fact_key, o.version, o.seq, o.message_id, o.event_hash, o.run_id
-    FROM conversation_memory_provenance_v1 o
-    JOIN conversation_keys k ON k.conversation_id = o.conversation_id
-    JOIN agent_keys a ON a.agent_id = o.agent_id
+    FROM ${keyedFrom("conversation_memory_provenance_v1")}
     WHERE ${range}`,
 );
 
@@ -55,6 +58,30 @@ export const TURNS_MOVE = tableMove(
     SELECT k.id, o.role, o.message_id, o.seq, o.author_id, o.author_name, o.author_terms, o.origin_sensitive, o.edit_seq, o.edit_ms, o.edit_sensitive, o.deleted, o.delivered
     FROM turn_index_v1 o
     JOIN conversation_keys k ON k.conversation_id = o.conversation_id
+    WHERE ${range}`,
+);
+
+/**
+ * Extracted memory's heads and versions stored before migrations/shard/0035, moved to the tables
+ * keyed by integers: the heads first, each with its id (the rowid of its terms), then the versions
+ * (an old head names an old version, so the versions can leave only once no old head is left). A
+ * batch of versions is smaller: each carries a page's whole content.
+ */
+export const EXTRACTED_PAGES_MOVE = tableMove(
+  "conversation_memory_pages_v1",
+  10_000,
+  (range) => `INSERT OR IGNORE INTO extracted_pages (id, conversation_key, agent_key, path, version, terms_version)
+    SELECT o.id, k.id, a.id, o.path, o.version, o.terms_version
+    FROM ${keyedFrom("conversation_memory_pages_v1")}
+    WHERE ${range}`,
+);
+
+export const EXTRACTED_VERSIONS_MOVE = tableMove(
+  "conversation_memory_versions_v1",
+  1_000,
+  (range) => `INSERT OR IGNORE INTO extracted_versions (conversation_key, agent_key, path, version, content, content_hash, chars, deleted, created_ms)
+    SELECT k.id, a.id, o.path, o.version, o.content, unhex(o.content_hash), o.chars, o.deleted, CAST(round((julianday(o.created_at) - 2440587.5) * 86400000.0) AS INTEGER)
+    FROM ${keyedFrom("conversation_memory_versions_v1")}
     WHERE ${range}`,
 );
 
