@@ -10,7 +10,7 @@ import { join } from "node:path";
 const PARTS = /** @type {const} */ ([
   ["log", /^(log|log_copy|events)$/],
   ["turn index", /^(turn_index|turn_index_v1|turns|turn_terms)$/],
-  ["memory", /^(conversation_memory_\w+|extraction_runs|memory_\w+)$/],
+  ["memory", /^(conversation_memory_\w+|extracted_\w+|extraction_runs|memory_\w+)$/],
   ["chain", /^(boundaries|compaction_plans|activations)$/],
 ]);
 

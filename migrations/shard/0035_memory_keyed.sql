@@ -68,25 +68,14 @@ CREATE TABLE extracted_versions (
   CHECK (deleted = 0 OR (content = '' AND chars = 0))
 ) WITHOUT ROWID;
 
--- The old rows by the new keys: a version inserted exactly as an old row holds it is the move
--- copying it.
-CREATE VIEW extracted_versions_moving AS
-SELECT k.id AS conversation_key, a.id AS agent_key, o.path AS path, o.version AS version, o.content AS content, o.content_hash AS content_hash, o.chars AS chars, o.deleted AS deleted
-FROM conversation_memory_versions_v1 o
-JOIN conversation_keys k ON k.conversation_id = o.conversation_id
-JOIN agent_keys a ON a.agent_id = o.agent_id;
+-- The rules of a page's versions, and its head, are kept in two sets of triggers: one for a shard
+-- whose old tables are empty (every shard once `npm run migrate` has moved them; each insert then
+-- pays a look at two empty tables), and one for the move and the deploy window, which also reads
+-- the old tables by their text ids.
 
 CREATE TRIGGER extracted_versions_gap_free BEFORE INSERT ON extracted_versions
-WHEN NEW.version <> MAX(
-    COALESCE((SELECT MAX(version) FROM extracted_versions WHERE conversation_key = NEW.conversation_key AND agent_key = NEW.agent_key AND path = NEW.path), 0),
-    COALESCE((SELECT MAX(o.version) FROM conversation_memory_versions_v1 o
-              WHERE o.conversation_id = (SELECT conversation_id FROM conversation_keys WHERE id = NEW.conversation_key)
-                AND o.agent_id = (SELECT agent_id FROM agent_keys WHERE id = NEW.agent_key) AND o.path = NEW.path), 0)
-  ) + 1
-  AND NOT EXISTS (SELECT 1 FROM extracted_versions_moving m
-    WHERE m.conversation_key = NEW.conversation_key AND m.agent_key = NEW.agent_key AND m.path = NEW.path AND m.version = NEW.version
-      AND m.content = NEW.content AND m.content_hash = lower(hex(NEW.content_hash)) AND m.chars = NEW.chars AND m.deleted = NEW.deleted
-  )
+WHEN NOT EXISTS (SELECT 1 FROM conversation_memory_versions_v1)
+  AND NEW.version <> COALESCE((SELECT MAX(version) FROM extracted_versions WHERE conversation_key = NEW.conversation_key AND agent_key = NEW.agent_key AND path = NEW.path), 0) + 1
 BEGIN
   SELECT RAISE(ABORT, 'extracted_versions: version must be the next number of its page');
 END;
@@ -125,10 +114,44 @@ CREATE TABLE extracted_pages (
   UNIQUE (conversation_key, agent_key, path)
 );
 
--- The one writer of a head: a version written (not copied) becomes its page's head, taking over
--- a head the old table still holds with its id and its terms' version.
+-- The one writer of a head: a version written becomes its page's head (a new page's id follows
+-- every id the table holds, which is every page's once the old table is empty).
 CREATE TRIGGER extracted_versions_head AFTER INSERT ON extracted_versions
-WHEN NOT EXISTS (SELECT 1 FROM extracted_versions_moving m
+WHEN NOT EXISTS (SELECT 1 FROM conversation_memory_versions_v1) AND NOT EXISTS (SELECT 1 FROM conversation_memory_pages_v1)
+BEGIN
+  INSERT INTO extracted_pages (conversation_key, agent_key, path, version) VALUES (NEW.conversation_key, NEW.agent_key, NEW.path, NEW.version)
+  ON CONFLICT (conversation_key, agent_key, path) DO UPDATE SET version = excluded.version;
+END;
+
+-- While the old tables hold rows. The old rows by the new keys: a version inserted exactly as an
+-- old row holds it is the move copying it, which neither counts as its page's next version nor
+-- moves its head. Any other version must follow its page's newest in either table, and takes over
+-- a head the old table still holds, with its id and its terms' version.
+CREATE VIEW extracted_versions_moving AS
+SELECT k.id AS conversation_key, a.id AS agent_key, o.path AS path, o.version AS version, o.content AS content, o.content_hash AS content_hash, o.chars AS chars, o.deleted AS deleted
+FROM conversation_memory_versions_v1 o
+JOIN conversation_keys k ON k.conversation_id = o.conversation_id
+JOIN agent_keys a ON a.agent_id = o.agent_id;
+
+CREATE TRIGGER extracted_versions_gap_free_moving BEFORE INSERT ON extracted_versions
+WHEN EXISTS (SELECT 1 FROM conversation_memory_versions_v1)
+  AND NEW.version <> MAX(
+    COALESCE((SELECT MAX(version) FROM extracted_versions WHERE conversation_key = NEW.conversation_key AND agent_key = NEW.agent_key AND path = NEW.path), 0),
+    COALESCE((SELECT MAX(o.version) FROM conversation_memory_versions_v1 o
+              WHERE o.conversation_id = (SELECT conversation_id FROM conversation_keys WHERE id = NEW.conversation_key)
+                AND o.agent_id = (SELECT agent_id FROM agent_keys WHERE id = NEW.agent_key) AND o.path = NEW.path), 0)
+  ) + 1
+  AND NOT EXISTS (SELECT 1 FROM extracted_versions_moving m
+    WHERE m.conversation_key = NEW.conversation_key AND m.agent_key = NEW.agent_key AND m.path = NEW.path AND m.version = NEW.version
+      AND m.content = NEW.content AND m.content_hash = lower(hex(NEW.content_hash)) AND m.chars = NEW.chars AND m.deleted = NEW.deleted
+  )
+BEGIN
+  SELECT RAISE(ABORT, 'extracted_versions: version must be the next number of its page');
+END;
+
+CREATE TRIGGER extracted_versions_head_moving AFTER INSERT ON extracted_versions
+WHEN (EXISTS (SELECT 1 FROM conversation_memory_versions_v1) OR EXISTS (SELECT 1 FROM conversation_memory_pages_v1))
+  AND NOT EXISTS (SELECT 1 FROM extracted_versions_moving m
     WHERE m.conversation_key = NEW.conversation_key AND m.agent_key = NEW.agent_key AND m.path = NEW.path AND m.version = NEW.version
       AND m.content = NEW.content AND m.content_hash = lower(hex(NEW.content_hash)) AND m.chars = NEW.chars AND m.deleted = NEW.deleted
   )
