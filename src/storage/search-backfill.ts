@@ -5,7 +5,7 @@ import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { eventColumns, IN_LOG, toStoredEvent } from "./shard/events";
 import type { TableMove } from "./shard/table-moves";
-import { EXTRACTED_PAGES_MOVE, EXTRACTED_VERSIONS_MOVE, LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
+import { EXTRACTED_PAGES_MOVE, EXTRACTED_SOURCES_MOVE, EXTRACTED_VERSIONS_MOVE, LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
 
 /**
  * The word indexes of data stored before they existed (migrations/shard/0023, control/0019),
@@ -144,6 +144,8 @@ export interface BackfillProgress {
   /** Rows of `conversation_memory_pages_v1` and `conversation_memory_versions_v1` moved to `extracted_pages` and `extracted_versions` (migrations/shard/0035), through these rowids (0: none). */
   readonly extractedPagesThroughId: number;
   readonly extractedVersionsThroughId: number;
+  /** Batches of `conversation_memory_sources_v1` moved to `extracted_sources` (migrations/shard/0036; a keyed table, moved in key order). */
+  readonly extractedSourcesBatches: number;
 }
 
 /**
@@ -155,7 +157,7 @@ export interface BackfillProgress {
  * recorded. `onBatch` hears of each batch (a script prints it).
  */
 export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control", onBatch: (progress: BackfillProgress) => void = () => {}): Promise<BackfillProgress> {
-  let progress: BackfillProgress = { logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedVersionsThroughId: 0 };
+  let progress: BackfillProgress = { logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedSourcesBatches: 0, extractedVersionsThroughId: 0 };
   const report = (next: BackfillProgress) => {
     progress = next;
     onBatch(progress);
@@ -163,8 +165,10 @@ export async function runBackfill(db: BackfillDatabase, kind: "shard" | "control
   if (kind === "shard") {
     await move(db, LOG_COPY, (throughId) => report({ ...progress, logThroughId: throughId }));
     await move(db, TURNS_MOVE, (throughId) => report({ ...progress, turnsThroughId: throughId }));
-    await move(db, SOURCES_MOVE, (throughId) => report({ ...progress, sourcesThroughId: throughId }));
+    // Heads before sources: a source is keyed by its head's id since 0036.
     await move(db, EXTRACTED_PAGES_MOVE, (throughId) => report({ ...progress, extractedPagesThroughId: throughId }));
+    await move(db, SOURCES_MOVE, (throughId) => report({ ...progress, sourcesThroughId: throughId }));
+    await move(db, EXTRACTED_SOURCES_MOVE, () => report({ ...progress, extractedSourcesBatches: progress.extractedSourcesBatches + 1 }));
     await move(db, EXTRACTED_VERSIONS_MOVE, (throughId) => report({ ...progress, extractedVersionsThroughId: throughId }));
     for (;;) {
       const [conversation] = await db.rows<BackfillConversation>(NEXT_CONVERSATION);

@@ -4,6 +4,7 @@ import type { OpenApiDocument } from "../../src/http/openapi/types";
 import { writeMergedVersion } from "../support/extraction";
 import { shardsOf } from "../../src/storage/shards";
 import { pair } from "../support/declarations";
+import { readEventHashes } from "../../src/storage/shard/extractions";
 import { placedShardOf } from "../support/shards";
 import { call, eventsPath, json, sourceEvent, tokenFor } from "./helpers";
 
@@ -157,8 +158,11 @@ async function seedFact(conversation: string, agentId: string): Promise<void> {
     `Extracted memory ${FACT.path}: facts taken from conversation history, newest value first.`,
     `- vault-code: The vault code is ${FACT.marker}. (msg seed, ref 000000000000)`,
   ].join("\n");
-  const provenance = [{ factKey: "vault-code", messageId: "seed", seq: 1, eventHash: "0".repeat(64), runId: "ext_seed" }];
-  expect(await writeMergedVersion(await placedShardOf(conversation), { conversationId: conversation, agentId, path: FACT.path, head: undefined, content, provenance }, new Date())).toBe("written");
+  // The fact cites the conversation's first message ("seed"), by its hash in the log.
+  const shard = await placedShardOf(conversation);
+  const eventHash = (await readEventHashes(shard, conversation, [1])).get(1) ?? "";
+  const provenance = [{ factKey: "vault-code", messageId: "seed", seq: 1, eventHash, runId: "ext_seed" }];
+  expect(await writeMergedVersion(shard, { conversationId: conversation, agentId, path: FACT.path, head: undefined, content, provenance }, new Date())).toBe("written");
 }
 
 /** Every documented operation about `world`, as each of `readers`: none answers with the fact's marker. Returns how many calls were probed. */

@@ -6,7 +6,7 @@ import type { MergedPage } from "../../src/storage/shard/extractions";
 import { writeMergedVersions } from "../../src/storage/shard/extractions";
 import { register } from "../support/declarations";
 import { chainOf } from "../support/anchored-chain";
-import { placedShardOf, shardOf } from "../support/shards";
+import { loggedMessages, placedShardOf, shardOf } from "../support/shards";
 import { call, eventsPath, freshConversation, sourceEvent, tokenFor } from "./helpers";
 
 /**
@@ -226,10 +226,14 @@ async function pagesWithVersions(pages: number, versions: number) {
   await shard.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(conversation, new Date(0).toISOString()).run();
   const paths = Array.from({ length: pages }, (_, i) => `extracted/people/p${i}`);
   const heads = new Map<string, MergedPage["head"]>();
+  // The twelve messages a version's facts cite (three each), in the log.
+  const cited = await loggedMessages(shard, conversation, Array.from({ length: 12 }, (_, i) => `cited-${i}`));
   for (let v = 1; v <= versions; v++) {
     const merged = paths.map((path, p) => {
       const content = `Person ${p}, version ${v}`;
-      const provenance = [0, 1, 2, 3].flatMap((f) => [0, 1, 2].map((m) => ({ factKey: `fact-${f}`, messageId: `m${p}-${v}-${f}-${m}`, seq: v * 1_000 + p * 100 + f * 3 + m, eventHash: sha256Hex(`${p}-${v}-${f}-${m}`), runId: `ext_${v}` })));
+      const provenance = [0, 1, 2, 3].flatMap((f) =>
+        [0, 1, 2].map((m) => ({ factKey: `fact-${f}`, messageId: `m${p}-${v}-${f}-${m}`, seq: cited[f * 3 + m]?.seq ?? 0, eventHash: cited[f * 3 + m]?.hash ?? "", runId: `ext_${v}` })),
+      );
       return { path, head: heads.get(path), content, provenance };
     });
     expect(await writeMergedVersions(shard, conversation, agentId, merged, new Date())).toEqual(new Set(paths));

@@ -6,7 +6,7 @@ import { extractFacts } from "../../src/core/fact-extraction";
 import { sha256Hex } from "../../src/core/hash";
 import { pair, register } from "../support/declarations";
 import { extractedThrough, fill, say, writeMergedVersion } from "../support/extraction";
-import { memorySourcesCount, placedShardOf, shardOf } from "../support/shards";
+import { loggedMessages, memorySourcesCount, placedShardOf, shardOf } from "../support/shards";
 import type { ErrorBody } from "./helpers";
 import { BOT_ID, call, freshConversation, json, tokenFor } from "./helpers";
 
@@ -348,8 +348,15 @@ describe("the compactor's recall", () => {
     // The conversations exist, as they do once anything of theirs was appended (their pages are searched by their key).
     for (const id of [here, there]) await shard.prepare("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)").bind(id, new Date().toISOString()).run();
     const page = (value: string) => `Extracted memory extracted/numbers/catering: facts taken from conversation history, newest value first.\n- catering-budget: The catering budget is ${value} euros. (msg m1, ref 000000000000)`;
+    // The message each conversation's fact cites, in its log.
+    const cited = new Map<string, { seq: number; hash: string }>();
+    for (const id of [here, there]) cited.set(id, (await loggedMessages(shard, id, ["m1"]))[0] ?? { seq: 0, hash: "" });
     const write = (conversationId: string, path: string, content: string) =>
-      writeMergedVersion(shard, { conversationId, agentId, path, head: undefined, content, provenance: [{ factKey: "catering-budget", messageId: "m1", seq: 1, eventHash: "0".repeat(64), runId: "ext_test" }] }, new Date());
+      writeMergedVersion(
+        shard,
+        { conversationId, agentId, path, head: undefined, content, provenance: [{ factKey: "catering-budget", messageId: "m1", seq: cited.get(conversationId)?.seq ?? 0, eventHash: cited.get(conversationId)?.hash ?? "", runId: "ext_test" }] },
+        new Date(),
+      );
     expect(await write(here, "extracted/numbers/catering", page("5000"))).toBe("written");
     expect(await write(there, "extracted/numbers/catering", page("7777"))).toBe("written");
     expect(await write(there, "extracted/numbers/elsewhere", page("8888"))).toBe("written");

@@ -69,7 +69,7 @@ describe("the word indexes' backfill", () => {
     // A source of that page's facts, as the table of the time kept it.
     await db
       .prepare("INSERT INTO conversation_memory_provenance (conversation_id, agent_id, path, version, fact_key, message_id, seq, event_hash, run_id) VALUES (?, 'host', 'extracted/plans', 1, 'venue', 'm1', 1, ?, 'ext_1')")
-      .bind(conversations[0], "a".repeat(64))
+      .bind(conversations[0], eventHash(conversations[0] ?? "", eventInputSchema.parse(events[0])))
       .run();
 
     await applyD1Migrations(db, env.TEST_MIGRATIONS_SHARD);
@@ -93,11 +93,11 @@ describe("the word indexes' backfill", () => {
     expect(done.sourcesThroughId).toBeGreaterThan(0);
     expect(await db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_provenance_v1").first<{ n: number }>()).toEqual({ n: 0 });
     expect(await readConversationFactSources(db, conversations[0] ?? "", "host", "extracted/plans", 1)).toEqual([
-      { conversationId: conversations[0], factKey: "venue", messageId: "m1", seq: 1, eventHash: "a".repeat(64), runId: "ext_1", version: 1 },
+      { conversationId: conversations[0], factKey: "venue", messageId: "m1", seq: 1, eventHash: eventHash(conversations[0] ?? "", eventInputSchema.parse(events[0])), runId: "ext_1", version: 1 },
     ]);
 
     // A second run finds nothing left; a batch replayed over finished progress writes nothing.
-    expect(await runBackfill(bound(db), "shard")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedVersionsThroughId: 0 });
+    expect(await runBackfill(bound(db), "shard")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedSourcesBatches: 0, extractedVersionsThroughId: 0 });
 
     for (const c of conversations) {
       const rows = await termsByRow(db, "turn_terms_vocab", "SELECT (k.id << 32) + e.seq FROM conversation_keys k JOIN log e ON e.conversation_key = k.id WHERE k.conversation_id = ?1", c);
@@ -151,6 +151,6 @@ describe("the word indexes' backfill", () => {
     const held = await agentPageTerms(db, "helper");
     expect([...held.keys()]).toEqual(["notes/venue"]);
     expect({ ...held.get("notes/venue"), scope: undefined }).toEqual({ ...(await expectedTerms(db, { path: "notes/venue", content: "The venue is Porto." })), scope: undefined });
-    expect(await runBackfill(bound(db), "control")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedVersionsThroughId: 0 });
+    expect(await runBackfill(bound(db), "control")).toEqual({ logThroughId: 0, events: 0, turnsThroughId: 0, pages: 0, sourcesThroughId: 0, extractedPagesThroughId: 0, extractedSourcesBatches: 0, extractedVersionsThroughId: 0 });
   });
 });

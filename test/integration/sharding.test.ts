@@ -24,7 +24,7 @@ let agents = 0;
 const freshAgent = (): string => `shard-${run}-${agents++}`;
 
 /** Per-conversation tables: each must hold the conversation's rows on its shard and none elsewhere. */
-const CONVERSATION_TABLES = ["conversations", "log", "activations", "compaction_plans", "boundaries", "incidents", "turns", "turn_terms", "extraction_runs", "conversation_memory_versions", "conversation_memory_sources"] as const;
+const CONVERSATION_TABLES = ["conversations", "log", "activations", "compaction_plans", "boundaries", "incidents", "turns", "turn_terms", "extraction_runs", "extracted_versions", "extracted_sources"] as const;
 
 /** How each table names the conversation its rows belong to. */
 const ofConversation = (table: (typeof CONVERSATION_TABLES)[number]): string =>
@@ -32,9 +32,11 @@ const ofConversation = (table: (typeof CONVERSATION_TABLES)[number]): string =>
     ? "id = ?"
     : table === "turn_terms"
       ? "rowid BETWEEN ((SELECT id FROM conversation_keys WHERE conversation_id = ?1) << 32) AND (((SELECT id FROM conversation_keys WHERE conversation_id = ?1) << 32) | 4294967295)"
-      : table === "conversation_memory_sources" || table === "turns" || table === "log"
-        ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)"
-        : "conversation_id = ?";
+      : table === "extracted_sources"
+        ? "page IN (SELECT id FROM extracted_pages WHERE conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?))"
+        : table === "extracted_versions" || table === "turns" || table === "log"
+          ? "conversation_key = (SELECT id FROM conversation_keys WHERE conversation_id = ?)"
+          : "conversation_id = ?";
 
 const talk = (i: number): string =>
   `Message ${i}: guest ${i} prefers ${i % 2 === 0 ? "Lisbon" : "Porto"} for the offsite, room ${100 + i}, budget ${1000 + i * 10} euros.`;
@@ -130,8 +132,8 @@ describe("conversations on shards", () => {
     expect(home["turn_terms"]).toBe(31);
     expect(home["extraction_runs"]).toBeGreaterThanOrEqual(2);
     // What extraction wrote is the conversation's memory, kept beside its log, each fact naming its source here; none in the control database.
-    expect(home["conversation_memory_versions"]).toBeGreaterThan(0);
-    expect(home["conversation_memory_sources"]).toBeGreaterThan(0);
+    expect(home["extracted_versions"]).toBeGreaterThan(0);
+    expect(home["extracted_sources"]).toBeGreaterThan(0);
     const sourced = await env.DB.prepare("SELECT COUNT(*) AS n FROM memory_provenance WHERE agent_id = ? AND conversation_id = ?").bind(agentId, conversation).first<{ n: number }>();
     expect(sourced?.n).toBe(0);
     for (const other of ["DB_SHARD_0", "DB_SHARD_1"]) expect(Object.values(counts[other] ?? {}).every((n) => n === 0), other).toBe(true);

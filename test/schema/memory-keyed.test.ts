@@ -1,8 +1,10 @@
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
+import { eventHash, eventInputSchema } from "../../src/core/events";
 import { sha256Hex } from "../../src/core/hash";
 import { runBackfill } from "../../src/storage/search-backfill";
-import { getConversationPage, listConversationPages, readConversationPageVersions } from "../../src/storage/shard/conversation-memory";
+import { getConversationPage, listConversationPages, readConversationFactSources, readConversationPageVersions } from "../../src/storage/shard/conversation-memory";
+import { insertEvents } from "../../src/storage/shard/events";
 import type { MergedPage } from "../../src/storage/shard/extractions";
 import { readPageHeads, writeMergedVersions } from "../../src/storage/shard/extractions";
 import { EXTRACTED_PAGES_MOVE, EXTRACTED_VERSIONS_MOVE } from "../../src/storage/shard/table-moves";
@@ -195,5 +197,79 @@ it("moves the heads and versions stored before 0035 a batch at a time, losing no
   // Run again: nothing left to move.
   const again = await runBackfill(backfillOver(db), "shard");
   expect([again.extractedPagesThroughId, again.extractedVersionsThroughId]).toEqual([0, 0]);
+  db.close();
+});
+
+/** `n` messages of the conversation in its log, through the log's own writer; their sequences and hashes. */
+async function logged(db: DatabaseSync, n: number): Promise<{ seq: number; hash: string }[]> {
+  const planned = [...Array(n).keys()].map((i) => {
+    const input = eventInputSchema.parse({ kind: "source", idempotencyKey: `tg:update:${i}`, body: { messageId: String(7_000 + i), author: { id: "100000001", name: "Member 1" }, text: `message ${i}` } });
+    return { input, hash: eventHash(CONVERSATION, input), seq: i + 1 };
+  });
+  expect((await insertEvents(d1Over(db), CONVERSATION, planned, AT)).applied.every(Boolean)).toBe(true);
+  return planned.map(({ seq, hash }) => ({ seq, hash }));
+}
+
+/** The statement a Worker before 0036 wrote sources with (storage/shard/extractions at 0035). */
+const OLD_SOURCES = `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, version, fact_key, message_id, seq, event_hash, run_id)
+  SELECT (SELECT id FROM conversation_keys WHERE conversation_id = ?1), (SELECT id FROM agent_keys WHERE agent_id = ?2), json_extract(s.value, '$.path'), json_extract(s.value, '$.version'),
+         json_extract(s.value, '$.factKey'), json_extract(s.value, '$.messageId'), json_extract(s.value, '$.seq'), json_extract(s.value, '$.eventHash'), json_extract(s.value, '$.runId')
+  FROM json_each(?3) s`;
+
+const oldSources = (db: DatabaseSync): unknown[] => db.prepare("SELECT * FROM conversation_memory_sources ORDER BY path, fact_key, version, seq").all();
+
+it("keeps a fact's source by its page's id with the cited event's hash in the log only, moves those stored before 0036 a batch at a time, and refuses a source citing a hash the log does not hold", async () => {
+  // 100 pages, two versions each, 60 sources a version: 12,000 sources, more than one batch of the move.
+  const db = shard("0036");
+  const cited = await logged(db, 20);
+  const d1 = d1Over(db);
+  const sourcesOf = (p: number, v: number) =>
+    [...Array(60).keys()].map((i) => ({ factKey: `fact-${i % 15}`, messageId: cited[(i + p) % 20]?.seq.toString() ?? "", seq: cited[(i + p) % 20]?.seq ?? 0, eventHash: cited[(i + p) % 20]?.hash ?? "", runId: `ext_${p}_${v}` }));
+  db.prepare("INSERT INTO agent_keys (agent_id) VALUES (?)").run(AGENT);
+  for (let v = 1; v <= 2; v++) {
+    // The versions, as the Worker before 0036 wrote them (through 0035's views).
+    expect(oldWrite(db, [...Array(100).keys()].map((p) => ({ path: `extracted/topics/t${p}`, version: v, content: content(p, v) })))).toHaveLength(100);
+    db.exec("BEGIN");
+    for (let p = 0; p < 100; p++) db.prepare(OLD_SOURCES).run(CONVERSATION, AGENT, JSON.stringify(sourcesOf(p, v).map((s) => ({ ...s, path: `extracted/topics/t${p}`, version: v }))));
+    db.exec("COMMIT");
+  }
+  const sourcesBefore = oldSources(db);
+  expect(sourcesBefore).toHaveLength(12_000);
+  const before = btreeStats(db, ["conversation_memory_sources"]);
+  migrateShard(db, "0036");
+
+  // A Worker not yet redeployed reads every source under the old name, as before; an old row not yet moved cannot be deleted.
+  expect(oldSources(db)).toEqual(sourcesBefore);
+  expect(() => db.prepare("DELETE FROM conversation_memory_sources_v1 WHERE path = 'extracted/topics/t0'").run()).toThrow(/holds it/);
+  // It writes as it did: a source citing the log's hash lands in the new table; one citing any other is refused.
+  const late = { path: "extracted/topics/t0", version: 2, factKey: "late", messageId: "late", seq: cited[3]?.seq, eventHash: cited[3]?.hash, runId: "ext_late" };
+  db.prepare(OLD_SOURCES).run(CONVERSATION, AGENT, JSON.stringify([late]));
+  expect(() => db.prepare(OLD_SOURCES).run(CONVERSATION, AGENT, JSON.stringify([{ ...late, factKey: "forged", eventHash: cited[4]?.hash }]))).toThrow(/must cite an event of its conversation with its hash/);
+  expect(db.prepare("SELECT COUNT(*) AS n FROM extracted_sources").get()).toEqual({ n: 1 });
+
+  // The move, a batch at a time: the old table is left empty, and the new one reads what the old name read.
+  const done = await runBackfill(backfillOver(db), "shard");
+  expect(done.extractedSourcesBatches).toBe(2);
+  expect(db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_sources_v1").get()).toEqual({ n: 0 });
+  type Row = { path: string; fact_key: string; version: number; seq: number };
+  const inKeyOrder = (a: Row, b: Row) => (a.path !== b.path ? (a.path < b.path ? -1 : 1) : a.fact_key !== b.fact_key ? (a.fact_key < b.fact_key ? -1 : 1) : a.version - b.version || a.seq - b.seq);
+  const lateRow = { conversation_key: 1, agent_key: 1, path: late.path, fact_key: "late", version: 2, seq: late.seq, message_id: "late", event_hash: late.eventHash, run_id: "ext_late" };
+  expect(oldSources(db)).toEqual(([...sourcesBefore, lateRow] as Row[]).sort(inKeyOrder));
+  const after = btreeStats(db, ["extracted_sources"]);
+  console.log(`a source of a fact: ${(after.bytes / 12_001).toFixed(1)} bytes (before 0036: ${(before.bytes / 12_000).toFixed(1)})`);
+  expect(after.entries).toBe(12_001);
+  expect(after.bytes).toBeLessThan(before.bytes / 2);
+  const read = await readConversationFactSources(d1, CONVERSATION, AGENT, "extracted/topics/t7", 2);
+  expect(read.map((s) => [s.factKey, s.seq, s.eventHash, s.runId])).toEqual(
+    sourcesOf(7, 2)
+      .map((s) => [s.factKey, s.seq, s.eventHash, s.runId])
+      .sort((a, b) => (a[0] === b[0] ? Number(a[1]) - Number(b[1]) : String(a[0]) < String(b[0]) ? -1 : 1)),
+  );
+
+  // The writer of this migration refuses a source citing a hash the log does not hold: its whole batch, version and all.
+  const heads = await readPageHeads(d1, CONVERSATION, AGENT, ["extracted/topics/t9"]);
+  const forged = { path: "extracted/topics/t9", head: heads.get("extracted/topics/t9"), content: "forged", provenance: [{ factKey: "x", messageId: "1", seq: cited[0]?.seq ?? 0, eventHash: cited[1]?.hash ?? "", runId: "ext_forged" }] };
+  await expect(writeMergedVersions(d1, CONVERSATION, AGENT, [forged], new Date(AT))).rejects.toThrow(/NOT NULL constraint failed: extracted_sources.seq/);
+  expect((await readPageHeads(d1, CONVERSATION, AGENT, ["extracted/topics/t9"])).get("extracted/topics/t9")?.version).toBe(2);
   db.close();
 });

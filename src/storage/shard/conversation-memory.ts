@@ -3,8 +3,7 @@ import { matchExpression, recallTerms } from "../../core/search-text";
 import type { PageHitRow } from "../page-terms";
 import { pageHit } from "../page-terms";
 import { agentKey, conversationKey } from "./keys";
-import { sourceOf } from "./memory-sources";
-import { nextPair } from "./skip-scan";
+import { pageOf } from "./extracted-keys";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
@@ -80,8 +79,6 @@ const toSummary =
 const HASH = "lower(hex(v.content_hash)) AS content_hash";
 const VERSION_COLUMNS = `v.path AS path, v.version AS version, v.content AS content, ${HASH}, v.chars AS chars, v.created_ms AS created_ms`;
 const SUMMARY_COLUMNS = `p.path AS path, p.version AS version, ${HASH}, v.chars AS chars`;
-/** A head or version row `alias` of the conversation bound as ?1 and the agent bound as ?2 (their integer keys). */
-const pageOf = (alias: string, conversation = "?1", agent = "?2"): string => `${alias}.conversation_key = ${conversationKey(conversation)} AND ${alias}.agent_key = ${agentKey(agent)}`;
 /** A page's head `p` joined to its newest version row `v` (live or tombstone). */
 const HEAD_VERSION = "JOIN extracted_versions v ON v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = p.version";
 /** Each page joined to its newest version row. */
@@ -173,6 +170,11 @@ const toSource = (r: SourceRow): ConversationFactSource => ({
   version: r.version,
 });
 
+/** A source row `m`'s columns as the API shows them, the cited event's hash read from the log (migrations/shard/0036). */
+const SOURCE_COLUMNS = "m.fact_key AS fact_key, m.message_id AS message_id, m.seq AS seq, lower(hex(l.hash)) AS event_hash, m.run_id AS run_id, m.version AS version";
+/** The cited event of a source row `m` of the page row `p`, by the page's conversation and its sequence. */
+const CITED = "JOIN log l ON l.conversation_key = p.conversation_key AND l.seq = m.seq";
+
 /**
  * Each fact key's sources at `version` of the page: the rows of the newest version at or below it
  * that set the key. The page's fact keys are walked one seek at a time in the primary key's order
@@ -183,17 +185,20 @@ export async function readConversationFactSources(db: D1Database, conversationId
   const { results } = await db
     .prepare(
       `WITH RECURSIVE facts (fact_key) AS (
-         SELECT MIN(n.fact_key) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = ?3
+         SELECT MIN(n.fact_key) FROM extracted_sources n WHERE n.page = (SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3)
          UNION ALL
-         SELECT (SELECT MIN(n.fact_key) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = ?3 AND n.fact_key > f.fact_key)
+         SELECT (SELECT MIN(n.fact_key) FROM extracted_sources n WHERE n.page = (SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3) AND n.fact_key > f.fact_key)
          FROM facts f WHERE f.fact_key IS NOT NULL
        ),
        newest (fact_key, version) AS (
-         SELECT f.fact_key, (SELECT MAX(n.version) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = ?3 AND n.fact_key = f.fact_key AND n.version <= ?4)
+         SELECT f.fact_key, (SELECT MAX(n.version) FROM extracted_sources n WHERE n.page = (SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3) AND n.fact_key = f.fact_key AND n.version <= ?4)
          FROM facts f WHERE f.fact_key IS NOT NULL
        )
-       SELECT ?1 AS conversation_id, m.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version
-       FROM newest w CROSS JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = ?3 AND m.fact_key = w.fact_key AND m.version = w.version
+       SELECT ?1 AS conversation_id, ${SOURCE_COLUMNS}
+       FROM newest w
+       CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = ?3
+       CROSS JOIN extracted_sources m ON m.page = p.id AND m.fact_key = w.fact_key AND m.version = w.version
+       ${CITED}
        ORDER BY m.fact_key, m.seq`,
     )
     .bind(conversationId, agentId, path, version)
@@ -230,25 +235,33 @@ export async function readConversationFacts(
   facts: number,
   sourcesPerFact: number,
 ): Promise<ConversationFactRow[]> {
-  // The fact keys in the sources' primary-key order: the next key of the page, else the first of the next page.
-  const keys = { table: "conversation_memory_sources", scope: sourceOf("n"), outer: "path", inner: "fact_key" };
+  // The fact keys in (path, fact key) order: the page's next key, else the first key of the page
+  // after it by path (a page with none is a step with no key, passed over).
+  const pageId = (path: string) => `(SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ${path})`;
+  const nextPath = (path: string) => `(SELECT MIN(p.path) FROM extracted_pages p WHERE ${pageOf("p")} AND p.path > ${path})`;
+  const firstKey = (page: string, after: string) => `(SELECT MIN(n.fact_key) FROM extracted_sources n WHERE n.page = ${page} AND n.fact_key > ${after})`;
+  const step = (path: string, key: string) =>
+    `CASE WHEN ${firstKey(pageId(path), key)} IS NOT NULL THEN ${path} ELSE ${nextPath(path)} END,
+     COALESCE(${firstKey(pageId(path), key)}, ${firstKey(pageId(nextPath(path)), "''")})`;
   const live = (path: string) => `EXISTS (SELECT 1 FROM ${HEAD} WHERE ${pageOf("p")} AND p.path = ${path} AND v.deleted = 0)`;
+  const counts = (path: string, key: string) => `(${key} IS NOT NULL AND ${live(path)})`;
   const { results } = await db
     .prepare(
       `WITH RECURSIVE walk (path, fact_key, kept) AS (
-         SELECT ${nextPair(keys, "?3", "?4")}, 0
+         SELECT ${step("?3", "?4")}, 0
          UNION ALL
-         SELECT ${nextPair(keys, "w.path", "w.fact_key")}, w.kept + ${live("w.path")}
-         FROM walk w WHERE w.path IS NOT NULL AND w.kept + ${live("w.path")} < ?5
+         SELECT ${step("w.path", "COALESCE(w.fact_key, '')")}, w.kept + ${counts("w.path", "w.fact_key")}
+         FROM walk w WHERE w.path IS NOT NULL AND w.kept + ${counts("w.path", "w.fact_key")} < ?5
        ), facts AS (
-         SELECT w.path, w.fact_key, p.version AS page_version, v.content,
-           (SELECT MAX(n.version) FROM conversation_memory_sources n WHERE ${sourceOf("n")} AND n.path = w.path AND n.fact_key = w.fact_key AND n.version <= p.version) AS version
+         SELECT w.path, w.fact_key, p.id AS page, p.conversation_key AS conversation_key, p.version AS page_version, v.content,
+           (SELECT MAX(n.version) FROM extracted_sources n WHERE n.page = p.id AND n.fact_key = w.fact_key AND n.version <= p.version) AS version
          FROM walk w CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = w.path ${HEAD_VERSION}
-         WHERE w.path IS NOT NULL AND v.deleted = 0
+         WHERE w.path IS NOT NULL AND w.fact_key IS NOT NULL AND v.deleted = 0
        ), sources AS (
-         SELECT f.path, f.fact_key, m.message_id, m.seq, m.event_hash, m.run_id, m.version, f.page_version, f.content,
+         SELECT f.path, ${SOURCE_COLUMNS}, f.page_version, f.content,
            ROW_NUMBER() OVER (PARTITION BY f.path, f.fact_key ORDER BY m.seq) AS nth
-         FROM facts f CROSS JOIN conversation_memory_sources m ON ${sourceOf("m")} AND m.path = f.path AND m.fact_key = f.fact_key AND m.version = f.version
+         FROM facts f CROSS JOIN extracted_sources m ON m.page = f.page AND m.fact_key = f.fact_key AND m.version = f.version
+         JOIN log l ON l.conversation_key = f.conversation_key AND l.seq = m.seq
        )
        SELECT ?1 AS conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
        FROM sources WHERE nth <= ?6

@@ -5,7 +5,7 @@ import type { PageTermsStore } from "../page-terms";
 import { pageTermStatements } from "../page-terms";
 import { IN_LOG } from "./events";
 import { agentKey, conversationKey } from "./keys";
-import { SOURCE_KEYS } from "./memory-sources";
+import { PAGE_KEYS, pageOf } from "./extracted-keys";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
@@ -46,8 +46,6 @@ const PAGE_TERMS: PageTermsStore = {
   scope: `('k' || ${conversationKey("?1")} || ' a' || ${agentKey("?2")})`,
 };
 
-/** A head or version row `alias` of the conversation bound as ?1 and the agent bound as ?2 (their integer keys, migrations/shard/0035). */
-const pageOf = (alias: string): string => `${alias}.conversation_key = ${conversationKey("?1")} AND ${alias}.agent_key = ${agentKey("?2")}`;
 
 /** A page an extraction merged: its new content over `head` (undefined: no page yet), with the sources of the facts it sets. */
 export interface MergedPage {
@@ -80,23 +78,30 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
     const insert = db
       .prepare(
         `INSERT INTO extracted_versions (conversation_key, agent_key, path, version, content, content_hash, chars, deleted, created_ms)
-         SELECT ${SOURCE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(j.value, '$.content'), unhex(json_extract(j.value, '$.hash')), json_extract(j.value, '$.chars'), 0, ?4
+         SELECT ${PAGE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(j.value, '$.content'), unhex(json_extract(j.value, '$.hash')), json_extract(j.value, '$.chars'), 0, ?4
          FROM json_each(?3) j
          WHERE COALESCE((SELECT p.version FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = json_extract(j.value, '$.path')), 0) = json_extract(j.value, '$.version') - 1
          RETURNING path`,
       )
       .bind(conversationId, agentId, rows, now.getTime());
-    // Each source, bound to its page's exact version by that version's content hash.
+    // Each source, bound to its page's exact version by that version's content hash, and to the
+    // event it cites by the log's hash: a source citing any other hash has no sequence, which
+    // fails the batch (migrations/shard/0036 keeps the hash in the log only).
     const sources = db
       .prepare(
-        `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, version, fact_key, message_id, seq, event_hash, run_id)
-         SELECT ${SOURCE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(s.value, '$.factKey'), json_extract(s.value, '$.messageId'),
-                json_extract(s.value, '$.seq'), json_extract(s.value, '$.eventHash'), json_extract(s.value, '$.runId')
-         FROM json_each(?3) j, json_each(j.value, '$.provenance') s
+        `INSERT INTO extracted_sources (page, fact_key, version, seq, message_id, run_id)
+         SELECT p.id, json_extract(s.value, '$.factKey'), json_extract(j.value, '$.version'),
+                CASE WHEN EXISTS (SELECT 1 FROM log l WHERE l.conversation_key = p.conversation_key AND l.seq = json_extract(s.value, '$.seq') AND l.hash = unhex(json_extract(s.value, '$.eventHash')))
+                     THEN json_extract(s.value, '$.seq') END,
+                json_extract(s.value, '$.messageId'), json_extract(s.value, '$.runId')
+         FROM json_each(?3) j
+         CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = json_extract(j.value, '$.path')
+         CROSS JOIN json_each(j.value, '$.provenance') s
          WHERE EXISTS (
            SELECT 1 FROM extracted_versions v
-           WHERE ${pageOf("v")} AND v.path = json_extract(j.value, '$.path') AND v.version = json_extract(j.value, '$.version') AND v.content_hash = unhex(json_extract(j.value, '$.hash'))
-         )`,
+           WHERE v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = json_extract(j.value, '$.version') AND v.content_hash = unhex(json_extract(j.value, '$.hash'))
+         )
+         ON CONFLICT DO NOTHING`,
       )
       .bind(conversationId, agentId, rows);
     const [, inserted] = await db.batch<{ path: string }>([agent, insert, ...pageTermStatements(db, PAGE_TERMS, [conversationId, agentId], moves), sources]);

@@ -3,7 +3,7 @@ import type { Statement } from "./turn-terms";
 /**
  * The rows a migration left in a table it replaced, moved to the new one a batch at a time by npm
  * run migrate (src/storage/search-backfill.ts's `runBackfill`): the sources of extracted memory
- * (migrations/shard/0027), the turn index (0028), and extracted memory's heads and versions (0035). Each old table was renamed `…_v1`; its rows
+ * (migrations/shard/0027), the turn index (0028), extracted memory's heads and versions (0035) and its sources (0036). Each old table was renamed `…_v1`; its rows
  * are copied to the new table in rowid order, then deleted, in one transaction a batch, and the old
  * table's trigger lets a row go only once the new table holds it. Safe to run twice, or beside
  * another run: the copy ignores what the new table holds already (a turn an event moved first is
@@ -84,6 +84,35 @@ export const EXTRACTED_VERSIONS_MOVE = tableMove(
     FROM ${keyedFrom("conversation_memory_versions_v1")}
     WHERE ${range}`,
 );
+
+/**
+ * Extracted memory's sources stored before migrations/shard/0036, moved to `extracted_sources` by
+ * their page's id (the heads move first), each only if the log holds the event it cites with the
+ * hash it cites (else the copy fails its batch and the move stops there, the row kept). The old
+ * table is keyed, not numbered: each batch takes its first rows in key order, copies them, then
+ * deletes the same rows.
+ */
+const SOURCES_V1_FIRST = `SELECT conversation_key, agent_key, path, fact_key, version, seq FROM conversation_memory_sources_v1
+    ORDER BY conversation_key, agent_key, path, fact_key, version, seq LIMIT ?1`;
+
+export const EXTRACTED_SOURCES_MOVE: TableMove = {
+  perBatch: 10_000,
+  oldest: { sql: "SELECT 1 AS id FROM conversation_memory_sources_v1 LIMIT 1", params: [] },
+  batch: (_fromId, size = 10_000) => [
+    {
+      sql: `INSERT INTO extracted_sources (page, fact_key, version, seq, message_id, run_id)
+        SELECT p.id, o.fact_key, o.version,
+          CASE WHEN EXISTS (SELECT 1 FROM log l WHERE l.conversation_key = o.conversation_key AND l.seq = o.seq AND lower(hex(l.hash)) = o.event_hash) THEN o.seq END,
+          o.message_id, o.run_id
+        FROM conversation_memory_sources_v1 o
+        JOIN extracted_pages p ON p.conversation_key = o.conversation_key AND p.agent_key = o.agent_key AND p.path = o.path
+        WHERE (o.conversation_key, o.agent_key, o.path, o.fact_key, o.version, o.seq) IN (${SOURCES_V1_FIRST})
+        ON CONFLICT DO NOTHING`,
+      params: [size],
+    },
+    { sql: `DELETE FROM conversation_memory_sources_v1 WHERE (conversation_key, agent_key, path, fact_key, version, seq) IN (${SOURCES_V1_FIRST})`, params: [size] },
+  ],
+};
 
 const LOG_ROWS_PER_BATCH = 10_000;
 
