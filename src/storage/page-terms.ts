@@ -60,7 +60,7 @@ export interface PageMove {
 export function pageTermStatements(db: D1Database, store: PageTermsStore, key: readonly string[], moves: readonly PageMove[]): D1PreparedStatement[] {
   if (moves.length === 0) return [];
   const n = key.length;
-  const keyed = store.keyed;
+  const { keyed } = store;
   const rows = JSON.stringify(
     moves.map((m) => {
       const next = m.content === undefined ? undefined : searchForm(m.content);

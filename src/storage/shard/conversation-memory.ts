@@ -3,19 +3,19 @@ import { matchExpression, recallTerms } from "../../core/search-text";
 import type { PageHitRow } from "../page-terms";
 import { pageHit } from "../page-terms";
 import { agentKey, conversationKey } from "./keys";
-import { pageOf } from "./extracted-keys";
+import { cited, HEAD_VERSION, pageOf } from "./extracted-keys";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql). Extraction's writes are in storage/shard/extractions.
+ * (migrations/shard/0016_conversation_memory.sql, 0035_memory_keyed.sql, 0036_memory_sources_keyed.sql). Extraction's writes are in storage/shard/extractions.
  *
  * Storage format: `extracted_versions` holds one immutable row per write of an extracted page,
  * numbered 1, 2, 3… per (conversation, agent, path), keyed by the conversation's and the agent's
  * integer keys (migrations/shard/0035); `extracted_pages` points at each page's newest row (the
  * schema's AFTER INSERT trigger keeps it), `conversation_memory_terms`
  * holds the terms of each live head (written by extraction, storage/page-terms);
- * `conversation_memory_sources` names, per version,
- * each fact key it set and the messages of the conversation it came from. Every statement here is
+ * `extracted_sources` names, per version (by its page's id), each fact key it set and the messages
+ * of the conversation it came from, whose hashes are the log's (0036). Every statement here is
  * keyed by the conversation and the agent: whether a reader may be served what it returns is
  * src/core/memory-privacy.ts's to decide, which is why every row says which conversation it is kept with.
  */
@@ -79,8 +79,6 @@ const toSummary =
 const HASH = "lower(hex(v.content_hash)) AS content_hash";
 const VERSION_COLUMNS = `v.path AS path, v.version AS version, v.content AS content, ${HASH}, v.chars AS chars, v.created_ms AS created_ms`;
 const SUMMARY_COLUMNS = `p.path AS path, p.version AS version, ${HASH}, v.chars AS chars`;
-/** A page's head `p` joined to its newest version row `v` (live or tombstone). */
-const HEAD_VERSION = "JOIN extracted_versions v ON v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = p.version";
 /** Each page joined to its newest version row. */
 const HEAD = `extracted_pages p ${HEAD_VERSION}`;
 /**
@@ -172,8 +170,6 @@ const toSource = (r: SourceRow): ConversationFactSource => ({
 
 /** A source row `m`'s columns as the API shows them, the cited event's hash read from the log (migrations/shard/0036). */
 const SOURCE_COLUMNS = "m.fact_key AS fact_key, m.message_id AS message_id, m.seq AS seq, lower(hex(l.hash)) AS event_hash, m.run_id AS run_id, m.version AS version";
-/** The cited event of a source row `m` of the page row `p`, by the page's conversation and its sequence. */
-const CITED = "JOIN log l ON l.conversation_key = p.conversation_key AND l.seq = m.seq";
 
 /**
  * Each fact key's sources at `version` of the page: the rows of the newest version at or below it
@@ -184,21 +180,24 @@ const CITED = "JOIN log l ON l.conversation_key = p.conversation_key AND l.seq =
 export async function readConversationFactSources(db: D1Database, conversationId: string, agentId: string, path: string, version: number): Promise<ConversationFactSource[]> {
   const { results } = await db
     .prepare(
-      `WITH RECURSIVE facts (fact_key) AS (
-         SELECT MIN(n.fact_key) FROM extracted_sources n WHERE n.page = (SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3)
+      `WITH RECURSIVE page (id, conversation_key) AS (
+         SELECT p.id, p.conversation_key FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3
+       ),
+       facts (fact_key) AS (
+         SELECT MIN(n.fact_key) FROM page, extracted_sources n WHERE n.page = page.id
          UNION ALL
-         SELECT (SELECT MIN(n.fact_key) FROM extracted_sources n WHERE n.page = (SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3) AND n.fact_key > f.fact_key)
+         SELECT (SELECT MIN(n.fact_key) FROM page, extracted_sources n WHERE n.page = page.id AND n.fact_key > f.fact_key)
          FROM facts f WHERE f.fact_key IS NOT NULL
        ),
        newest (fact_key, version) AS (
-         SELECT f.fact_key, (SELECT MAX(n.version) FROM extracted_sources n WHERE n.page = (SELECT p.id FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = ?3) AND n.fact_key = f.fact_key AND n.version <= ?4)
+         SELECT f.fact_key, (SELECT MAX(n.version) FROM page, extracted_sources n WHERE n.page = page.id AND n.fact_key = f.fact_key AND n.version <= ?4)
          FROM facts f WHERE f.fact_key IS NOT NULL
        )
        SELECT ?1 AS conversation_id, ${SOURCE_COLUMNS}
        FROM newest w
-       CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = ?3
+       CROSS JOIN page p
        CROSS JOIN extracted_sources m ON m.page = p.id AND m.fact_key = w.fact_key AND m.version = w.version
-       ${CITED}
+       ${cited("p.conversation_key")}
        ORDER BY m.fact_key, m.seq`,
     )
     .bind(conversationId, agentId, path, version)
@@ -261,7 +260,7 @@ export async function readConversationFacts(
          SELECT f.path, ${SOURCE_COLUMNS}, f.page_version, f.content,
            ROW_NUMBER() OVER (PARTITION BY f.path, f.fact_key ORDER BY m.seq) AS nth
          FROM facts f CROSS JOIN extracted_sources m ON m.page = f.page AND m.fact_key = f.fact_key AND m.version = f.version
-         JOIN log l ON l.conversation_key = f.conversation_key AND l.seq = m.seq
+         ${cited("f.conversation_key")}
        )
        SELECT ?1 AS conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
        FROM sources WHERE nth <= ?6

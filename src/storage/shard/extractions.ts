@@ -5,11 +5,11 @@ import type { PageTermsStore } from "../page-terms";
 import { pageTermStatements } from "../page-terms";
 import { IN_LOG } from "./events";
 import { agentKey, conversationKey } from "./keys";
-import { PAGE_KEYS, pageOf } from "./extracted-keys";
+import { HEAD_VERSION, PAGE_KEYS, pageOf } from "./extracted-keys";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql, 0027_memory_sources.sql, 0035_memory_keyed.sql): the merged versions
+ * (migrations/shard/0016_conversation_memory.sql, 0035_memory_keyed.sql, 0036_memory_sources_keyed.sql): the merged versions
  * of the conversation's extracted pages with their provenance, the completed extraction runs, what
  * the shard shows of an extraction still owed, and the event hashes a slice's facts cite. The reads
  * of those pages are storage/shard/conversation-memory's.
@@ -45,7 +45,6 @@ const PAGE_TERMS: PageTermsStore = {
   storedHash: (hex) => `unhex(${hex})`,
   scope: `('k' || ${conversationKey("?1")} || ' a' || ${agentKey("?2")})`,
 };
-
 
 /** A page an extraction merged: its new content over `head` (undefined: no page yet), with the sources of the facts it sets. */
 export interface MergedPage {
@@ -123,8 +122,7 @@ export async function readPageHeads(db: D1Database, conversationId: string, agen
     .prepare(
       `SELECT p.path AS path, v.version AS version, v.content AS content, lower(hex(v.content_hash)) AS content_hash, v.deleted AS deleted
        FROM json_each(?3) j
-       CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = j.value
-       JOIN extracted_versions v ON v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = p.version`,
+       CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = j.value ${HEAD_VERSION}`,
     )
     .bind(conversationId, agentId, JSON.stringify(paths))
     .all<{ path: string; version: number; content: string; content_hash: string; deleted: number }>();

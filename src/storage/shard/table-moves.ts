@@ -92,13 +92,14 @@ export const EXTRACTED_VERSIONS_MOVE = tableMove(
  * table is keyed, not numbered: each batch takes its first rows in key order, copies them, then
  * deletes the same rows.
  */
+const SOURCES_V1_PER_BATCH = 10_000;
 const SOURCES_V1_FIRST = `SELECT conversation_key, agent_key, path, fact_key, version, seq FROM conversation_memory_sources_v1
     ORDER BY conversation_key, agent_key, path, fact_key, version, seq LIMIT ?1`;
 
 export const EXTRACTED_SOURCES_MOVE: TableMove = {
-  perBatch: 10_000,
+  perBatch: SOURCES_V1_PER_BATCH,
   oldest: { sql: "SELECT 1 AS id FROM conversation_memory_sources_v1 LIMIT 1", params: [] },
-  batch: (_fromId, size = 10_000) => [
+  batch: (_fromId, size = SOURCES_V1_PER_BATCH) => [
     {
       sql: `INSERT INTO extracted_sources (page, fact_key, version, seq, message_id, run_id)
         SELECT p.id, o.fact_key, o.version,
