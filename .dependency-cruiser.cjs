@@ -44,9 +44,9 @@ module.exports = {
       severity: "error",
       comment:
         "src/core is the contract as pure functions and schemas: it imports only itself and npm packages (zod, canonicalize), never a binding or another layer. " +
-        "The one platform module it may use is node:crypto, for synchronous SHA-256 and constant-time comparison: pure functions, the same under workerd's nodejs_compat and in Node.",
+        "The platform modules it may use are node:crypto, for synchronous SHA-256 and constant-time comparison, and node:zlib, for the synchronous DEFLATE of an extracted page's stored text (core/page-packing): pure functions, the same under workerd's nodejs_compat and in Node.",
       from: { path: "^src/core/" },
-      to: { pathNot: ["^src/core/", "^node_modules/", "^(node:)?crypto$"] },
+      to: { pathNot: ["^src/core/", "^node_modules/", "^(node:)?(crypto|zlib)$"] },
     },
     {
       name: "storage-only-core",

@@ -4,6 +4,7 @@ import type { Statement } from "./shard/turn-terms";
 import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { eventColumns, IN_LOG, toStoredEvent } from "./shard/events";
+import { unhexed, versionText } from "./shard/extracted-keys";
 import type { TableMove } from "./shard/table-moves";
 import { EXTRACTED_PAGES_MOVE, EXTRACTED_SOURCES_MOVE, EXTRACTED_VERSIONS_MOVE, LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
 
@@ -72,13 +73,20 @@ export function eventsStep(c: BackfillConversation, rows: readonly EventRow[]): 
   return statements;
 }
 
-/** Where a store keeps its pages: the heads, the versions, the index, a page's key columns and its scope tokens (over the key columns of `p`). */
+/**
+ * Where a store keeps its pages: the heads, the versions, the index, a page's key columns and its
+ * scope tokens (over the key columns of `p`); and, over a version `v`, its packed text in hex and its
+ * hash as lowercase hex (the shard's versions may be packed, migrations/shard/0037; the control
+ * database's never are).
+ */
 export interface PageStore {
   readonly heads: string;
   readonly versions: string;
   readonly terms: string;
   readonly keys: readonly string[];
   readonly scope: string;
+  readonly packed: string;
+  readonly hash: string;
 }
 
 export const CONTROL_PAGES: PageStore = {
@@ -87,6 +95,8 @@ export const CONTROL_PAGES: PageStore = {
   terms: "memory_terms",
   keys: ["agent_id"],
   scope: "('a' || (SELECT id FROM agent_keys WHERE agent_id = p.agent_id))",
+  packed: "NULL",
+  hash: "v.content_hash",
 };
 
 export const SHARD_PAGES: PageStore = {
@@ -95,13 +105,15 @@ export const SHARD_PAGES: PageStore = {
   terms: "conversation_memory_terms",
   keys: ["conversation_key", "agent_key"],
   scope: "('k' || p.conversation_key || ' a' || p.agent_key)",
+  packed: "CASE WHEN v.packed IS NOT NULL THEN hex(v.packed) END",
+  hash: "lower(hex(v.content_hash))",
 };
 
 const joinVersion = (store: PageStore): string => `JOIN ${store.versions} v ON ${store.keys.map((c) => `v.${c} = p.${c}`).join(" AND ")} AND v.path = p.path AND v.version = p.version`;
 
 /** The next live heads after `afterId` whose terms the index does not hold. */
 export const pagesAfter = (store: PageStore, afterId: number): Statement => ({
-  sql: `SELECT p.id AS id, p.version AS version, v.content AS content FROM ${store.heads} p ${joinVersion(store)}
+  sql: `SELECT p.id AS id, p.version AS version, v.content AS content, ${store.packed} AS packed, ${store.hash} AS content_hash FROM ${store.heads} p ${joinVersion(store)}
         WHERE p.id > ?1 AND p.terms_version IS NULL AND v.deleted = 0 ORDER BY p.id LIMIT ?2`,
   params: [afterId, PAGES_PER_BATCH],
 });
@@ -110,15 +122,22 @@ export interface PageRow {
   id: number;
   version: number;
   content: string;
+  /** The version's packed text in hex, or null: its text is `content`. */
+  packed: string | null;
+  content_hash: string;
 }
 
 /** Each page's terms and `terms_version`, if its head is still the version read and still unindexed. */
 export function pagesStep(store: PageStore, rows: readonly PageRow[]): Statement[] {
   return rows.flatMap((row) => {
-    const content = folded(`(SELECT v.content FROM ${store.heads} p ${joinVersion(store)} WHERE p.id = ?1)`, row.content);
     const current = "p.id = ?1 AND p.version = ?2 AND p.terms_version IS NULL";
+    // A packed text is not readable in SQL: its folded form is bound, where a text's is folded by the statement.
+    const text = row.packed === null ? row.content : versionText({ content: "", packed: unhexed(row.packed), content_hash: row.content_hash });
+    const terms = searchForm(text);
+    const content = row.packed === null ? folded(`(SELECT v.content FROM ${store.heads} p ${joinVersion(store)} WHERE p.id = ?1)`, row.content) : "?4";
+    const params = [row.id, row.version, terms.grams, ...(row.packed === null ? [] : [terms.text])];
     return [
-      { sql: `INSERT INTO ${store.terms} (rowid, scope, path, content, grams) SELECT p.id, ${store.scope}, p.path, ${content}, ?3 FROM ${store.heads} p WHERE ${current}`, params: [row.id, row.version, searchForm(row.content).grams] },
+      { sql: `INSERT INTO ${store.terms} (rowid, scope, path, content, grams) SELECT p.id, ${store.scope}, p.path, ${content}, ?3 FROM ${store.heads} p WHERE ${current}`, params },
       { sql: `UPDATE ${store.heads} AS p SET terms_version = ?2 WHERE ${current}`, params: [row.id, row.version] },
     ];
   });
@@ -201,20 +220,23 @@ async function move(db: BackfillDatabase, table: TableMove, onBatch: (throughId:
 const PER_APPEND = { sql: "UPDATE high_water_mode SET per_append = 1 WHERE id = 1 AND per_append = 0", params: [] } as const;
 const SPELLED_SHORT = { sql: "UPDATE log_spelling SET short = 1 WHERE id = 1 AND short = 0", params: [] } as const;
 const TURNS_SPARSE = { sql: "UPDATE turn_rows SET sparse = 1 WHERE id = 1 AND sparse = 0", params: [] } as const;
+/** Extracted pages' versions written packed from now on (0037). */
+const PAGES_PACKED = { sql: "UPDATE page_packing SET packed = 1 WHERE id = 1 AND packed = 0", params: [] } as const;
 
 /**
- * The last step of migrations/shard/0031 to 0034, once the Worker that reads `log`, writes its
- * high-water mark once an append, reads the log spelled short and reads a turn's origin from the
- * log is live: copies what a Worker before it appended since the copy ran, lets every copied row
- * leave `events`, a batch per transaction, then has the mark written once an append
- * (`high_water_mode`), sources and skipped runs spelled short (`log_spelling`) and a source's fold
- * written only once an event comes back to it (`turn_rows`). Returns how many batches it deleted.
+ * The last step of migrations/shard/0031 to 0034 and 0037, once the Worker that reads `log`, writes
+ * its high-water mark once an append, reads the log spelled short, reads a turn's origin from the
+ * log and unpacks extracted pages is live: copies what a Worker before it appended since the copy
+ * ran, lets every copied row leave `events`, a batch per transaction, then has the mark written
+ * once an append (`high_water_mode`), sources and skipped runs spelled short (`log_spelling`), a
+ * source's fold written only once an event comes back to it (`turn_rows`) and extracted pages'
+ * versions written packed (`page_packing`). Returns how many batches it deleted.
  */
 export async function releaseLog(db: BackfillDatabase): Promise<number> {
   await move(db, LOG_COPY, () => {});
   let batches = 0;
   await move(db, LOG_RELEASE, () => (batches += 1));
-  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE]);
+  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE, PAGES_PACKED]);
   return batches;
 }
 

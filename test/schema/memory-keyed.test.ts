@@ -1,14 +1,13 @@
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
-import { eventHash, eventInputSchema } from "../../src/core/events";
 import { sha256Hex } from "../../src/core/hash";
 import { runBackfill } from "../../src/storage/search-backfill";
 import { getConversationPage, listConversationPages, readConversationFactSources, readConversationPageVersions } from "../../src/storage/shard/conversation-memory";
-import { insertEvents } from "../../src/storage/shard/events";
 import type { MergedPage } from "../../src/storage/shard/extractions";
 import { readPageHeads, writeMergedVersions } from "../../src/storage/shard/extractions";
 import { EXTRACTED_PAGES_MOVE, EXTRACTED_VERSIONS_MOVE } from "../../src/storage/shard/table-moves";
 import { btreeStats } from "./btree-stats";
+import { loggedMessages } from "./logged-messages";
 import { migrateShard } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
@@ -200,16 +199,6 @@ it("moves the heads and versions stored before 0035 a batch at a time, losing no
   db.close();
 });
 
-/** `n` messages of the conversation in its log, through the log's own writer; their sequences and hashes. */
-async function logged(db: DatabaseSync, n: number): Promise<{ seq: number; hash: string }[]> {
-  const planned = [...Array(n).keys()].map((i) => {
-    const input = eventInputSchema.parse({ kind: "source", idempotencyKey: `tg:update:${i}`, body: { messageId: String(7_000 + i), author: { id: "100000001", name: "Member 1" }, text: `message ${i}` } });
-    return { input, hash: eventHash(CONVERSATION, input), seq: i + 1 };
-  });
-  expect((await insertEvents(d1Over(db), CONVERSATION, planned, AT)).applied.every(Boolean)).toBe(true);
-  return planned.map(({ seq, hash }) => ({ seq, hash }));
-}
-
 /** The statement a Worker before 0036 wrote sources with (storage/shard/extractions at 0035). */
 const OLD_SOURCES = `INSERT OR IGNORE INTO conversation_memory_sources (conversation_key, agent_key, path, version, fact_key, message_id, seq, event_hash, run_id)
   SELECT (SELECT id FROM conversation_keys WHERE conversation_id = ?1), (SELECT id FROM agent_keys WHERE agent_id = ?2), json_extract(s.value, '$.path'), json_extract(s.value, '$.version'),
@@ -221,7 +210,7 @@ const oldSources = (db: DatabaseSync): unknown[] => db.prepare("SELECT * FROM co
 it("keeps a fact's source by its page's id with the cited event's hash in the log only, moves those stored before 0036 a batch at a time, and refuses a source citing a hash the log does not hold", async () => {
   // 100 pages, two versions each, 60 sources a version: 12,000 sources, more than one batch of the move.
   const db = shard("0036");
-  const cited = await logged(db, 20);
+  const cited = await loggedMessages(db, CONVERSATION, 20, AT);
   const d1 = d1Over(db);
   const sourcesOf = (p: number, v: number) =>
     [...Array(60).keys()].map((i) => ({ factKey: `fact-${i % 15}`, messageId: cited[(i + p) % 20]?.seq.toString() ?? "", seq: cited[(i + p) % 20]?.seq ?? 0, eventHash: cited[(i + p) % 20]?.hash ?? "", runId: `ext_${p}_${v}` }));

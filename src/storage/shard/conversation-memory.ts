@@ -3,15 +3,18 @@ import { matchExpression, recallTerms } from "../../core/search-text";
 import type { PageHitRow } from "../page-terms";
 import { pageHit } from "../page-terms";
 import { agentKey, conversationKey } from "./keys";
-import { cited, HEAD_VERSION, pageOf } from "./extracted-keys";
+import type { StoredText } from "./extracted-keys";
+import { cited, HEAD_VERSION, pageOf, VERSION_CHARS, VERSION_TEXT, versionText } from "./extracted-keys";
 
 /**
  * Every D1 statement that reads a conversation's extracted memory, on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql, 0035_memory_keyed.sql, 0036_memory_sources_keyed.sql). Extraction's writes are in storage/shard/extractions.
+ * (migrations/shard/0016_conversation_memory.sql, 0035_memory_keyed.sql, 0036_memory_sources_keyed.sql,
+ * 0037_memory_packed.sql). Extraction's writes are in storage/shard/extractions.
  *
  * Storage format: `extracted_versions` holds one immutable row per write of an extracted page,
  * numbered 1, 2, 3… per (conversation, agent, path), keyed by the conversation's and the agent's
- * integer keys (migrations/shard/0035); `extracted_pages` points at each page's newest row (the
+ * integer keys (migrations/shard/0035), its text packed since 0037 (read with `versionText`, which
+ * checks it against its hash); `extracted_pages` points at each page's newest row (the
  * schema's AFTER INSERT trigger keeps it), `conversation_memory_terms`
  * holds the terms of each live head (written by extraction, storage/page-terms);
  * `extracted_sources` names, per version (by its page's id), each fact key it set and the messages
@@ -44,11 +47,9 @@ export interface ConversationPageSummary {
 /** A search hit, with the conversation its page is kept with. */
 export type ConversationPageHit = RecalledPageHit & { readonly conversationId: string };
 
-interface VersionRow {
+interface VersionRow extends StoredText {
   path: string;
   version: number;
-  content: string;
-  content_hash: string;
   chars: number;
   created_ms: number;
 }
@@ -65,7 +66,7 @@ const toPage = (conversationId: string, agentId: string, row: VersionRow): Conve
   agentId,
   path: row.path,
   version: row.version,
-  content: row.content,
+  content: versionText(row),
   contentHash: row.content_hash,
   chars: row.chars,
   createdAt: new Date(row.created_ms).toISOString(),
@@ -77,8 +78,8 @@ const toSummary =
 
 /** A version's hash as the API shows it: lowercase hex of its 32 bytes. */
 const HASH = "lower(hex(v.content_hash)) AS content_hash";
-const VERSION_COLUMNS = `v.path AS path, v.version AS version, v.content AS content, ${HASH}, v.chars AS chars, v.created_ms AS created_ms`;
-const SUMMARY_COLUMNS = `p.path AS path, p.version AS version, ${HASH}, v.chars AS chars`;
+const VERSION_COLUMNS = `v.path AS path, v.version AS version, ${VERSION_TEXT}, ${HASH}, ${VERSION_CHARS} AS chars, v.created_ms AS created_ms`;
+const SUMMARY_COLUMNS = `p.path AS path, p.version AS version, ${HASH}, ${VERSION_CHARS} AS chars`;
 /** Each page joined to its newest version row. */
 const HEAD = `extracted_pages p ${HEAD_VERSION}`;
 /**
@@ -98,7 +99,7 @@ const SCOPED_MATCH = `conversation_memory_terms MATCH ('scope : "k' || COALESCE(
 const PAGE_BM25 = "bm25(conversation_memory_terms, 0.0, 2.0, 1.0, 1.0)";
 
 /** A search hit's columns: the page and its bm25 (its snippet is computed from the content). */
-const PAGE_HIT_COLUMNS = `(SELECT conversation_id FROM conversation_keys WHERE id = p.conversation_key) AS conversation_id, p.path AS path, p.version AS version, ${HASH}, v.content AS content, ${PAGE_BM25} AS rank`;
+const PAGE_HIT_COLUMNS = `(SELECT conversation_id FROM conversation_keys WHERE id = p.conversation_key) AS conversation_id, p.path AS path, p.version AS version, ${HASH}, ${VERSION_TEXT}, ${PAGE_BM25} AS rank`;
 
 /** The current live version, or the given version if it is live; undefined for missing and deleted. */
 export async function getConversationPage(db: D1Database, conversationId: string, agentId: string, path: string, version?: number): Promise<ConversationPage | undefined> {
@@ -252,23 +253,23 @@ export async function readConversationFacts(
          SELECT ${step("w.path", "COALESCE(w.fact_key, '')")}, w.kept + ${counts("w.path", "w.fact_key")}
          FROM walk w WHERE w.path IS NOT NULL AND w.kept + ${counts("w.path", "w.fact_key")} < ?5
        ), facts AS (
-         SELECT w.path, w.fact_key, p.id AS page, p.conversation_key AS conversation_key, p.version AS page_version, v.content,
+         SELECT w.path, w.fact_key, p.id AS page, p.conversation_key AS conversation_key, p.version AS page_version, ${VERSION_TEXT}, ${HASH},
            (SELECT MAX(n.version) FROM extracted_sources n WHERE n.page = p.id AND n.fact_key = w.fact_key AND n.version <= p.version) AS version
          FROM walk w CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = w.path ${HEAD_VERSION}
          WHERE w.path IS NOT NULL AND w.fact_key IS NOT NULL AND v.deleted = 0
        ), sources AS (
-         SELECT f.path, ${SOURCE_COLUMNS}, f.page_version, f.content,
+         SELECT f.path, ${SOURCE_COLUMNS}, f.page_version, f.content, f.packed, f.content_hash,
            ROW_NUMBER() OVER (PARTITION BY f.path, f.fact_key ORDER BY m.seq) AS nth
          FROM facts f CROSS JOIN extracted_sources m ON m.page = f.page AND m.fact_key = f.fact_key AND m.version = f.version
          ${cited("f.conversation_key")}
        )
-       SELECT ?1 AS conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content
+       SELECT ?1 AS conversation_id, path, fact_key, message_id, seq, event_hash, run_id, version, page_version, content, packed, content_hash
        FROM sources WHERE nth <= ?6
        ORDER BY path, fact_key, seq`,
     )
     .bind(conversationId, agentId, after?.path ?? "", after?.factKey ?? "", facts, sourcesPerFact)
-    .all<SourceRow & { path: string; page_version: number; content: string }>();
-  return results.map((r) => ({ ...toSource(r), path: r.path, pageVersion: r.page_version, pageContent: r.content }));
+    .all<SourceRow & StoredText & { path: string; page_version: number }>();
+  return results.map((r) => ({ ...toSource(r), path: r.path, pageVersion: r.page_version, pageContent: versionText(r) }));
 }
 
 /**
@@ -287,13 +288,16 @@ export async function searchConversationPages(db: D1Database, conversationId: st
        LIMIT ?4`,
     )
     .bind(match, conversationId, agentId, limit)
-    .all<PageHitRow & { conversation_id: string }>();
+    .all<Omit<PageHitRow, "content"> & StoredText & { conversation_id: string }>();
   return results.map(toPageHit(recallTerms(text)));
 }
 
 const toPageHit =
   (terms: readonly string[]) =>
-  (row: PageHitRow & { readonly conversation_id: string }): ConversationPageHit => ({ ...pageHit(row, terms), conversationId: row.conversation_id });
+  (row: Omit<PageHitRow, "content"> & StoredText & { readonly conversation_id: string }): ConversationPageHit => ({
+    ...pageHit({ ...row, content: versionText(row) }, terms),
+    conversationId: row.conversation_id,
+  });
 
 /**
  * The agent's live extracted pages of its other conversations on this shard matching free `text`
@@ -315,7 +319,7 @@ export async function searchSharedPages(db: D1Database, agentId: string, exceptC
        LIMIT ?4`,
     )
     .bind(match, agentId, exceptConversationId, limit)
-    .all<PageHitRow & { conversation_id: string }>();
+    .all<Omit<PageHitRow, "content"> & StoredText & { conversation_id: string }>();
   return results.map(toPageHit(recallTerms(text)));
 }
 
@@ -353,12 +357,12 @@ export async function readConversationPageVersions(
   if (versions.length === 0) return new Map();
   const { results } = await db
     .prepare(
-      `SELECT v.path AS path, v.version AS version, v.content AS content
+      `SELECT v.path AS path, v.version AS version, ${VERSION_TEXT}, ${HASH}
        FROM json_each(?3) j
        CROSS JOIN extracted_versions v
          ON ${pageOf("v")} AND v.path = json_extract(j.value, '$[0]') AND v.version = json_extract(j.value, '$[1]')`,
     )
     .bind(conversationId, agentId, JSON.stringify(versions.map((v) => [v.path, v.version])))
-    .all<{ path: string; version: number; content: string }>();
-  return new Map(results.map((row) => [`${row.version}:${row.path}`, row.content]));
+    .all<StoredText & { path: string; version: number }>();
+  return new Map(results.map((row) => [`${row.version}:${row.path}`, versionText(row)]));
 }

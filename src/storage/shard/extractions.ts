@@ -5,11 +5,12 @@ import type { PageTermsStore } from "../page-terms";
 import { pageTermStatements } from "../page-terms";
 import { IN_LOG } from "./events";
 import { agentKey, conversationKey } from "./keys";
-import { HEAD_VERSION, PAGE_KEYS, pageOf } from "./extracted-keys";
+import type { StoredText } from "./extracted-keys";
+import { HEAD_VERSION, PAGE_KEYS, VERSION_TEXT, packedHex, pageOf, versionText } from "./extracted-keys";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
- * (migrations/shard/0016_conversation_memory.sql, 0035_memory_keyed.sql, 0036_memory_sources_keyed.sql): the merged versions
+ * (migrations/shard/0016_conversation_memory.sql, 0035_memory_keyed.sql, 0036_memory_sources_keyed.sql, 0037_memory_packed.sql): the merged versions
  * of the conversation's extracted pages with their provenance, the completed extraction runs, what
  * the shard shows of an extraction still owed, and the event hashes a slice's facts cite. The reads
  * of those pages are storage/shard/conversation-memory's.
@@ -71,14 +72,18 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
   const written = new Set<string>();
   for (const chunk of chunksBySize(pages, writeBytes, WRITE_BYTES)) {
     const moves = chunk.map((page) => ({ path: page.path, version: (page.head?.version ?? 0) + 1, contentHash: sha256Hex(page.content), content: page.content, previous: page.head }));
-    const rows = JSON.stringify(moves.map((m, i) => ({ path: m.path, version: m.version, hash: m.contentHash, content: m.content, chars: m.content.length, provenance: chunk[i]?.provenance ?? [] })));
+    const rows = JSON.stringify(
+      moves.map((m, i) => ({ path: m.path, version: m.version, hash: m.contentHash, content: m.content, packed: packedHex(m.content), chars: m.content.length, provenance: chunk[i]?.provenance ?? [] })),
+    );
     // The agent's key, which the versions are keyed by, exists before them (a no-op once it does).
     const agent = db.prepare("INSERT INTO agent_keys (agent_id) VALUES (?1) ON CONFLICT (agent_id) DO NOTHING").bind(agentId);
     const insert = db
       .prepare(
-        `INSERT INTO extracted_versions (conversation_key, agent_key, path, version, content, content_hash, chars, deleted, created_ms)
-         SELECT ${PAGE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'), json_extract(j.value, '$.content'), unhex(json_extract(j.value, '$.hash')), json_extract(j.value, '$.chars'), 0, ?4
-         FROM json_each(?3) j
+        `INSERT INTO extracted_versions (conversation_key, agent_key, path, version, content, content_hash, chars, deleted, created_ms, packed, packed_chars)
+         SELECT ${PAGE_KEYS}, json_extract(j.value, '$.path'), json_extract(j.value, '$.version'),
+                iif(k.packed, '', json_extract(j.value, '$.content')), unhex(json_extract(j.value, '$.hash')), iif(k.packed, 0, json_extract(j.value, '$.chars')), 0, ?4,
+                iif(k.packed, unhex(json_extract(j.value, '$.packed')), NULL), iif(k.packed, json_extract(j.value, '$.chars'), NULL)
+         FROM json_each(?3) j CROSS JOIN (SELECT COALESCE((SELECT packed FROM page_packing WHERE id = 1), 0) = 1 AS packed) k
          WHERE COALESCE((SELECT p.version FROM extracted_pages p WHERE ${pageOf("p")} AND p.path = json_extract(j.value, '$.path')), 0) = json_extract(j.value, '$.version') - 1
          RETURNING path`,
       )
@@ -111,22 +116,24 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
 
 /**
  * A bound on a page's share of a write's JSON: its content goes once, and its terms and the previous
- * head's (each at most tripled in UTF-8) twice more, with its provenance.
+ * head's (each at most tripled in UTF-8) twice more, with its provenance; and its packed bytes in hex
+ * (DEFLATE adds a few bytes to what it cannot shrink).
  */
-const writeBytes = (page: MergedPage): number => 3 * ((page.content.length + (page.head?.content?.length ?? 0)) * 3 + 200 * (1 + page.provenance.length));
+const writeBytes = (page: MergedPage): number =>
+  3 * ((page.content.length + (page.head?.content?.length ?? 0)) * 3 + 200 * (1 + page.provenance.length)) + 2 * (3 * page.content.length + 64);
 
 /** The newest version (live or tombstone) of each of these pages, by path; a page never written is absent. */
 export async function readPageHeads(db: D1Database, conversationId: string, agentId: string, paths: readonly string[]): Promise<Map<string, PageHead>> {
   if (paths.length === 0) return new Map();
   const { results } = await db
     .prepare(
-      `SELECT p.path AS path, v.version AS version, v.content AS content, lower(hex(v.content_hash)) AS content_hash, v.deleted AS deleted
+      `SELECT p.path AS path, v.version AS version, ${VERSION_TEXT}, lower(hex(v.content_hash)) AS content_hash, v.deleted AS deleted
        FROM json_each(?3) j
        CROSS JOIN extracted_pages p ON ${pageOf("p")} AND p.path = j.value ${HEAD_VERSION}`,
     )
     .bind(conversationId, agentId, JSON.stringify(paths))
-    .all<{ path: string; version: number; content: string; content_hash: string; deleted: number }>();
-  return new Map(results.map((row) => [row.path, { version: row.version, content: row.deleted === 0 ? row.content : undefined, contentHash: row.content_hash }]));
+    .all<StoredText & { path: string; version: number; deleted: number }>();
+  return new Map(results.map((row) => [row.path, { version: row.version, content: row.deleted === 0 ? versionText(row) : undefined, contentHash: row.content_hash }]));
 }
 
 /** Whether the extraction run was recorded complete: a redelivered job then has nothing to do. */
