@@ -46,11 +46,11 @@ export const addReads = (a: D1Reads, b: D1Reads): D1Reads => ({
   sizes: Object.fromEntries([...new Set([...Object.keys(a.sizes), ...Object.keys(b.sizes)])].sort().map((d) => [d, Math.max(a.sizes[d] ?? 0, b.sizes[d] ?? 0)])),
 });
 
-/** `round-trips=…; statements=…; rows-read=…; rows-written=…; bytes-read=…; databases=…; sizes=<database>:<bytes>,…`, the header the benchmark reads. */
+/** `round-trips=…; statements=…; rows-read=…; rows-written=…; bytes-read=…; sizes=<database>:<bytes>,…; databases=…`, the header the benchmark reads. */
 export const formatReads = (reads: D1Reads): string =>
-  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}; databases=${reads.databases.join(",")}; sizes=${Object.entries(reads.sizes)
+  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}; sizes=${Object.entries(reads.sizes)
     .map(([database, bytes]) => `${database}:${bytes}`)
-    .join(",")}`;
+    .join(",")}; databases=${reads.databases.join(",")}`;
 
 /** Counts while armed; a meter that was never armed counts nothing. */
 export class D1Meter {

@@ -222,21 +222,24 @@ const SPELLED_SHORT = { sql: "UPDATE log_spelling SET short = 1 WHERE id = 1 AND
 const TURNS_SPARSE = { sql: "UPDATE turn_rows SET sparse = 1 WHERE id = 1 AND sparse = 0", params: [] } as const;
 /** Extracted pages' versions written packed from now on (0037). */
 const PAGES_PACKED = { sql: "UPDATE page_packing SET packed = 1 WHERE id = 1 AND packed = 0", params: [] } as const;
+/** Long texts kept apart from the log's rows from now on (0038). */
+const TEXTS_APART = { sql: "UPDATE log_texts_mode SET apart = 1 WHERE id = 1 AND apart = 0", params: [] } as const;
 
 /**
- * The last step of migrations/shard/0031 to 0034 and 0037, once the Worker that reads `log`, writes
- * its high-water mark once an append, reads the log spelled short, reads a turn's origin from the
- * log and unpacks extracted pages is live: copies what a Worker before it appended since the copy
- * ran, lets every copied row leave `events`, a batch per transaction, then has the mark written
- * once an append (`high_water_mode`), sources and skipped runs spelled short (`log_spelling`), a
- * source's fold written only once an event comes back to it (`turn_rows`) and extracted pages'
- * versions written packed (`page_packing`). Returns how many batches it deleted.
+ * The last step of migrations/shard/0031 to 0034, 0037 and 0038, once the Worker that reads `log`,
+ * writes its high-water mark once an append, reads the log spelled short, reads a turn's origin
+ * from the log, unpacks extracted pages and reads a text kept apart is live: copies what a Worker
+ * before it appended since the copy ran, lets every copied row leave `events`, a batch per
+ * transaction, then has the mark written once an append (`high_water_mode`), sources and skipped
+ * runs spelled short (`log_spelling`), a source's fold written only once an event comes back to it
+ * (`turn_rows`), extracted pages' versions written packed (`page_packing`) and long texts kept
+ * apart from the log's rows (`log_texts_mode`). Returns how many batches it deleted.
  */
 export async function releaseLog(db: BackfillDatabase): Promise<number> {
   await move(db, LOG_COPY, () => {});
   let batches = 0;
   await move(db, LOG_RELEASE, () => (batches += 1));
-  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE, PAGES_PACKED]);
+  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE, PAGES_PACKED, TEXTS_APART]);
   return batches;
 }
 

@@ -8,7 +8,7 @@ import { readPageHeads, writeMergedVersions } from "../../src/storage/shard/extr
 import { EXTRACTED_PAGES_MOVE, EXTRACTED_VERSIONS_MOVE } from "../../src/storage/shard/table-moves";
 import { btreeStats } from "./btree-stats";
 import { loggedMessages } from "./logged-messages";
-import { migrateShard } from "./shard-migrations";
+import { migrateShard, withTodaysLogWriter } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
@@ -27,6 +27,8 @@ const AT = "2026-12-05T10:00:00.123Z";
 function shard(below?: string): DatabaseSync {
   const db = new DatabaseSync(":memory:");
   migrateShard(db, "", below);
+  // Today's log writer logs the messages sources cite, at every stage.
+  withTodaysLogWriter(db);
   db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, '2026-12-05T00:00:00.000Z')").run(CONVERSATION);
   return db;
 }

@@ -16,7 +16,7 @@ import type { MergedPage } from "../../src/storage/shard/extractions";
 import { readPageHeads, writeMergedVersions } from "../../src/storage/shard/extractions";
 import { btreeStats } from "./btree-stats";
 import { loggedMessages } from "./logged-messages";
-import { migrateShard } from "./shard-migrations";
+import { shardHolding } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
@@ -52,14 +52,8 @@ const factsOf = (p: number, round: number, cited: readonly Cited[]): ExtractedFa
     return { page: `extracted/plans/topic-${p}`, key: `point-${k}`, statement: (SAID[p % SAID.length] ?? String)(100 * round + k), sources: [{ messageId: String(7_000 + source.seq - 1), seq: source.seq, eventHash: source.hash }] };
   });
 
-/** A shard migrated through `below` (all: undefined), with its conversation stored after or before the rest. */
-function shard(below?: string): DatabaseSync {
-  const db = new DatabaseSync(":memory:");
-  migrateShard(db, "", below);
-  db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, '2026-12-05T00:00:00.000Z')").run(CONVERSATION);
-  if (below !== undefined) migrateShard(db, below);
-  return db;
-}
+/** A shard holding the conversation, migrated whole; `below`: stored before the migrations from it on. */
+const shard = (below?: string): DatabaseSync => shardHolding(new DatabaseSync(":memory:"), CONVERSATION, below);
 
 /** One round of extraction over `pages` pages: each merged over its head and written; the texts written. */
 async function extractRound(db: DatabaseSync, pages: number, round: number, cited: readonly Cited[]): Promise<string[]> {

@@ -8,7 +8,7 @@ import { insertEvents } from "../../src/storage/shard/events";
 import { conversationKey } from "../../src/storage/shard/keys";
 import { searchTurns } from "../../src/storage/shard/turn-search";
 import { FOLD_COLUMNS, PLACED_TURNS, placedTurns } from "../support/placed-turns";
-import { migrateShard } from "./shard-migrations";
+import { migrateShard, withTodaysLogWriter } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 
 /**
@@ -63,6 +63,8 @@ const planned = (inputs: readonly EventInput[], first: number) => inputs.map((in
 function shard(below?: string): DatabaseSync {
   const db = new DatabaseSync(":memory:");
   migrateShard(db, "", below);
+  // Today's log writer appends the events of every stage.
+  withTodaysLogWriter(db);
   db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, ?)").run(CONVERSATION, AT);
   return db;
 }

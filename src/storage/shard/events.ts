@@ -8,6 +8,7 @@ import { borrowedTail, compactSource, eventBody, SHORT_FIELDS, SKIPPED_FIELDS, s
 import { declarationRevisionStatement, revisionOf } from "../declaration-revision";
 import { hashBytes } from "./hash-bytes";
 import { conversationKey } from "./keys";
+import { apartText, bodyColumn, TEXTS_APART } from "./log-texts";
 import { turnTermStatements } from "./turn-terms";
 
 /**
@@ -53,7 +54,8 @@ export const eventColumns = (alias?: string): string => {
     "?1 AS conversation_id",
     ...["seq", "kind"].map(column),
     keyColumn(column("idempotency_key")),
-    ...["sensitive", "body"].map(column),
+    column("sensitive"),
+    bodyColumn(alias),
     `lower(hex(${column("hash")})) AS hash`,
     column("recorded_at"),
   ].join(", ");
@@ -179,8 +181,9 @@ function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string |
   const short = input.kind === "run" ? shortSkipped(input) : undefined;
   const body = storedBody(input.kind, input.body);
   const { head, tail } = borrowedTail(short?.body ?? compactSource(input.kind, input.body) ?? body, body);
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail];
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail, apartText(input) === null ? null : 1];
 }
+
 
 /** Whether the log takes skipped runs and sources in their short spelling (migrations/shard/0033: once no Worker from before it runs). */
 const SPELLED_SHORT = "COALESCE((SELECT short FROM log_spelling WHERE id = 1), 0) = 1";
@@ -199,7 +202,7 @@ const ROWS_BYTES = 1_000_000;
  */
 function insertStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string, condition = "true", extra: readonly unknown[] = []): D1PreparedStatement[] {
   const at = Date.parse(recordedAt);
-  const rows = planned.map((row) => ({ values: rowValues(row, at), hash: row.hash }));
+  const rows = planned.map((row) => ({ values: rowValues(row, at), hash: row.hash, text: apartText(row.input), seq: row.seq, key: row.input.idempotencyKey }));
   // A row's JSON at most triples in UTF-8.
   const chunks = chunksBySize(rows, (row) => JSON.stringify(row.values).length * 3, ROWS_BYTES);
   const value = (i: number) => `json_extract(j.value, '$[${i}]')`;
@@ -210,18 +213,43 @@ function insertStatements(db: D1Database, conversationId: string, planned: reado
   // The short body (its head, then the whole body's last characters) where the row is spelled short:
   // a skipped run with its short key, any other event once the log is spelled short.
   const shortBody = `${value(8)} || substr(${value(4)}, length(${value(4)}) - ${value(9)} + 1)`;
-  const body = `CASE WHEN ${shortKey} IS NOT NULL OR (${value(6)} IS NULL AND ${SPELLED_SHORT}) THEN ${shortBody} ELSE ${value(4)} END`;
-  return chunks.map((chunk) =>
-    db
-      .prepare(
-        `INSERT INTO log (${INSERTED_COLUMNS})
-         SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, ${body}, ${hash}, ${value(5)}
-         FROM conversation_keys k, json_each(?2) j
-         WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
-         ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
-      )
-      .bind(conversationId, JSON.stringify(chunk.map((row) => row.values)), ...extra, hashBytes(...chunk.map((row) => row.hash))),
-  );
+  const spelled = `CASE WHEN ${shortKey} IS NOT NULL OR (${value(6)} IS NULL AND ${SPELLED_SHORT}) THEN ${shortBody} ELSE ${value(4)} END`;
+  // A long text is kept apart once the release allows (0038): the row's text is the number 0.
+  const apart = `${value(10)} IS NOT NULL AND ${TEXTS_APART}`;
+  const body = `CASE WHEN ${apart} THEN json_set(${spelled}, '$.text', 0) ELSE ${spelled} END`;
+  return chunks.flatMap((chunk) => {
+    const values = JSON.stringify(chunk.map((row) => row.values));
+    // Each long text first, for a row the next statement will insert (its key not stored yet), so
+    // the row finds it (`log_text_kept`); a row that is then not inserted fails the batch, the text
+    // with it. The texts travel once, as [seq, key, the text's JSON string], beside the rows.
+    const long = chunk.flatMap((row) => (row.text === null ? [] : [[row.seq, row.key, row.text]]));
+    const texts =
+      long.length === 0
+        ? []
+        : [
+            db
+              .prepare(
+                `INSERT INTO log_texts (id, text)
+                 SELECT (k.id << 32) | json_extract(t.value, '$[0]'), json_extract(t.value, '$[2]')
+                 FROM conversation_keys k, json_each(?2) t
+                 WHERE k.conversation_id = ?1 AND ${condition} AND ${TEXTS_APART}
+                   AND NOT EXISTS (SELECT 1 FROM log l WHERE l.conversation_key = k.id AND l.idempotency_key = json_extract(t.value, '$[1]'))`,
+              )
+              .bind(conversationId, JSON.stringify(long), ...extra),
+          ];
+    return [
+      ...texts,
+      db
+        .prepare(
+          `INSERT INTO log (${INSERTED_COLUMNS})
+           SELECT k.id, ${value(0)}, ${value(1)}, COALESCE(${shortKey}, ${value(2)}), ${value(3)}, ${body}, ${hash}, ${value(5)}
+           FROM conversation_keys k, json_each(?2) j
+           WHERE k.conversation_id = ?1 AND ${condition} ORDER BY j.key
+           ON CONFLICT (conversation_key, idempotency_key) DO NOTHING`,
+        )
+        .bind(conversationId, values, ...extra, hashBytes(...chunk.map((row) => row.hash))),
+    ];
+  });
 }
 
 /** Whether each planned row is the one this write stored: at its planned place, with its hash, at this write's time. */

@@ -5,6 +5,7 @@ import { byConversationBm25, countsWithContext, estimatedRowsWith, TERM_SCAN, TU
 import type { PlacedTurn, Window } from "../../core/turn-context";
 import { lendContext } from "../../core/turn-context";
 import { conversationKey } from "./keys";
+import { logText } from "./log-texts";
 import { isPlace, overlay, placeAuthorId, placeAuthorName, placeMessageId, placeRole } from "./turn-places";
 
 /**
@@ -115,7 +116,7 @@ SELECT 'match' AS row, w.seq AS seq, w.lo AS lo, w.hi AS hi, NULL AS role, NULL 
 FROM windows w
 UNION ALL
 SELECT 'turn', seq, NULL, NULL, role, message_id, author_id, author_name, live, servable, lends,
-       CASE WHEN live OR lends THEN (SELECT json_extract(e.body, '$.text') FROM log e WHERE e.conversation_key = ${KEY} AND e.seq = text_seq) END
+       CASE WHEN live OR lends THEN (SELECT ${logText("e")} FROM log e WHERE e.conversation_key = ${KEY} AND e.seq = text_seq) END
 FROM (
   SELECT t.seq AS seq, ${placeRole("t")} AS role, ${placeMessageId("t")} AS message_id, ${placeAuthorId("t")} AS author_id, ${placeAuthorName("t")} AS author_name,
          COALESCE(o.edit_seq, t.seq) AS text_seq,

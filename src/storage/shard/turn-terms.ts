@@ -3,6 +3,7 @@ import { SEARCH_FOLDS } from "../../core/search-text";
 import type { EventTerms } from "../../core/turn-terms";
 import { eventTerms } from "../../core/turn-terms";
 import { hashBytes } from "./hash-bytes";
+import { logText } from "./log-texts";
 import { conversationKey } from "./keys";
 import { isPlace, overlay, placeAuthorId, placeAuthorName } from "./turn-places";
 
@@ -45,7 +46,7 @@ export function termsRow(conversationId: string, seq: number, terms: EventTerms,
           (SELECT COALESCE(${placeAuthorName("s")}, ${placeAuthorId("s")}) FROM log s INDEXED BY log_source_by_message
             WHERE s.conversation_key = k.id AND s.kind = 'source' AND json_extract(s.body, '$.messageId') = ?3 ORDER BY s.seq LIMIT 1), '')`
       : "?3";
-  const text = folded("(SELECT json_extract(e.body, '$.text') FROM log e WHERE e.conversation_key = k.id AND e.seq = ?2)", terms.raw);
+  const text = folded(`(SELECT ${logText("e")} FROM log e WHERE e.conversation_key = k.id AND e.seq = ?2)`, terms.raw);
   return {
     sql: `INSERT INTO turn_terms (rowid, author, text, grams)
           SELECT (k.id << 32) | ?2, ${author}, ${text}, ?4 FROM conversation_keys k WHERE k.conversation_id = ?1 AND ${condition}`,
