@@ -114,13 +114,6 @@ export class Api {
         rowsRead: d1["rows-read"] ?? NaN,
         rowsWritten: d1["rows-written"] ?? NaN,
         bytesRead: d1["bytes-read"] ?? NaN,
-        // Each database's size after the request (D1's `size_after`), by binding.
-        sizes: Object.fromEntries(
-          (header.split("; ").find((part) => part.startsWith("sizes="))?.slice("sizes=".length) ?? "")
-            .split(",")
-            .filter((entry) => entry.includes(":"))
-            .map((entry) => [entry.slice(0, entry.lastIndexOf(":")), Number(entry.slice(entry.lastIndexOf(":") + 1))]),
-        ),
       },
     };
   }

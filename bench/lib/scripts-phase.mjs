@@ -3,9 +3,8 @@
 // shard itself as messages are appended, and how much work that is depends on the text: scripts
 // written without spaces (Han, kana, Thai) are indexed by their pairs of characters as well as by
 // their words, so a long Chinese message is far more positions than a long English one. This section
-// shows that cost beside Latin text, at several lengths, in one run; and what each append left
-// stored in D1, against its text's UTF-8 bytes (the log keeps every message whole: where a row's
-// bytes land in SQLite's pages depends on its length in bytes, so on its script).
+// shows that cost beside Latin text, at several lengths (a short message, one of about 1,000 UTF-8
+// bytes, where the log keeps a text apart from its row, and Telegram's longest), in one run.
 //
 // On a Worker of its own (fresh D1, no model key): one agent whose trigger no case comes near (no
 // compaction runs; each conversation's log is checked for a planned run afterwards), then per case a
@@ -13,9 +12,8 @@
 // event per `POST …/events`, the cases taken round-robin (one append of each in turn, so background
 // load lands on all alike), each conversation's object woken just before its append (untimed), so
 // that a slow round does not leave it to be rebuilt by the append. Each append is timed at the client
-// (send → last byte) and asks the D1 meter what it cost (rows read and written, statements, and each
-// database's size after it): the time says what a user waits, the rows and bytes say it
-// deterministically, whatever else the machine is doing.
+// (send → last byte) and asks the D1 meter what it cost (rows read and written, statements): the time says what a user
+// waits, the rows say it deterministically, whatever else the machine is doing.
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -100,7 +98,7 @@ export async function runScriptsPhase({ root, appDir, workDir, fake, log, quick 
   }
 }
 
-/** @typedef {{ ms: number, rowsRead: number, rowsWritten: number, statements: number, roundTrips: number, d1Bytes: number, textBytes: number }} Append */
+/** @typedef {{ ms: number, rowsRead: number, rowsWritten: number, statements: number, roundTrips: number }} Append */
 
 /** @param {Api} api @param {(line: string) => void} log @param {number} samples */
 async function measureScripts(api, log, samples) {
@@ -123,10 +121,6 @@ async function measureScripts(api, log, samples) {
   });
   const loadAverageAtStart = loadavg().map((v) => round(v, 2));
   const started = Date.now();
-  // Each database's size after the latest metered append (D1's `size_after`): an append's growth is
-  // its databases' sizes less these (appends run one at a time, nothing else writes between them).
-  /** @type {Map<string, number>} */
-  const sizes = new Map();
   for (let i = 0; i < total; i++) {
     for (const run of runs) {
       if (run.failure !== null) continue; // a case that failed is not appended to again: its conversation's state is unknown
@@ -139,13 +133,7 @@ async function measureScripts(api, log, samples) {
         // leaves the append less to read back (9 in 4): the report prints each case's round trips.
         if (i > 0) await api.context(run.conversation, AGENT);
         const { response, d1 } = await api.metered(`${run.case.id} append ${i + 1}`, [201], "POST", `${Api.conversationPath(run.conversation)}/events`, event);
-        let grown = 0;
-        for (const [database, bytes] of Object.entries(d1.sizes)) {
-          grown += bytes - (sizes.get(database) ?? bytes);
-          sizes.set(database, bytes);
-        }
-        const textBytes = Buffer.byteLength(/** @type {string} */ (run.messages[i]), "utf8");
-        run.appends.push({ ms: response.ms, rowsRead: d1.rowsRead, rowsWritten: d1.rowsWritten, statements: d1.statements, roundTrips: d1.roundTrips, d1Bytes: grown, textBytes });
+        run.appends.push({ ms: response.ms, rowsRead: d1.rowsRead, rowsWritten: d1.rowsWritten, statements: d1.statements, roundTrips: d1.roundTrips });
       } catch (error) {
         const timedOut = error instanceof Error && error.name === "TimeoutError";
         const message = timedOut ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : error instanceof Error ? error.message : String(error);
@@ -199,11 +187,6 @@ function summarize(run) {
     rowsWritten: meanOf("rowsWritten"),
     statements: meanOf("statements", 2),
     roundTrips: meanOf("roundTrips", 2),
-    // What the measured appends left stored: D1's growth over them (whole 4,096-byte pages, so one
-    // append's figure is 0 or pages; their mean is the figure) against their texts' UTF-8 bytes.
-    d1Bytes: meanOf("d1Bytes", 0),
-    textBytes: meanOf("textBytes", 0),
-    d1BytesPerTextByte: round(mean(measured.map((a) => a.d1Bytes)) / mean(measured.map((a) => a.textBytes)), 2),
     // Every append in order, warm-ups first: the raw figures behind the means.
     appends: run.appends.map((a) => ({ ...a, ms: round(a.ms, 1) })),
   };

@@ -87,30 +87,6 @@ function rowsNotes(s) {
 }
 
 /**
- * What the stored bytes say: D1's growth per append against its text's UTF-8 bytes, read from the
- * databases' sizes after each append (whole pages of 4,096 bytes: the mean of the measured appends is
- * the figure, good to about a page over their number). Names the cases that kept a message in more
- * than twice its bytes, the shortest and longest of them, when any did.
- * @param {any} s
- * @returns {string[]}
- */
-function storageNotes(s) {
-  const measured = s.cases.filter((/** @type {any} */ c) => c.samples > 0 && Number.isFinite(c.d1BytesPerTextByte));
-  if (measured.length === 0) return [];
-  const resolution = Math.round(4_096 / Math.max(...measured.map((/** @type {any} */ c) => c.samples)));
-  const over = measured.filter((/** @type {any} */ c) => c.d1BytesPerTextByte > 2);
-  const lines = [
-    `D1 bytes stored an append are the growth of the databases over each measured append (D1's \`size_after\` after it, less after the one before it; the cases run one at a time and nothing else writes between them), their mean over the case's appends: whole pages of 4,096 bytes, so good to about ${n(resolution)} bytes. ` +
-      (over.length === 0
-        ? "No case kept its messages in more than twice their UTF-8 bytes."
-        : `**Kept in more than twice their UTF-8 bytes:** ${over.map((/** @type {any} */ c) => `${c.id} (${n(c.d1BytesPerTextByte, 2)}×, ${n(c.d1Bytes)} bytes for ${n(c.textBytes)})`).join("; ")}. ` +
-          "Where that is the same figure at several lengths, each message took a page of its own: the log is a WITHOUT ROWID table, whose row is kept whole in its b-tree's cells up to about 1,000 bytes; a longer one keeps about 500 bytes there and the rest on an overflow page of its own (4,096 bytes, however little of it is used). A message's bytes, not its characters, decide it, so a Chinese message (three bytes a character) reaches it at a third of a Latin one's length."),
-    "",
-  ];
-  return lines;
-}
-
-/**
  * The section's lines.
  * @param {any} s the scripts metrics, or undefined when the section did not run
  * @returns {string[]}
@@ -135,8 +111,6 @@ export function scriptsSection(s) {
     `${n(c.statements, 1)} (${n(c.roundTrips, 1)})`,
     against(c, (x) => x.p50Ms),
     against(c, rowsOf),
-    n(c.d1Bytes),
-    `${n(c.d1BytesPerTextByte, 2)} (${n(c.d1Bytes / c.chars, 1)} a character)`,
   ]);
   const failed = s.cases.filter((/** @type {any} */ c) => !c.complete);
   /** @type {(number | null)[]} */
@@ -150,12 +124,8 @@ export function scriptsSection(s) {
       "Latency is the client's, send → last byte of the 201; rows read, rows written, statements and round trips are the D1 meter's for that same request (`x-foldline-d1-meter: on`: every statement the Worker and the conversation's object ran, with D1's `meta.rows_read` / `rows_written`), deterministic whatever else the machine is doing. " +
       `A request not answered in ${n(s.requestTimeoutMs / 1000)} s fails its case, which is not appended to again. ${n(s.seconds)} s in all; load average ${s.loadAverageAtStart.join(" / ")} at the start, ${s.loadAverageAtEnd.join(" / ")} at the end.`,
     "",
-    table(
-      ["case (script, characters)", "text", "samples", "warm-up ms (1st / 2nd)", "p50 ms", "p90 ms", "max ms", "rows read", "rows written", "statements (round trips)", "p50 ÷ Latin of that length", "rows r+w ÷ Latin of that length", "D1 bytes stored an append", "÷ its text's UTF-8 bytes"],
-      rows,
-    ),
+    table(["case (script, characters)", "text", "samples", "warm-up ms (1st / 2nd)", "p50 ms", "p90 ms", "max ms", "rows read", "rows written", "statements (round trips)", "p50 ÷ Latin of that length", "rows r+w ÷ Latin of that length"], rows),
     "",
-    ...storageNotes(s),
     `Judged (Targets): **(a)** Chinese ÷ Latin at 4,096 characters: p50 ${measured(s, r.chineseToLatin4096, "p50")}, ${verdict(r.chineseToLatin4096.p50, SCRIPT_RATIO_TARGET)}; rows read + written ${measured(s, r.chineseToLatin4096, "rows")}, ${verdict(r.chineseToLatin4096.rows, SCRIPT_RATIO_TARGET)} (target ≤ ${SCRIPT_RATIO_TARGET}). ` +
       `**(b)** 4,096 ÷ 1,000 characters: Chinese p50 ${measured(s, r.chineseGrowth, "p50")}, ${verdict(r.chineseGrowth.p50, GROWTH_TARGET)}, rows ${measured(s, r.chineseGrowth, "rows")}, ${verdict(r.chineseGrowth.rows, GROWTH_TARGET)}; ` +
       `Latin p50 ${measured(s, r.latinGrowth, "p50")}, ${verdict(r.latinGrowth.p50, GROWTH_TARGET)}, rows ${measured(s, r.latinGrowth, "rows")}, ${verdict(r.latinGrowth.rows, GROWTH_TARGET)} (target ≤ ${GROWTH_TARGET}: no worse than linear in the length).`,

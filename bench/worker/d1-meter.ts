@@ -21,11 +21,9 @@ export interface D1Reads {
   readonly bytesRead: number;
   /** The D1 bindings the statements went to (`DB`, `DB_SHARD_0`, …), sorted. */
   readonly databases: readonly string[];
-  /** Each database's size in bytes as D1 reported it (`meta.size_after`), the largest seen: what a request left it at. */
-  readonly sizes: Readonly<Record<string, number>>;
 }
 
-export const NO_READS: D1Reads = { roundTrips: 0, statements: 0, rowsRead: 0, rowsWritten: 0, bytesRead: 0, databases: [], sizes: {} };
+export const NO_READS: D1Reads = { roundTrips: 0, statements: 0, rowsRead: 0, rowsWritten: 0, bytesRead: 0, databases: [] };
 
 export const D1_METER_HEADER = "x-foldline-d1-meter";
 export const D1_READS_HEADER = "x-foldline-d1-reads";
@@ -43,14 +41,11 @@ export const addReads = (a: D1Reads, b: D1Reads): D1Reads => ({
   rowsWritten: a.rowsWritten + b.rowsWritten,
   bytesRead: a.bytesRead + b.bytesRead,
   databases: [...new Set([...a.databases, ...b.databases])].sort(),
-  sizes: Object.fromEntries([...new Set([...Object.keys(a.sizes), ...Object.keys(b.sizes)])].sort().map((d) => [d, Math.max(a.sizes[d] ?? 0, b.sizes[d] ?? 0)])),
 });
 
-/** `round-trips=…; statements=…; rows-read=…; rows-written=…; bytes-read=…; sizes=<database>:<bytes>,…; databases=…`, the header the benchmark reads. */
+/** `round-trips=…; statements=…; rows-read=…; rows-written=…; bytes-read=…`, the header the benchmark reads. */
 export const formatReads = (reads: D1Reads): string =>
-  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}; sizes=${Object.entries(reads.sizes)
-    .map(([database, bytes]) => `${database}:${bytes}`)
-    .join(",")}; databases=${reads.databases.join(",")}`;
+  `round-trips=${reads.roundTrips}; statements=${reads.statements}; rows-read=${reads.rowsRead}; rows-written=${reads.rowsWritten}; bytes-read=${reads.bytesRead}; databases=${reads.databases.join(",")}`;
 
 /** Counts while armed; a meter that was never armed counts nothing. */
 export class D1Meter {
@@ -88,7 +83,6 @@ export class D1Meter {
       rowsWritten: result.meta.rows_written ?? 0,
       bytesRead: result.results.length === 0 ? 0 : JSON.stringify(result.results).length,
       databases: [database],
-      sizes: typeof result.meta.size_after === "number" ? { [database]: result.meta.size_after } : {},
     });
   }
 }
