@@ -34,6 +34,8 @@ describe("packPage / unpackPage", () => {
         expect(unpackPage(packed)).toBe(text);
       }),
     );
+    // A text that starts with a byte order mark keeps it: it is the text's, not the encoding's.
+    expect(unpackPage(packPage("\ufeffhello"))).toBe("\ufeffhello");
   });
 
   it("keeps a page in its format in well under half its UTF-8 bytes (the dictionary holds the format's words)", () => {
@@ -46,7 +48,15 @@ describe("packPage / unpackPage", () => {
 
   it("refuses an unknown format byte, damaged or truncated bytes, text that is not UTF-8, and inflation past a page's size", () => {
     const packed = packPage(PAGE);
-    expect(() => unpackPage(Uint8Array.of(2, ...packed.subarray(1)))).toThrow(PackedPageError);
+    const unknown = (() => {
+      try {
+        return unpackPage(Uint8Array.of(2, ...packed.subarray(1)));
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(unknown).toBeInstanceOf(PackedPageError);
+    expect(unknown).toMatchObject({ name: "PackedPageError", message: "a packed page starts with its format byte 1, not 2" });
     expect(() => unpackPage(Uint8Array.of(0))).toThrow(PackedPageError);
     expect(() => unpackPage(new Uint8Array())).toThrow(PackedPageError);
     expect(() => unpackPage(packed.subarray(0, packed.length - 8))).toThrow(/does not inflate/);
