@@ -39,10 +39,11 @@ BEGIN
   SELECT RAISE(ABORT, 'log_texts: rows are immutable');
 END;
 
--- (A row whose key is stored already inserts nothing, and keeps no text: a retried append.)
+-- (A row whose key is stored already inserts nothing, and keeps no text: a retried append.) A row
+-- from seq 2^32 on keeps its text: its id would name the next conversation's place.
 CREATE TRIGGER log_text_kept BEFORE INSERT ON log
 WHEN NEW.kind IN ('source', 'proposal', 'correction') AND json_type(NEW.body, '$.text') = 'integer'
-  AND NOT EXISTS (SELECT 1 FROM log_texts WHERE id = (NEW.conversation_key << 32) | NEW.seq)
+  AND (NEW.seq >= 4294967296 OR NOT EXISTS (SELECT 1 FROM log_texts WHERE id = (NEW.conversation_key << 32) | NEW.seq))
   AND NOT EXISTS (SELECT 1 FROM log WHERE conversation_key = NEW.conversation_key AND idempotency_key = NEW.idempotency_key)
 BEGIN
   SELECT RAISE(ABORT, 'log: a text kept apart must be in log_texts');

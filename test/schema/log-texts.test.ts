@@ -116,3 +116,40 @@ it("keeps texts in the log's row until the release on a shard that held conversa
   expect(() => db.prepare("UPDATE log_texts SET text = '\"x\"'").run()).toThrow(/immutable/);
   db.close();
 });
+
+it("keeps the text of a row from seq 2^32 on in the row, where its id would name the next conversation's place", async () => {
+  const db = shard();
+  const other = "api:the-next-conversation";
+  db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, '2026-12-05T00:00:00.000Z')").run(other);
+  await append(db, [source(1, "the first")]);
+  const next = [source(2, messageOf("latin", 800, 2))].map((input) => ({ input, hash: eventHash(other, input), seq: 1 }));
+  expect((await insertEvents(d1Over(db), other, next, AT)).applied).toEqual([true]);
+  expect(db.prepare("SELECT id FROM log_texts").all()).toEqual([{ id: 2 * 2 ** 32 + 1 }]);
+  // The conversation's mark moved on as 2^32 - 2 more events would have moved it (its trigger,
+  // which lets it pass no event stored, set aside for that), then a long text at seq 2^32.
+  db.exec("DROP TRIGGER conversations_high_water_advances");
+  db.prepare("UPDATE conversations SET last_seq = ? WHERE id = ?").run(2 ** 32 - 1, CONVERSATION);
+  const far = source(3, messageOf("chinese", 400, 3));
+  expect((await insertEvents(d1Over(db), CONVERSATION, [{ input: far, hash: eventHash(CONVERSATION, far), seq: 2 ** 32 }], AT)).applied).toEqual([true]);
+  expect(db.prepare("SELECT COUNT(*) AS n FROM log_texts").get()).toEqual({ n: 1 });
+  const [stored] = await listEvents(d1Over(db), CONVERSATION, 2 ** 32 - 1, 5);
+  expect(stored?.kind === "source" ? stored.body.text : undefined).toBe(far.kind === "source" ? far.body.text : undefined);
+  expect((await listEvents(d1Over(db), other, 0, 5)).map((e) => (e.kind === "source" ? e.body.text : undefined))).toEqual([messageOf("latin", 800, 2)]);
+  // A third conversation keeps a text apart at its seq 1: (3 << 32) | 1, which is also (2 << 32) |
+  // (2^32 + 1). A row of the second at that seq, spelled apart by hand, is refused: read, it would
+  // show the third's text.
+  const third = "api:the-third-conversation";
+  db.prepare("INSERT INTO conversations (id, created_at) VALUES (?, '2026-12-05T00:00:00.000Z')").run(third);
+  const theirs = source(4, messageOf("latin", 900, 4));
+  expect((await insertEvents(d1Over(db), third, [{ input: theirs, hash: eventHash(third, theirs), seq: 1 }], AT)).applied).toEqual([true]);
+  expect(db.prepare("SELECT id FROM log_texts ORDER BY id").all()).toEqual([{ id: 2 * 2 ** 32 + 1 }, { id: 3 * 2 ** 32 + 1 }]);
+  db.prepare("UPDATE conversations SET last_seq = ? WHERE id = ?").run(2 ** 32, other);
+  expect(() =>
+    db
+      .prepare(
+        "INSERT INTO log (conversation_key, seq, kind, idempotency_key, sensitive, body, hash, recorded_at) SELECT conversation_key, ?, kind, 'forged', sensitive, json_set(body, '$.text', 0), hash, recorded_at FROM log WHERE conversation_key = 2 AND seq = 1",
+      )
+      .run(2 ** 32 + 1),
+  ).toThrow(/a text kept apart must be in log_texts/);
+  db.close();
+});

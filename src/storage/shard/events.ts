@@ -181,7 +181,7 @@ function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string |
   const short = input.kind === "run" ? shortSkipped(input) : undefined;
   const body = storedBody(input.kind, input.body);
   const { head, tail } = borrowedTail(short?.body ?? compactSource(input.kind, input.body) ?? body, body);
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail, apartText(input) === null ? null : 1];
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail, apartText({ input, seq }) === null ? null : 1];
 }
 
 
@@ -202,7 +202,7 @@ const ROWS_BYTES = 1_000_000;
  */
 function insertStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string, condition = "true", extra: readonly unknown[] = []): D1PreparedStatement[] {
   const at = Date.parse(recordedAt);
-  const rows = planned.map((row) => ({ values: rowValues(row, at), hash: row.hash, text: apartText(row.input), seq: row.seq, key: row.input.idempotencyKey }));
+  const rows = planned.map((row) => ({ values: rowValues(row, at), hash: row.hash, text: apartText(row), seq: row.seq, key: row.input.idempotencyKey }));
   // A row's JSON at most triples in UTF-8.
   const chunks = chunksBySize(rows, (row) => JSON.stringify(row.values).length * 3, ROWS_BYTES);
   const value = (i: number) => `json_extract(j.value, '$[${i}]')`;

@@ -26,8 +26,11 @@ const TEXT_APART_BYTES = 512;
 /** Whether texts are kept apart from their rows (migrations/shard/0038: once no Worker from before it runs). */
 export const TEXTS_APART = "COALESCE((SELECT apart FROM log_texts_mode WHERE id = 1), 0) = 1";
 
+/** The first sequence whose `(conversation key << 32) | seq` would name the next conversation's place: a row from it on keeps its text. */
+const APART_SEQ_LIMIT = 2 ** 32;
+
 /** A long text as the body spells it (its JSON string), to keep apart from its row; null for any other. */
-export function apartText(input: PlannedInsert["input"]): string | null {
+export function apartText({ input, seq }: Pick<PlannedInsert, "input" | "seq">): string | null {
   const text = "text" in input.body && typeof input.body.text === "string" ? input.body.text : undefined;
-  return text !== undefined && new TextEncoder().encode(text).length > TEXT_APART_BYTES ? JSON.stringify(text) : null;
+  return text !== undefined && seq < APART_SEQ_LIMIT && new TextEncoder().encode(text).length > TEXT_APART_BYTES ? JSON.stringify(text) : null;
 }
