@@ -60,10 +60,11 @@ export class Api {
   }
 
   /**
-   * Registers an agent and its reciprocal compactor (README "Compaction in five calls").
-   * @param {{ agentId: string, sources: string[], model?: string, policy?: Record<string, number> }} options
+   * Registers an agent and its reciprocal compactor (README "Compaction in five calls"); `context`:
+   * the agent's own caps, where not the defaults.
+   * @param {{ agentId: string, sources: string[], model?: string, policy?: Record<string, number>, context?: Record<string, number> }} options
    */
-  async registerAgent({ agentId, sources, model = "bench-model", policy = {} }) {
+  async registerAgent({ agentId, sources, model = "bench-model", policy = {}, context }) {
     const shared = {
       enabled: true,
       provider: { profile: "default", model },
@@ -74,7 +75,7 @@ export class Api {
       documentBudgetChars: 4_000,
     };
     const registration = {
-      agent: { id: agentId, compactorId: `${agentId}.compactor`, ...shared },
+      agent: { id: agentId, compactorId: `${agentId}.compactor`, ...shared, ...(context === undefined ? {} : { context }) },
       compactor: { id: `${agentId}.compactor`, targetId: agentId, ...shared, policy, outputMode: "projection" },
     };
     return (await this.expect(`register ${agentId}`, [200, 201], "PUT", `/v1/agents/${agentId}`, registration)).json();

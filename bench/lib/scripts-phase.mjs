@@ -6,7 +6,7 @@
 // shows that cost beside Latin text, at several lengths (a short message, one of about 1,000 UTF-8
 // bytes, where the log keeps a text apart from its row, and Telegram's longest), in one run.
 //
-// On a Worker of its own (fresh D1, no model key): one agent whose trigger no case comes near (no
+// On a Worker of its own (fresh D1, no model key): one agent whose trigger and caps no case comes near (no
 // compaction runs; each conversation's log is checked for a planned run afterwards), then per case a
 // conversation of its own receiving real text (bench/data/scripts, public-domain works), one source
 // event per `POST …/events`, the cases taken round-robin (one append of each in turn, so background
@@ -29,6 +29,12 @@ const MODEL = "bench-scripts";
 const PREFIX = "api:bench:scripts:";
 /** The largest trigger a declaration accepts (src/core/declarations.ts): no case appends 100,000 characters. */
 const SCRIPTS_POLICY = { triggerInputChars: 2_000_000, retainInputChars: 1_000_000, maxFrozenChars: 2_000_000 };
+/**
+ * The agent's own caps at their largest (src/core/declarations.ts): a compaction is also planned at
+ * three quarters of them (core/selection `capPressure`), which the default 120,000 characters put
+ * at the 22nd append of 4,096.
+ */
+const SCRIPTS_CONTEXT = { maxChars: 2_000_000, maxMessages: 10_000 };
 /** Unmeasured appends first in each conversation: an append's cost can grow over a conversation's first messages. */
 const WARMUP_APPENDS = 2;
 /** Measured appends per case. */
@@ -102,7 +108,7 @@ export async function runScriptsPhase({ root, appDir, workDir, fake, log, quick 
 
 /** @param {Api} api @param {(line: string) => void} log @param {number} samples */
 async function measureScripts(api, log, samples) {
-  await api.registerAgent({ agentId: AGENT, sources: [`${PREFIX}*`], model: MODEL, policy: SCRIPTS_POLICY });
+  await api.registerAgent({ agentId: AGENT, sources: [`${PREFIX}*`], model: MODEL, policy: SCRIPTS_POLICY, context: SCRIPTS_CONTEXT });
   const total = WARMUP_APPENDS + samples;
   /** @type {Map<string, string>} */
   const fixtures = new Map();
@@ -147,7 +153,7 @@ async function measureScripts(api, log, samples) {
   const seconds = (Date.now() - started) / 1000;
   const cases = [];
   for (const run of runs) cases.push({ ...summarize(run), plannedRuns: await plannedRuns(api, run.conversation) });
-  return { policy: SCRIPTS_POLICY, warmupAppends: WARMUP_APPENDS, samplesPerCase: samples, requestTimeoutMs: REQUEST_TIMEOUT_MS, seconds: round(seconds, 1), loadAverageAtStart, loadAverageAtEnd: loadavg().map((v) => round(v, 2)), cases, ratios: ratiosOf(cases) };
+  return { policy: SCRIPTS_POLICY, context: SCRIPTS_CONTEXT, warmupAppends: WARMUP_APPENDS, samplesPerCase: samples, requestTimeoutMs: REQUEST_TIMEOUT_MS, seconds: round(seconds, 1), loadAverageAtStart, loadAverageAtEnd: loadavg().map((v) => round(v, 2)), cases, ratios: ratiosOf(cases) };
 }
 
 /**

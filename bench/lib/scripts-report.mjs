@@ -117,7 +117,7 @@ export function scriptsSection(s) {
   const planned = s.cases.map((/** @type {any} */ c) => c.plannedRuns);
   const r = s.ratios;
   return [
-    `One agent on a Worker of its own (fresh D1, no model key; policy trigger ${n(s.policy.triggerInputChars)} / retain ${n(s.policy.retainInputChars)}, so no compaction runs: ${planned.every((p) => p === 0) ? "none was planned in any case's conversation" : `**planned runs per case: ${planned.map((p) => p ?? "unread").join(", ")}**`}). ` +
+    `One agent on a Worker of its own (fresh D1, no model key; policy trigger ${n(s.policy.triggerInputChars)} / retain ${n(s.policy.retainInputChars)}${s.context === undefined ? "" : `, agent caps ${n(s.context.maxChars)} characters / ${n(s.context.maxMessages)} messages`}, so no compaction runs: ${planned.every((p) => p === 0) ? "none was planned in any case's conversation" : `**planned runs per case: ${planned.map((p) => p ?? "unread").join(", ")}**`}). ` +
       "Each case is a conversation of its own receiving real text, one `source` event per `POST …/events`: message *i* is the *i*-th consecutive slice of exactly the case's length (JavaScript characters) of a public-domain work in `bench/data/scripts/` (README.md there names each source). " +
       `The cases were appended **round-robin, one append of each in turn**, so background load lands on all alike: ${s.warmupAppends} unmeasured warm-up appends each (their latencies are shown), then ${s.samplesPerCase} measured. ` +
       "Before each append after the first, the conversation's object is woken by an untimed `GET …/context`: the local runtime drops an object idle for about 10 s, and an append that finds it gone rebuilds it from D1 first. " +

@@ -95,22 +95,24 @@ export async function backfillSearch(binding, where, log) {
 /**
  * The last step of the log's move (migrations/shard/0031), of its high-water mark's (0032), of its
  * short spelling's (0033), of the turns read from it (0034), of extracted pages packed (0037) and of
- * long texts kept apart (0038), for a shard whose Worker reads `log`, writes the mark once an
- * append, reads the log spelled short, reads a turn's origin from the log, unpacks extracted pages
- * and reads a text kept apart: the rows copied from `events` leave it, the mark is no longer
- * written once a row, sources and skipped runs are spelled short, a source no longer writes its
- * turn's fold, extracted pages' versions are written packed, and long texts leave the log's rows. A
+ * long texts kept apart (0038) and of pages indexed by their facts' words (0039), for a shard whose
+ * Worker reads `log`, writes the mark once an append, reads the log spelled short, reads a turn's
+ * origin from the log, unpacks extracted pages, reads a text kept apart and deletes a page's terms
+ * by their rule: the rows copied from `events` leave it, the mark is no longer written once a row,
+ * sources and skipped runs are spelled short, a source no longer writes its turn's fold, extracted
+ * pages' versions are written packed, long texts leave the log's rows, and pages are indexed by
+ * their facts' words. A
  * control database, or a shard released already, costs one query.
  * @param {string} binding @param {readonly string[]} where @param {(line: string) => void} log
  */
 export async function releaseLog(binding, where, log) {
   if (binding === "DB") return;
-  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) OR (SELECT per_append FROM high_water_mode WHERE id = 1) = 0 OR (SELECT short FROM log_spelling WHERE id = 1) = 0 OR (SELECT sparse FROM turn_rows WHERE id = 1) = 0 OR (SELECT packed FROM page_packing WHERE id = 1) = 0 OR (SELECT apart FROM log_texts_mode WHERE id = 1) = 0 AS n");
+  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) OR (SELECT per_append FROM high_water_mode WHERE id = 1) = 0 OR (SELECT short FROM log_spelling WHERE id = 1) = 0 OR (SELECT sparse FROM turn_rows WHERE id = 1) = 0 OR (SELECT packed FROM page_packing WHERE id = 1) = 0 OR (SELECT apart FROM log_texts_mode WHERE id = 1) = 0 OR (SELECT rule FROM page_terms_mode WHERE id = 1) = 1 AS n");
   if (Number(pending?.n ?? 0) === 0) return;
   const { releaseLog: release } = await backfillModule();
   const batches = await release({
     rows: async (statement) => d1Rows(binding, where, inline(statement)),
     write: async (statements) => d1Run(binding, where, statements.map(inline)),
   });
-  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es)); its high-water mark is written once an append (0032); sources and skipped runs are spelled short (0033); a turn's origin is read from the log (0034); extracted pages are written packed (0037); long texts are kept apart from the log's rows (0038)`);
+  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es)); its high-water mark is written once an append (0032); sources and skipped runs are spelled short (0033); a turn's origin is read from the log (0034); extracted pages are written packed (0037); long texts are kept apart from the log's rows (0038); extracted pages are indexed by their facts' words (0039)`);
 }

@@ -89,6 +89,23 @@ export function renderPage(path: string, entries: ReadonlyMap<string, Entry>): s
   return [header(path), ...[...entries].map(([key, entry]) => renderEntry(key, entry))].join("\n");
 }
 
+const HEADER = /^Extracted memory \S+: facts taken from conversation history, newest value first\.$/;
+const TAG = new RegExp(` ${SUFFIX}`);
+
+/**
+ * The words of a page a search matches (its terms since migrations/shard/0039): each fact's key
+ * and statements, without what the format adds to every page and line, which says nothing of a
+ * fact: the heading (the path is indexed on its own), "previously:" and each line's source tag
+ * (message id, seq and hash prefix, which the sources keep). A line not in the format stays whole.
+ */
+export function pageTermsText(content: string): string {
+  return content
+    .split("\n")
+    .filter((line, i) => i > 0 || !HEADER.test(line))
+    .map((line) => line.replace(/^ {2}previously: /, "").replace(TAG, ""))
+    .join("\n");
+}
+
 export interface MergeResult {
   /** The page's new text; equal to the current one when nothing changed. */
   readonly content: string;

@@ -11,7 +11,7 @@ import { z } from "zod";
  * of) this Worker. A test compares these with the migration directories, so a new migration
  * without its name here fails CI.
  */
-export const EXPECTED_MIGRATIONS = { control: "0019_memory_terms.sql", shard: "0038_log_texts.sql" } as const;
+export const EXPECTED_MIGRATIONS = { control: "0019_memory_terms.sql", shard: "0039_page_terms_rule.sql" } as const;
 
 /** The scope that reads the fleet's health and incidents: an operator's, never a tenant's. */
 export const OPS_SCOPE = "ops";

@@ -11,7 +11,8 @@ import { SEARCH_SNIPPET, snippetOf } from "../core/snippet";
  *
  * A contentless table forgets what it indexed, so replacing a head's terms deletes the old ones by
  * value: the writer passes the previous head's content (the one it read, whose hash the statement
- * checks), and its terms are computed again by the same rules. The heads table's `terms_version`
+ * checks), and its terms are computed again by the same rules (for a store whose heads say which
+ * rule their terms were written by, migrations/shard/0039, by that one). The heads table's `terms_version`
  * says which version's terms the index holds, and every statement here moves the index only from
  * the version the writer read to the one it wrote: a writer whose version insert lost a race finds
  * `terms_version` already moved and changes nothing, and a delete never names terms that were not
@@ -32,6 +33,18 @@ export interface PageTermsStore {
   readonly storedHash: (hex: string) => string;
   /** SQL for a page's scope tokens, over the key parameters (?1…). */
   readonly scope: string;
+  /**
+   * Where a head says which rule its terms were written by (migrations/shard/0039: 1 the whole
+   * text, 2 `termsText`'s words), and SQL for the rule a write uses now; absent: every head's
+   * terms are the whole text's.
+   */
+  readonly rules?: { readonly column: string; readonly now: string; readonly termsText: (content: string) => string };
+}
+
+/** A text's terms by each rule a store may use: 1 the whole text, 2 `termsText` of it (undefined: no text). */
+function termsByRule(store: PageTermsStore, content: string | undefined) {
+  if (content === undefined) return { 1: undefined, 2: undefined };
+  return { 1: searchForm(content), 2: store.rules === undefined ? undefined : searchForm(store.rules.termsText(content)) };
 }
 
 /** The head a new version follows: its number, its content (undefined: a tombstone, which has no terms) and hash. */
@@ -63,12 +76,28 @@ export function pageTermStatements(db: D1Database, store: PageTermsStore, key: r
   const { keyed } = store;
   const rows = JSON.stringify(
     moves.map((m) => {
-      const next = m.content === undefined ? undefined : searchForm(m.content);
-      const old = m.previous?.content === undefined ? undefined : searchForm(m.previous.content);
-      return { path: m.path, version: m.version, hash: m.contentHash, prev: m.previous?.version ?? 0, prevHash: m.previous?.contentHash ?? null, text: next?.text ?? null, grams: next?.grams ?? null, oldText: old?.text ?? null, oldGrams: old?.grams ?? null };
+      const next = termsByRule(store, m.content);
+      const old = termsByRule(store, m.previous?.content);
+      return {
+        path: m.path,
+        version: m.version,
+        hash: m.contentHash,
+        prev: m.previous?.version ?? 0,
+        prevHash: m.previous?.contentHash ?? null,
+        text: next[1]?.text ?? null,
+        grams: next[1]?.grams ?? null,
+        oldText: old[1]?.text ?? null,
+        oldGrams: old[1]?.grams ?? null,
+        ...(store.rules === undefined ? {} : { text2: next[2]?.text ?? null, grams2: next[2]?.grams ?? null, oldText2: old[2]?.text ?? null, oldGrams2: old[2]?.grams ?? null }),
+      };
     }),
   );
   const field = (name: string) => `json_extract(j.value, '$.${name}')`;
+  // The terms a head holds (by its rule) and the ones a write gives it (by the store's rule now).
+  const { rules } = store;
+  const held = (name: "oldText" | "oldGrams") => (rules === undefined ? field(name) : `CASE WHEN p.${rules.column} = 2 THEN ${field(`${name}2`)} ELSE ${field(name)} END`);
+  const given = (name: "text" | "grams") => (rules === undefined ? field(name) : `CASE WHEN (${rules.now}) = 2 THEN ${field(`${name}2`)} ELSE ${field(name)} END`);
+  const ruled = rules === undefined ? "" : `, ${rules.column} = (${rules.now})`;
   const head = `${store.heads} p ON ${keyed("p")} AND p.path = ${field("path")}`;
   const version = (alias: string, number: string, hash: string) =>
     `EXISTS (SELECT 1 FROM ${store.versions} ${alias} WHERE ${keyed(alias)} AND ${alias}.path = ${field("path")} AND ${alias}.version = ${number} AND ${alias}.content_hash = ${store.storedHash(hash)})`;
@@ -79,16 +108,16 @@ export function pageTermStatements(db: D1Database, store: PageTermsStore, key: r
   return [
     bind(
       `INSERT INTO ${store.terms} (${store.terms}, rowid, scope, path, content, grams)
-       SELECT 'delete', p.id, ${store.scope}, p.path, ${field("oldText")}, ${field("oldGrams")} FROM ${json} JOIN ${head}
+       SELECT 'delete', p.id, ${store.scope}, p.path, ${held("oldText")}, ${held("oldGrams")} FROM ${json} JOIN ${head}
        WHERE ${field("oldText")} IS NOT NULL AND p.terms_version = ${field("prev")} AND ${ours} AND ${version("o", field("prev"), field("prevHash"))}`,
     ),
     bind(
       `INSERT INTO ${store.terms} (rowid, scope, path, content, grams)
-       SELECT p.id, ${store.scope}, p.path, ${field("text")}, ${field("grams")} FROM ${json} JOIN ${head}
+       SELECT p.id, ${store.scope}, p.path, ${given("text")}, ${given("grams")} FROM ${json} JOIN ${head}
        WHERE ${field("text")} IS NOT NULL AND p.version = ${field("version")} AND ${replaceable} AND ${ours}`,
     ),
     bind(
-      `UPDATE ${store.heads} AS p SET terms_version = ${field("version")} FROM ${json}
+      `UPDATE ${store.heads} AS p SET terms_version = ${field("version")}${ruled} FROM ${json}
        WHERE ${keyed("p")} AND p.path = ${field("path")} AND p.version = ${field("version")} AND ${replaceable} AND ${ours}`,
     ),
   ];

@@ -1,10 +1,12 @@
+import { pageTermsText } from "../core/fact-merge";
 import { searchForm } from "../core/search-text";
 import { eventTerms } from "../core/turn-terms";
 import type { Statement } from "./shard/turn-terms";
 import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { eventColumns, IN_LOG, toStoredEvent } from "./shard/events";
-import { unhexed, versionText } from "./shard/extracted-keys";
+import { PAGE_TERMS_RULE, unhexed, versionText } from "./shard/extracted-keys";
+import type { PageTermsStore } from "./page-terms";
 import type { TableMove } from "./shard/table-moves";
 import { EXTRACTED_PAGES_MOVE, EXTRACTED_SOURCES_MOVE, EXTRACTED_VERSIONS_MOVE, LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
 
@@ -87,6 +89,8 @@ export interface PageStore {
   readonly scope: string;
   readonly packed: string;
   readonly hash: string;
+  /** Where a head says the rule its terms were written by, and the rule now (migrations/shard/0039); absent: the whole text's terms. */
+  readonly rules?: PageTermsStore["rules"];
 }
 
 export const CONTROL_PAGES: PageStore = {
@@ -107,6 +111,7 @@ export const SHARD_PAGES: PageStore = {
   scope: "('k' || p.conversation_key || ' a' || p.agent_key)",
   packed: "CASE WHEN v.packed IS NOT NULL THEN hex(v.packed) END",
   hash: "lower(hex(v.content_hash))",
+  rules: { column: "terms_rule", now: PAGE_TERMS_RULE, termsText: pageTermsText },
 };
 
 const joinVersion = (store: PageStore): string => `JOIN ${store.versions} v ON ${store.keys.map((c) => `v.${c} = p.${c}`).join(" AND ")} AND v.path = p.path AND v.version = p.version`;
@@ -134,11 +139,19 @@ export function pagesStep(store: PageStore, rows: readonly PageRow[]): Statement
     // A packed text is not readable in SQL: its folded form is bound, where a text's is folded by the statement.
     const text = row.packed === null ? row.content : versionText({ content: "", packed: unhexed(row.packed), content_hash: row.content_hash });
     const terms = searchForm(text);
-    const content = row.packed === null ? folded(`(SELECT v.content FROM ${store.heads} p ${joinVersion(store)} WHERE p.id = ?1)`, row.content) : "?4";
-    const params = [row.id, row.version, terms.grams, ...(row.packed === null ? [] : [terms.text])];
+    const params: (string | number)[] = [row.id, row.version, terms.grams];
+    const whole = row.packed === null ? folded(`(SELECT v.content FROM ${store.heads} p ${joinVersion(store)} WHERE p.id = ?1)`, row.content) : `?${params.push(terms.text)}`;
+    // By the store's rule now: the whole text's terms (1), or its facts' words' (2, bound).
+    const { rules } = store;
+    const facts = rules === undefined ? undefined : searchForm(rules.termsText(text));
+    const [content, grams] =
+      rules === undefined || facts === undefined
+        ? [whole, "?3"]
+        : [`CASE WHEN (${rules.now}) = 2 THEN ?${params.push(facts.text)} ELSE ${whole} END`, `CASE WHEN (${rules.now}) = 2 THEN ?${params.push(facts.grams)} ELSE ?3 END`];
+    const ruled = rules === undefined ? "" : `, ${rules.column} = (${rules.now})`;
     return [
-      { sql: `INSERT INTO ${store.terms} (rowid, scope, path, content, grams) SELECT p.id, ${store.scope}, p.path, ${content}, ?3 FROM ${store.heads} p WHERE ${current}`, params },
-      { sql: `UPDATE ${store.heads} AS p SET terms_version = ?2 WHERE ${current}`, params: [row.id, row.version] },
+      { sql: `INSERT INTO ${store.terms} (rowid, scope, path, content, grams) SELECT p.id, ${store.scope}, p.path, ${content}, ${grams} FROM ${store.heads} p WHERE ${current}`, params },
+      { sql: `UPDATE ${store.heads} AS p SET terms_version = ?2${ruled} WHERE ${current}`, params: [row.id, row.version] },
     ];
   });
 }
@@ -224,22 +237,25 @@ const TURNS_SPARSE = { sql: "UPDATE turn_rows SET sparse = 1 WHERE id = 1 AND sp
 const PAGES_PACKED = { sql: "UPDATE page_packing SET packed = 1 WHERE id = 1 AND packed = 0", params: [] } as const;
 /** Long texts kept apart from the log's rows from now on (0038). */
 const TEXTS_APART = { sql: "UPDATE log_texts_mode SET apart = 1 WHERE id = 1 AND apart = 0", params: [] } as const;
+/** Extracted pages indexed by their facts' words from now on (0039). */
+const FACT_TERMS = { sql: "UPDATE page_terms_mode SET rule = 2 WHERE id = 1 AND rule = 1", params: [] } as const;
 
 /**
- * The last step of migrations/shard/0031 to 0034, 0037 and 0038, once the Worker that reads `log`,
- * writes its high-water mark once an append, reads the log spelled short, reads a turn's origin
- * from the log, unpacks extracted pages and reads a text kept apart is live: copies what a Worker
- * before it appended since the copy ran, lets every copied row leave `events`, a batch per
- * transaction, then has the mark written once an append (`high_water_mode`), sources and skipped
- * runs spelled short (`log_spelling`), a source's fold written only once an event comes back to it
- * (`turn_rows`), extracted pages' versions written packed (`page_packing`) and long texts kept
- * apart from the log's rows (`log_texts_mode`). Returns how many batches it deleted.
+ * The last step of migrations/shard/0031 to 0034 and 0037 to 0039, once the Worker that reads
+ * `log`, writes its high-water mark once an append, reads the log spelled short, reads a turn's
+ * origin from the log, unpacks extracted pages, reads a text kept apart and deletes a page's terms
+ * by their rule is live: copies what a Worker before it appended since the copy ran, lets every
+ * copied row leave `events`, a batch per transaction, then has the mark written once an append
+ * (`high_water_mode`), sources and skipped runs spelled short (`log_spelling`), a source's fold
+ * written only once an event comes back to it (`turn_rows`), extracted pages' versions written
+ * packed (`page_packing`), long texts kept apart from the log's rows (`log_texts_mode`) and pages
+ * indexed by their facts' words (`page_terms_mode`). Returns how many batches it deleted.
  */
 export async function releaseLog(db: BackfillDatabase): Promise<number> {
   await move(db, LOG_COPY, () => {});
   let batches = 0;
   await move(db, LOG_RELEASE, () => (batches += 1));
-  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE, PAGES_PACKED, TEXTS_APART]);
+  await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE, PAGES_PACKED, TEXTS_APART, FACT_TERMS]);
   return batches;
 }
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ExtractedFact } from "../../src/core/fact-extraction";
 import { oneLine } from "../../src/core/fact-extraction";
-import { factsByPage, MAX_KEYS_PER_PAGE, MAX_PREVIOUS, mergeFacts, parsePage, renderPage } from "../../src/core/fact-merge";
+import { factsByPage, MAX_KEYS_PER_PAGE, MAX_PREVIOUS, mergeFacts, pageTermsText, parsePage, renderPage } from "../../src/core/fact-merge";
 
 /**
  * The extracted page's text format and merge rule, line by line: the header, one block per key with
@@ -40,6 +40,34 @@ describe("the page format", () => {
   it("shows a message id on one line, without the characters its suffix is parsed by", () => {
     const odd: ExtractedFact = { ...fact("date", "May 3", 1), sources: [{ messageId: "a(b), c\nd", seq: 1, eventHash: hash(1) }] };
     expect(mergeFacts(PATH, undefined, [odd]).content.split("\n")[1]).toBe(`- date: May 3 (msg a_b__ c d, seq 1, ref ${ref(1)})`);
+  });
+});
+
+describe("pageTermsText", () => {
+  it("keeps each fact's key and statements, without the heading, 'previously:' or any line's source tag", () => {
+    const v1 = mergeFacts(PATH, undefined, [fact("date", "The offsite is on May 3.", 1), fact("venue", "Casa Novak (booked)", 2)]);
+    const v2 = mergeFacts(PATH, v1.content, [fact("date", "The offsite moved to May 10.", 3)]);
+    expect(pageTermsText(v2.content)).toBe(["- venue: Casa Novak (booked)", "- date: The offsite moved to May 10.", "The offsite is on May 3."].join("\n"));
+    // A line written before seqs were recorded loses its tag too.
+    expect(pageTermsText(`- date: May 3 (msg m1, ref ${ref(1)})`)).toBe("- date: May 3");
+  });
+
+  it("leaves whole what is not the format: a first line that is not the heading, the heading's words later on, a statement's own parentheses", () => {
+    const text = ["Some note a person typed (msg 1).", `Extracted memory ${PATH}: facts taken from conversation history, newest value first.`, "- venue: Casa Novak (booked)", "  previously: with two spaces, and (msg m1, seq 2, ref zz)"].join("\n");
+    expect(pageTermsText(text)).toBe(["Some note a person typed (msg 1).", `Extracted memory ${PATH}: facts taken from conversation history, newest value first.`, "- venue: Casa Novak (booked)", "with two spaces, and (msg m1, seq 2, ref zz)"].join("\n"));
+    expect(pageTermsText(`Extracted memory ${PATH}: facts taken from conversation history, newest value first. And more.`)).toBe(`Extracted memory ${PATH}: facts taken from conversation history, newest value first. And more.`);
+    expect(pageTermsText(`Extracted memory ${PATH}: facts taken from conversation history, newest value first.`)).toBe("");
+    expect(pageTermsText("- note: she wrote  previously: nothing")).toBe("- note: she wrote  previously: nothing");
+  });
+
+  it("never gives a word its page does not hold", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom("date", "venue", "budget"), fc.string({ minLength: 1, maxLength: 40 }).map((t) => oneLine(t) || "x")), { minLength: 1, maxLength: 8 }), (said) => {
+        const page = mergeFacts(PATH, undefined, said.map(([key, statement], i) => fact(key, statement, i + 1))).content;
+        const words = new Set(page.split(/\s+/));
+        for (const word of pageTermsText(page).split(/\s+/).filter(Boolean)) expect(words.has(word) || page.includes(word)).toBe(true);
+      }),
+    );
   });
 });
 

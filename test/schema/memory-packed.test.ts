@@ -1,7 +1,5 @@
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
-import type { ExtractedFact } from "../../src/core/fact-extraction";
-import { mergeFacts } from "../../src/core/fact-merge";
 import { sha256Hex } from "../../src/core/hash";
 import { packPage } from "../../src/core/page-packing";
 import { releaseLog, runBackfill } from "../../src/storage/search-backfill";
@@ -12,9 +10,9 @@ import {
   readConversationPageVersions,
   searchConversationPages,
 } from "../../src/storage/shard/conversation-memory";
-import type { MergedPage } from "../../src/storage/shard/extractions";
-import { readPageHeads, writeMergedVersions } from "../../src/storage/shard/extractions";
+import { readPageHeads } from "../../src/storage/shard/extractions";
 import { btreeStats } from "./btree-stats";
+import { AGENT, AT, CONVERSATION, extractRound } from "./extraction-rounds";
 import { loggedMessages } from "./logged-messages";
 import { shardHolding } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
@@ -26,49 +24,8 @@ import { backfillOver, d1Over } from "./sqlite-d1";
  * written through extraction's writer, measured with SQLite's own page statistics (`dbstat`).
  */
 
-const CONVERSATION = "telegram:7123456789:-1001987654321";
-const AGENT = "support-bot.compactor";
-const AT = "2026-12-05T10:00:00.123Z";
-
-/** Statements as people say them, in six scripts. */
-const SAID = [
-  (n: number) => `@ana (Ana): the offsite budget is ${1_000 + n} euros, flights included, hotel not`,
-  (n: number) => `@li (李华): 我们把会议改到星期${"一二三四五"[n % 5]}下午三点，地点在二楼会议室${n}`,
-  (n: number) => `@yuki (Yuki): 来週の金曜日に${n}人で打ち合わせをします。資料は前日までに共有してください`,
-  (n: number) => `@omar (Omar): سأحجز ${n} غرف في الفندق القريب من المحطة للفريق كله`,
-  (n: number) => `@olga (Ольга): встреча переносится на ${n} число, я пришлю новое приглашение`,
-  (n: number) => `@ravi (Ravi): मैं ${n} तारीख तक रिपोर्ट का मसौदा भेज दूँगा`,
-];
-
-interface Cited {
-  readonly seq: number;
-  readonly hash: string;
-}
-
-/** Round `round` of extraction's facts for page `p`: three keys, their statements in the page's script, each citing a logged message. */
-const factsOf = (p: number, round: number, cited: readonly Cited[]): ExtractedFact[] =>
-  [0, 1, 2].map((k) => {
-    const source = cited[(p * 7 + round * 3 + k) % cited.length] ?? { seq: 1, hash: "" };
-    return { page: `extracted/plans/topic-${p}`, key: `point-${k}`, statement: (SAID[p % SAID.length] ?? String)(100 * round + k), sources: [{ messageId: String(7_000 + source.seq - 1), seq: source.seq, eventHash: source.hash }] };
-  });
-
 /** A shard holding the conversation, migrated whole; `below`: stored before the migrations from it on. */
 const shard = (below?: string): DatabaseSync => shardHolding(new DatabaseSync(":memory:"), CONVERSATION, below);
-
-/** One round of extraction over `pages` pages: each merged over its head and written; the texts written. */
-async function extractRound(db: DatabaseSync, pages: number, round: number, cited: readonly Cited[]): Promise<string[]> {
-  const d1 = d1Over(db);
-  const paths = [...Array(pages).keys()].map((p) => `extracted/plans/topic-${p}`);
-  const heads = await readPageHeads(d1, CONVERSATION, AGENT, paths);
-  const merged: MergedPage[] = paths.map((path, p) => {
-    const head = heads.get(path);
-    const facts = factsOf(p, round, cited);
-    const result = mergeFacts(path, head?.content, facts);
-    return { path, head, content: result.content, provenance: [...result.current].map(([factKey, fact]) => ({ factKey, messageId: fact.sources[0]?.messageId ?? "", seq: fact.sources[0]?.seq ?? 0, eventHash: fact.sources[0]?.eventHash ?? "", runId: `ext_${round}` })) };
-  });
-  expect((await writeMergedVersions(d1, CONVERSATION, AGENT, merged, new Date(AT))).size).toBe(pages);
-  return merged.map((page) => page.content);
-}
 
 const utf8 = (text: string): number => new TextEncoder().encode(text).length;
 

@@ -57,3 +57,6 @@ export const packedHex = (text: string): string => Array.from(packPage(text), (b
 
 /** Bytes from SQLite's `hex()` of them (either case). */
 export const unhexed = (hex: string): Uint8Array => Uint8Array.from(hex.match(/../g) ?? [], (pair) => Number.parseInt(pair, 16));
+
+/** SQL: the rule a page's terms are written by now (migrations/shard/0039: 2 once no Worker from before it runs, else 1). */
+export const PAGE_TERMS_RULE = "COALESCE((SELECT rule FROM page_terms_mode WHERE id = 1), 1)";

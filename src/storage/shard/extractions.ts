@@ -1,4 +1,5 @@
 import { chunksBySize } from "../../core/chunks";
+import { pageTermsText } from "../../core/fact-merge";
 import { sha256Hex } from "../../core/hash";
 import type { ExtractionEvidence } from "../../core/wakeups";
 import type { PageTermsStore } from "../page-terms";
@@ -6,7 +7,7 @@ import { pageTermStatements } from "../page-terms";
 import { IN_LOG } from "./events";
 import { agentKey, conversationKey } from "./keys";
 import type { StoredText } from "./extracted-keys";
-import { HEAD_VERSION, PAGE_KEYS, VERSION_TEXT, packedHex, pageOf, versionText } from "./extracted-keys";
+import { HEAD_VERSION, PAGE_KEYS, PAGE_TERMS_RULE, VERSION_TEXT, packedHex, pageOf, versionText } from "./extracted-keys";
 
 /**
  * Every D1 statement of memory extraction, all on the conversation's shard
@@ -45,6 +46,7 @@ const PAGE_TERMS: PageTermsStore = {
   keyed: (alias) => pageOf(alias),
   storedHash: (hex) => `unhex(${hex})`,
   scope: `('k' || ${conversationKey("?1")} || ' a' || ${agentKey("?2")})`,
+  rules: { column: "terms_rule", now: PAGE_TERMS_RULE, termsText: pageTermsText },
 };
 
 /** A page an extraction merged: its new content over `head` (undefined: no page yet), with the sources of the facts it sets. */
@@ -116,11 +118,11 @@ export async function writeMergedVersions(db: D1Database, conversationId: string
 
 /**
  * A bound on a page's share of a write's JSON: its content goes once, and its terms and the previous
- * head's (each at most tripled in UTF-8) twice more, with its provenance; and its packed bytes in hex
- * (DEFLATE adds a few bytes to what it cannot shrink).
+ * head's by both rules (each at most tripled in UTF-8) four times more, with its provenance; and its
+ * packed bytes in hex (DEFLATE adds a few bytes to what it cannot shrink).
  */
 const writeBytes = (page: MergedPage): number =>
-  3 * ((page.content.length + (page.head?.content?.length ?? 0)) * 3 + 200 * (1 + page.provenance.length)) + 2 * (3 * page.content.length + 64);
+  3 * ((page.content.length + (page.head?.content?.length ?? 0)) * 5 + 200 * (1 + page.provenance.length)) + 2 * (3 * page.content.length + 64);
 
 /** The newest version (live or tombstone) of each of these pages, by path; a page never written is absent. */
 export async function readPageHeads(db: D1Database, conversationId: string, agentId: string, paths: readonly string[]): Promise<Map<string, PageHead>> {
