@@ -13,7 +13,7 @@
 -- and escapes as they were). The log's row keeps the body with `text` as the number 0, which no
 -- body spells (a text is a string), and a row so spelled is refused unless its text is kept
 -- (`log_text_kept`). A read puts the text back before anyone parses the body
--- (src/storage/shard/events.ts, `eventColumns`, `logText`), so the event, its body and its hash are
+-- (src/storage/shard/log-texts.ts, `bodyColumn`, `logText`), so the event, its body and its hash are
 -- the ones appended: the hash covers the canonical event, never how a row spells it. Rows stored
 -- before keep their text, and read as they did.
 --

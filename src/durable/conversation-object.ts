@@ -9,7 +9,7 @@ import { describeThrown } from "../core/thrown";
 import { logger, attachMetrics } from "../logger";
 import type { Boundary, ModelEvidence } from "../core/boundary";
 import type { CompactionContent } from "../core/packet";
-import { storedForm } from "../storage/shard/events";
+import { storedForm } from "../storage/shard/log-writer";
 import type { StoredDeclaration } from "../storage/control/declarations";
 import { raiseRevisionStatement } from "../storage/declaration-revision";
 import type { ContextSelection } from "../core/context-manifest";

@@ -4,7 +4,8 @@ import type { Result } from "../core/errors";
 import { fail, ok } from "../core/errors";
 import type { EventInput, StoredEvent } from "../core/events";
 import { eventHash } from "../core/events";
-import { insertEvents, readEventsByKeys, readHead } from "../storage/shard/events";
+import { readEventsByKeys, readHead } from "../storage/shard/events";
+import { insertEvents } from "../storage/shard/log-writer";
 import type { ObjectPlacement } from "./placement";
 import type { Wakeups } from "./wakeups";
 import { catchUpSoon } from "./wakeups";
@@ -42,7 +43,7 @@ export interface AppendOptions {
   /**
    * What must be kept before the new events are written: it hears the planned rows and their
    * recorded time (a throw writes nothing). For a single new source it may answer the runs its
-   * preflight decided, written with it and only if it is (`storage/shard/events` `insertEvents`).
+   * preflight decided, written with it and only if it is (`storage/shard/log-writer` `insertEvents`).
    */
   readonly beforeWrite?: (planned: readonly PlannedInsert[], recordedAt: string) => Promise<DecidedRuns | undefined>;
 }

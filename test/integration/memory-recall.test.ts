@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { readEventHashes } from "../../src/storage/shard/extractions";
 import { writeMergedVersion } from "../support/extraction";
 import { settledChain } from "../support/chain";

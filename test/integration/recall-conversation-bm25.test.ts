@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { placeConversation } from "../../src/storage/shards";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { register } from "../support/declarations";
 import { call, freshConversation, json, sourceEvent, tokenFor } from "./helpers";
 

@@ -4,7 +4,8 @@ import { RunsSection } from "../../src/http/inspector/views/runs-section";
 import { D1Meter, meteredD1 } from "../../bench/worker/d1-meter";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { readPreflightSizes } from "../../src/storage/shard/context-sizes";
-import { countRunsByStatus, insertEvents, INSPECTED_EVENTS } from "../../src/storage/shard/events";
+import { countRunsByStatus, INSPECTED_EVENTS } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { placedShardOf } from "../support/shards";
 import { freshConversation, sourceEvent } from "./helpers";
 

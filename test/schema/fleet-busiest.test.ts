@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { readBusiestConversations } from "../../src/storage/shard/fleet";
 import { d1Over } from "./sqlite-d1";
 

@@ -4,7 +4,8 @@ import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { skippedRun } from "../../src/core/preflight-decider";
 import { releaseLog } from "../../src/storage/search-backfill";
-import { insertEvents, readHead } from "../../src/storage/shard/events";
+import { readHead } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { migrateShard } from "./shard-migrations";
 import { backfillOver, d1Over } from "./sqlite-d1";
 

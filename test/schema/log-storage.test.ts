@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { skippedRun } from "../../src/core/preflight-decider";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { btreeStats } from "./btree-stats";
 import { migrateShard } from "./shard-migrations";
 import { d1Over } from "./sqlite-d1";

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { expect } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { d1Over } from "./sqlite-d1";
 
 /** `n` messages of `conversation` in its log, through the log's own writer: their sequences and hashes, for sources to cite. */

@@ -4,7 +4,7 @@ import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { canonicalJson } from "../../src/core/hash";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import type { MergedPage, ProvenanceRow } from "../../src/storage/shard/extractions";
 import { writeMergedVersions } from "../../src/storage/shard/extractions";
 import { readConversationFactSources, readConversationFacts } from "../../src/storage/shard/conversation-memory";

@@ -8,7 +8,7 @@ import { afterAll, assert, beforeAll, describe, expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { deletePage, putPage } from "../../src/storage/control/memory-pages";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { d1Over } from "./sqlite-d1";
 
 /**

@@ -4,7 +4,7 @@ import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { releaseLog } from "../../src/storage/search-backfill";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { conversationKey } from "../../src/storage/shard/keys";
 import { searchTurns } from "../../src/storage/shard/turn-search";
 import { FOLD_COLUMNS, PLACED_TURNS, placedTurns } from "../support/placed-turns";

@@ -5,7 +5,7 @@ import { expect, it } from "vitest";
 import type { EventInput } from "../../src/core/events";
 import { eventHash, eventInputSchema } from "../../src/core/events";
 import { runBackfill } from "../../src/storage/search-backfill";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { TURNS_MOVE } from "../../src/storage/shard/table-moves";
 import { PLACED_TURNS } from "../support/placed-turns";
 import { btreeStats } from "./btree-stats";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { eventHash, eventInputSchema } from "../../src/core/events";
-import { insertEvents } from "../../src/storage/shard/events";
+import { insertEvents } from "../../src/storage/shard/log-writer";
 import { shardDatabaseOf, placeConversation } from "../../src/storage/shards";
 
 /**
