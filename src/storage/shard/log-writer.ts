@@ -22,7 +22,6 @@ const INSERTED_COLUMNS = "conversation_key, seq, kind, idempotency_key, sensitiv
 /** The events of conversation ?1 that count as texts (bm25's number of rows, `conversations.texts`): those with a row in the turn index. */
 const TEXT_ROW = "(kind IN ('source', 'proposal') OR (kind = 'correction' AND json_extract(body, '$.action') = 'edit'))";
 
-
 /**
  * Moves the conversation's high-water mark to the newest event its log holds, and its count of
  * texts by the texts after the old mark: once an append, as its batch's last write
@@ -39,7 +38,6 @@ function highWater(db: D1Database, conversationId: string): D1PreparedStatement 
     .bind(conversationId);
 }
 
-
 /**
  * A planned row's values as its JSON element carries them: `INSERTED_COLUMNS` but the conversation's
  * key and the hash, then a skipped run's compactor and source (nulls for any other event) and the
@@ -47,16 +45,16 @@ function highWater(db: D1Database, conversationId: string): D1PreparedStatement 
  * form, any other body whole), as its head and how many characters of the whole body end it
  * (`borrowedTail`). A row takes the short body once the log is spelled short
  * (`SPELLED_SHORT`), and a skipped run only once its compactor has its key (its first skipped run
- * after the release, spelled whole, gives it one: migrations/shard/0033, `log_compactor_key`).
+ * after the release, spelled whole, gives it one: migrations/shard/0033, `log_compactor_key`). Last,
+ * 1 where its text is kept apart (`apart`, 0038: the text travels beside the rows, not in them twice).
  */
-function rowValues({ input, seq }: PlannedInsert, recordedAt: number): (string | number | null)[] {
+function rowValues({ input, seq }: PlannedInsert, recordedAt: number, apart: boolean): (string | number | null)[] {
   // Each short form is tried on its own kind only: trying one reads the whole body.
   const short = input.kind === "run" ? shortSkipped(input) : undefined;
   const body = storedBody(input.kind, input.body);
   const { head, tail } = borrowedTail(short?.body ?? compactSource(input.kind, input.body) ?? body, body);
-  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail, apartText({ input, seq }) === null ? null : 1];
+  return [seq, input.kind, input.idempotencyKey, input.sensitive ? 1 : 0, body, recordedAt, short?.compactor ?? null, short?.sourceSeq ?? null, head, tail, apart ? 1 : null];
 }
-
 
 /** Whether the log takes skipped runs and sources in their short spelling (migrations/shard/0033: once no Worker from before it runs). */
 const SPELLED_SHORT = "COALESCE((SELECT short FROM log_spelling WHERE id = 1), 0) = 1";
@@ -75,7 +73,10 @@ const ROWS_BYTES = 1_000_000;
  */
 function insertStatements(db: D1Database, conversationId: string, planned: readonly PlannedInsert[], recordedAt: string, condition = "true", extra: readonly unknown[] = []): D1PreparedStatement[] {
   const at = Date.parse(recordedAt);
-  const rows = planned.map((row) => ({ values: rowValues(row, at), hash: row.hash, text: apartText(row), seq: row.seq, key: row.input.idempotencyKey }));
+  const rows = planned.map((row) => {
+    const text = apartText(row);
+    return { values: rowValues(row, at, text !== null), hash: row.hash, text, seq: row.seq, key: row.input.idempotencyKey };
+  });
   // A row's JSON at most triples in UTF-8.
   const chunks = chunksBySize(rows, (row) => JSON.stringify(row.values).length * 3, ROWS_BYTES);
   const value = (i: number) => `json_extract(j.value, '$[${i}]')`;
