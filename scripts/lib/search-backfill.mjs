@@ -107,12 +107,12 @@ export async function backfillSearch(binding, where, log) {
  */
 export async function releaseLog(binding, where, log) {
   if (binding === "DB") return;
-  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) OR (SELECT per_append FROM high_water_mode WHERE id = 1) = 0 OR (SELECT short FROM log_spelling WHERE id = 1) = 0 OR (SELECT sparse FROM turn_rows WHERE id = 1) = 0 OR (SELECT packed FROM page_packing WHERE id = 1) = 0 OR (SELECT apart FROM log_texts_mode WHERE id = 1) = 0 OR (SELECT rule FROM page_terms_mode WHERE id = 1) = 1 AS n");
+  const [pending] = d1Rows(binding, where, "SELECT EXISTS (SELECT 1 FROM events) OR (SELECT per_append FROM high_water_mode WHERE id = 1) = 0 OR (SELECT short FROM log_spelling WHERE id = 1) = 0 OR (SELECT sparse FROM turn_rows WHERE id = 1) = 0 OR (SELECT packed FROM page_packing WHERE id = 1) = 0 OR (SELECT apart FROM log_texts_mode WHERE id = 1) = 0 OR (SELECT rule FROM page_terms_mode WHERE id = 1) = 1 OR EXISTS (SELECT 1 FROM extracted_pages p JOIN extracted_versions v ON v.conversation_key = p.conversation_key AND v.agent_key = p.agent_key AND v.path = p.path AND v.version = p.version WHERE p.terms_rule = 1 AND p.terms_version = p.version AND v.deleted = 0) AS n");
   if (Number(pending?.n ?? 0) === 0) return;
   const { releaseLog: release } = await backfillModule();
   const batches = await release({
     rows: async (statement) => d1Rows(binding, where, inline(statement)),
     write: async (statements) => d1Run(binding, where, statements.map(inline)),
   });
-  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es)); its high-water mark is written once an append (0032); sources and skipped runs are spelled short (0033); a turn's origin is read from the log (0034); extracted pages are written packed (0037); long texts are kept apart from the log's rows (0038); extracted pages are indexed by their facts' words (0039)`);
+  log(`${binding}: the log's rows stored before migration 0031 left \`events\` (${batches} batch(es)); its high-water mark is written once an append (0032); sources and skipped runs are spelled short (0033); a turn's origin is read from the log (0034); extracted pages are written packed (0037); long texts are kept apart from the log's rows (0038); extracted pages are indexed by their facts' words, those indexed by their whole text before it re-indexed (0039)`);
 }

@@ -156,6 +156,39 @@ export function pagesStep(store: PageStore, rows: readonly PageRow[]): Statement
   });
 }
 
+/**
+ * The next live heads after `afterId` still indexed by their whole text (`terms_rule` 1) once pages
+ * are indexed by their facts' words (rule 2, from 0039's release): the heads a shard held before the
+ * release, which kept those terms until their page was written again.
+ */
+export const wholeTermsAfter = (afterId: number): Statement => ({
+  sql: `SELECT p.id AS id, p.version AS version, v.content AS content, ${SHARD_PAGES.packed} AS packed, ${SHARD_PAGES.hash} AS content_hash
+        FROM extracted_pages p ${joinVersion(SHARD_PAGES)}
+        WHERE p.id > ?1 AND p.terms_rule = 1 AND p.terms_version = p.version AND v.deleted = 0 AND (${PAGE_TERMS_RULE}) = 2 ORDER BY p.id LIMIT ?2`,
+  params: [afterId, PAGES_PER_BATCH],
+});
+
+/**
+ * Each head's terms moved from its whole text's to its facts' words', if it is still the version
+ * read and still indexed by its whole text: a page written again since the read (its terms deleted
+ * and written by the writer, by their rule) is left as the writer left it.
+ */
+export function wholeTermsStep(rows: readonly PageRow[]): Statement[] {
+  return rows.flatMap((row) => {
+    const current = "p.id = ?1 AND p.version = ?2 AND p.terms_version = ?2 AND p.terms_rule = 1";
+    const text = row.packed === null ? row.content : versionText({ content: "", packed: unhexed(row.packed), content_hash: row.content_hash });
+    const whole = searchForm(text);
+    const facts = searchForm(pageTermsText(text));
+    const { terms, heads, scope } = SHARD_PAGES;
+    return [
+      // A contentless index deletes a row by the terms it was written with: the whole text's, as every writer of rule 1 wrote them.
+      { sql: `INSERT INTO ${terms} (${terms}, rowid, scope, path, content, grams) SELECT 'delete', p.id, ${scope}, p.path, ?3, ?4 FROM ${heads} p WHERE ${current}`, params: [row.id, row.version, whole.text, whole.grams] },
+      { sql: `INSERT INTO ${terms} (rowid, scope, path, content, grams) SELECT p.id, ${scope}, p.path, ?3, ?4 FROM ${heads} p WHERE ${current}`, params: [row.id, row.version, facts.text, facts.grams] },
+      { sql: `UPDATE ${heads} AS p SET terms_rule = 2 WHERE ${current}`, params: [row.id, row.version] },
+    ];
+  });
+}
+
 /** How a backfill reaches one database: a read of rows, and a write of statements in one transaction. */
 export interface BackfillDatabase {
   rows<T>(statement: Statement): Promise<T[]>;
@@ -249,13 +282,21 @@ const FACT_TERMS = { sql: "UPDATE page_terms_mode SET rule = 2 WHERE id = 1 AND 
  * (`high_water_mode`), sources and skipped runs spelled short (`log_spelling`), a source's fold
  * written only once an event comes back to it (`turn_rows`), extracted pages' versions written
  * packed (`page_packing`), long texts kept apart from the log's rows (`log_texts_mode`) and pages
- * indexed by their facts' words (`page_terms_mode`). Returns how many batches it deleted.
+ * indexed by their facts' words (`page_terms_mode`); last, re-indexes by their facts' words the
+ * heads still indexed by their whole text, a batch at a time (`wholeTermsAfter`). Returns how many
+ * batches it deleted.
  */
 export async function releaseLog(db: BackfillDatabase): Promise<number> {
   await move(db, LOG_COPY, () => {});
   let batches = 0;
   await move(db, LOG_RELEASE, () => (batches += 1));
   await db.write([PER_APPEND, SPELLED_SHORT, TURNS_SPARSE, PAGES_PACKED, TEXTS_APART, FACT_TERMS]);
+  for (let after = 0; ; ) {
+    const heads = await db.rows<PageRow>(wholeTermsAfter(after));
+    if (heads.length === 0) break;
+    await db.write(wholeTermsStep(heads));
+    after = heads.at(-1)?.id ?? after;
+  }
   return batches;
 }
 

@@ -1,6 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { expect, it } from "vitest";
-import { releaseLog, runBackfill } from "../../src/storage/search-backfill";
+import type { PageRow } from "../../src/storage/search-backfill";
+import { PAGES_PER_BATCH, releaseLog, runBackfill, wholeTermsAfter, wholeTermsStep } from "../../src/storage/search-backfill";
 import { searchConversationPages } from "../../src/storage/shard/conversation-memory";
 import { btreeStats } from "./btree-stats";
 import { AGENT, AT, CONVERSATION, extractRound } from "./extraction-rounds";
@@ -82,5 +83,54 @@ it("deletes a head's terms by the rule they were written by: pages indexed by th
   expect(db.prepare("SELECT DISTINCT terms_rule FROM extracted_pages").all()).toEqual([{ terms_rule: 2 }]);
   for (const word of FORMAT_WORDS) expect(instances(db, word), word).toBe(0);
   expect((await found(db, "встреча переносится")).length).toBeGreaterThan(0);
+  db.close();
+});
+
+it("re-indexes at the release, a batch at a time, every head still indexed by its whole text: found as before, the index intact, nothing left after", async () => {
+  const PAGES = PAGES_PER_BATCH + 20;
+  const db = shard("0039");
+  const cited = await loggedMessages(db, CONVERSATION, 50, AT);
+  // Two rounds before the release (the second replaces the first's terms, both by the whole text).
+  await extractRound(db, PAGES, 0, cited);
+  await extractRound(db, PAGES, 1, cited);
+  expect(db.prepare("SELECT DISTINCT terms_rule FROM extracted_pages").all()).toEqual([{ terms_rule: 1 }]);
+  expect(instances(db, "newest")).toBe(PAGES);
+  const queries = ["offsite budget euros", "встреча переносится", "打ち合わせ", "1101", "الفندق"];
+  const before = await Promise.all(queries.map((query) => found(db, query)));
+  for (const hits of before) expect(hits.length).toBeGreaterThan(0);
+
+  await releaseLog(backfillOver(db));
+  expect(db.prepare("SELECT DISTINCT terms_rule FROM extracted_pages").all()).toEqual([{ terms_rule: 2 }]);
+  for (const word of FORMAT_WORDS) expect(instances(db, word), word).toBe(0);
+  db.prepare("INSERT INTO conversation_memory_terms (conversation_memory_terms, rank) VALUES ('integrity-check', 0)").run();
+  expect(await Promise.all(queries.map((query) => found(db, query)))).toEqual(before);
+  // Each head's rows once: as many documents as live heads.
+  expect(db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_terms_docsize").get()).toEqual({ n: PAGES });
+  // Nothing left: the step finds no head, and a run again writes nothing.
+  expect(db.prepare(wholeTermsAfter(0).sql).all(...wholeTermsAfter(0).params)).toEqual([]);
+  const index = btreeStats(db, INDEX);
+  await releaseLog(backfillOver(db));
+  expect(btreeStats(db, INDEX)).toEqual(index);
+  db.close();
+});
+
+it("leaves a head its writer moved between the re-index's read and its write as the writer left it", async () => {
+  const db = shard("0039");
+  const cited = await loggedMessages(db, CONVERSATION, 50, AT);
+  await extractRound(db, 12, 0, cited);
+  // The release's rule, without its re-index: the heads still hold their whole text's terms.
+  db.prepare("UPDATE page_terms_mode SET rule = 2").run();
+  const read = db.prepare(wholeTermsAfter(0).sql).all(...wholeTermsAfter(0).params) as unknown as PageRow[];
+  expect(read.length).toBe(12);
+  // The writer, live: pages 0 to 5 written again (their whole-text terms deleted, their facts' written).
+  await extractRound(db, 6, 1, cited);
+  for (const statement of wholeTermsStep(read)) db.prepare(statement.sql).run(...statement.params);
+  expect(db.prepare("SELECT version, terms_version, terms_rule, COUNT(*) AS n FROM extracted_pages GROUP BY 1, 2, 3 ORDER BY 1").all()).toEqual([
+    { version: 1, terms_version: 1, terms_rule: 2, n: 6 },
+    { version: 2, terms_version: 2, terms_rule: 2, n: 6 },
+  ]);
+  db.prepare("INSERT INTO conversation_memory_terms (conversation_memory_terms, rank) VALUES ('integrity-check', 0)").run();
+  for (const word of FORMAT_WORDS) expect(instances(db, word), word).toBe(0);
+  expect(db.prepare("SELECT COUNT(*) AS n FROM conversation_memory_terms_docsize").get()).toEqual({ n: 12 });
   db.close();
 });
