@@ -12,6 +12,7 @@ import { round } from "./stats.mjs";
 import { applyMigrations, createToken, freePort, startWorker, writeEnvFile } from "../../scripts/lib/worker.mjs";
 import { INSTRUMENTED_MAIN } from "./instrumented.mjs";
 import { d1BytesByPart } from "./d1-parts.mjs";
+import { logFloor } from "./log-floor.mjs";
 import { UsageLedger, per1000 } from "./usage-ledger.mjs";
 
 const CONVERSATION = "api:bench:cost";
@@ -46,7 +47,9 @@ export async function runCostPhase({ root, appDir, workDir, fake, log, quick }) 
     Object.fromEntries(Object.entries(after).map(([name, bytes]) => [name, bytes - (before[name] ?? 0)]));
   const parts = grown(full.parts, empty.parts);
   const tables = Object.fromEntries(Object.entries(grown(full.tables, empty.tables)).filter(([, bytes]) => bytes > 0).sort(([, a], [, b]) => b - a));
-  return { ...measured, storage: { parts, tables, total: full.total - empty.total, textBytes: full.textBytes } };
+  // The floor the log's guarantees set: the same events spelled as small as each guarantee allows.
+  const floor = await logFloor(persistDir);
+  return { ...measured, storage: { parts, tables, total: full.total - empty.total, textBytes: full.textBytes, floor } };
 }
 
 /**

@@ -69,6 +69,20 @@ export function monthlyBill(c, messages, months = 1) {
 }
 
 /**
+ * The floor the log's guarantees set (`lib/log-floor.mjs`) beside what the log and the turn index take.
+ * @param {any} s @param {(bytes: number) => string} per @param {(bytes: number) => string} times
+ */
+function floorLines(s, per, times) {
+  const f = s.floor;
+  if (f === undefined) return [];
+  const index = s.parts["turn index"] ?? 0;
+  return [
+    "",
+    `**The floor the guarantees set** (\`lib/log-floor.mjs\`): this run's ${n(f.events)} events spelled again as small as each guarantee allows, in a database of their own (the kind a small integer, a source's author a number of a table of authors and its body an array of values; each event's sequence, idempotency key, sensitivity, time and 32-byte hash, and every lookup the service reads the log by) take ${n(f.bytes)} bytes, ${per(f.bytes)} per message, ${times(f.bytes)}× the text, where the log takes ${n(s.parts.log ?? 0)} (${times(s.parts.log ?? 0)}×). Of that floor the events' hashes (which tell an altered body from the one stored) are ${n(f.hashes)} bytes (${times(f.hashes)}×) and the skipped runs (the contract's content-dark record, one per source and compactor) ${n(f.skippedRuns)} (${times(f.skippedRuns)}×). With the turn index as it is (${times(index)}×), the log and its index alone are ${times(f.bytes + index)}× the text before any summary, extracted page or plan.`,
+  ];
+}
+
+/**
  * Where the databases' bytes are after the run (`lib/d1-parts.mjs`), per message and against the
  * text said, the floor beside them.
  * @param {any} c
@@ -85,6 +99,7 @@ function storageParts(c) {
     "| part | bytes | per message | × the text |",
     "| --- | --- | --- | --- |",
     ...Object.entries(s.parts).map(([part, bytes]) => `| ${part} | ${n(bytes)} | ${per(bytes)} | ${times(bytes)} |`),
+    ...floorLines(s, per, times),
     ...(s.tables === undefined
       ? []
       : [

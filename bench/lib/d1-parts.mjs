@@ -52,8 +52,15 @@ export async function d1BytesByPart(persistDir) {
       // The log is `log` (migrations/shard/0031); before it, `events`.
       const logTable = ["log", "events"].find((name) => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined);
       if (logTable !== undefined) {
-        const text = /** @type {{ bytes: number | null }} */ (db.prepare(`SELECT SUM(length(CAST(json_extract(body, '$.text') AS BLOB))) AS bytes FROM ${logTable} WHERE kind IN ('source', 'proposal', 'correction')`).get());
+        const text = /** @type {{ bytes: number | null }} */ (
+          db.prepare(`SELECT SUM(length(CAST(json_extract(body, '$.text') AS BLOB))) AS bytes FROM ${logTable} WHERE kind IN ('source', 'proposal', 'correction') AND json_type(body, '$.text') = 'text'`).get()
+        );
         textBytes += text.bytes ?? 0;
+        // A long text kept beside its row (migrations/shard/0038; its row's text is the number 0).
+        if (db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'log_texts'").get() !== undefined) {
+          const apart = /** @type {{ bytes: number | null }} */ (db.prepare("SELECT SUM(length(CAST(json_extract(text, '$') AS BLOB))) AS bytes FROM log_texts").get());
+          textBytes += apart.bytes ?? 0;
+        }
       }
     } finally {
       db.close();
