@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { Api, LogFollower, sleep, waitForCatchUp } from "./api.mjs";
 import { CATEGORIES, loadLocomo, sessionStart, turnText } from "./locomo-data.mjs";
 import { d1BytesByPart } from "./d1-parts.mjs";
+import { logFloor } from "./log-floor.mjs";
 import { d1BytesInUse, openShardNames, pickShard, placementsOf, recallLatency } from "./locomo-latency.mjs";
 import { DEFAULT_MEMORY_BUDGET, SEARCH_LIMIT, askAll, summarize } from "./locomo-questions.mjs";
 import { MEMORY_POLICY } from "./memory-phase.mjs";
@@ -65,7 +66,7 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
   /** @type {Record<string, any>} */
   let metrics;
   try {
-    metrics = await measure({ api: new Api(worker.url, token), secret, log, quick, shardNames: openShardNames(appDir), storedBytes: () => d1BytesInUse(persistDir), storedTables: async () => (await d1BytesByPart(persistDir)).tables });
+    metrics = await measure({ api: new Api(worker.url, token), secret, log, quick, shardNames: openShardNames(appDir), storedBytes: () => d1BytesInUse(persistDir), storedTables: async () => (await d1BytesByPart(persistDir)).tables, storedFloor: () => logFloor(persistDir) });
   } finally {
     await worker.stop();
   }
@@ -79,9 +80,9 @@ export async function runLocomoPhase({ root, appDir, workDir, fake, log, quick }
 }
 
 /**
- * @param {{ api: Api, secret: string, log: (line: string) => void, quick: boolean, shardNames: string[], storedBytes: () => Promise<number>, storedTables: () => Promise<Record<string, number>> }} o
+ * @param {{ api: Api, secret: string, log: (line: string) => void, quick: boolean, shardNames: string[], storedBytes: () => Promise<number>, storedTables: () => Promise<Record<string, number>>, storedFloor: () => Promise<{ events: number, bytes: number, hashes: number, skippedRuns: number }> }} o
  */
-async function measure({ api, secret, log, quick, shardNames, storedBytes, storedTables }) {
+async function measure({ api, secret, log, quick, shardNames, storedBytes, storedTables, storedFloor }) {
   await api.registerAgent({ agentId: AGENT, sources: [`telegram:${BOT}:*`], model: MODEL, policy: MEMORY_POLICY });
   const bytesBefore = await storedBytes();
   const tablesBefore = await storedTables();
@@ -110,7 +111,8 @@ async function measure({ api, secret, log, quick, shardNames, storedBytes, store
       .filter(([, bytes]) => bytes > 0)
       .sort(([, a], [, b]) => b - a),
   );
-  const stored = { tables, bytes: (await storedBytes()) - bytesBefore, messages: replayed.reduce((n, c) => n + c.turns.length, 0), chars: replayed.reduce((n, c) => n + c.turns.reduce((k, t) => k + t.text.length, 0), 0) };
+  // The floor the log's guarantees set for the same events (the databases held none before the replay).
+  const stored = { tables, floor: await storedFloor(), bytes: (await storedBytes()) - bytesBefore, messages: replayed.reduce((n, c) => n + c.turns.length, 0), chars: replayed.reduce((n, c) => n + c.turns.reduce((k, t) => k + t.text.length, 0), 0) };
   log(`[locomo] stored ${stored.bytes.toLocaleString("en-US")} bytes of D1 for ${stored.messages.toLocaleString("en-US")} messages of ${stored.chars.toLocaleString("en-US")} characters`);
   log(`[locomo] replayed in ${ingestSeconds.toFixed(1)} s; ${pages.extracted} pages under extracted/ (${pages.where}; settled after ${pages.waitSeconds} s); asking the questions`);
 

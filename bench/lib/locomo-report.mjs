@@ -89,7 +89,10 @@ export function locomoSection(m) {
             ? ""
             : ` By table (its indexes and full-text shadow tables with it, whole pages), × the characters said: ${Object.entries(m.storage.tables)
                 .map(([table, bytes]) => `\`${table}\` ${n(bytes)} (${(bytes / m.storage.chars).toFixed(2)}×)`)
-                .join(", ")}.`)),
+                .join(", ")}.`) +
+          (m.storage.floor === undefined
+            ? ""
+            : ` The floor the log's guarantees set (\`lib/log-floor.mjs\`, as in §10): the replay's ${n(m.storage.floor.events)} events spelled again as small as each guarantee allows take ${n(m.storage.floor.bytes)} bytes (${(m.storage.floor.bytes / m.storage.chars).toFixed(2)}× the characters said), of which the events' hashes ${(m.storage.floor.hashes / m.storage.chars).toFixed(2)}× and the skipped runs ${(m.storage.floor.skippedRuns / m.storage.chars).toFixed(2)}×; with the turn index as it is (\`turn_terms\` ${((m.storage.tables?.turn_terms ?? 0) / m.storage.chars).toFixed(2)}×), ${((m.storage.floor.bytes + (m.storage.tables?.turn_terms ?? 0)) / m.storage.chars).toFixed(2)}× before any summary or extracted page.`)),
     "",
     "A question counts as found when at least one of its evidence turns is in what the approach gives the agent:",
     "",
