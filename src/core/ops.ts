@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { bytesOfHex, hexOf } from "./hex";
 
 /**
  * The operator's view of the fleet, pure: which migration each database must have applied, who may
@@ -80,14 +81,14 @@ const positionSchema = z.tuple([z.iso.datetime(), z.number().int().min(0).max(1_
 
 /** A position as the client carries it: opaque, the hex of its JSON (nothing in it needs escaping in a URL). */
 export function encodeCursor(position: FleetPosition): string {
-  return [...new TextEncoder().encode(JSON.stringify([position.at, position.shard, position.id]))].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return hexOf(new TextEncoder().encode(JSON.stringify([position.at, position.shard, position.id])));
 }
 
 /** The position a cursor names, or undefined when the text is not one this service wrote. */
 export function decodeCursor(text: string): FleetPosition | undefined {
   if (!/^(?:[0-9a-f]{2}){1,400}$/.test(text)) return undefined;
   try {
-    const bytes = Uint8Array.from(text.match(/../g) ?? [], (pair) => Number.parseInt(pair, 16));
+    const bytes = bytesOfHex(text);
     const parsed = positionSchema.safeParse(JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes)));
     return parsed.success ? { at: parsed.data[0], shard: parsed.data[1], id: parsed.data[2] } : undefined;
   } catch {

@@ -1,4 +1,5 @@
 import { ALERT_SIGNATURE_HEADER, alertBody, alertSignature } from "../core/alerts";
+import { hexOf } from "../core/hex";
 import type { AlertJob } from "../core/jobs";
 import { describeThrown } from "../core/thrown";
 import { enabledAlertTarget } from "../incidents";
@@ -64,5 +65,5 @@ async function hmacHex(secret: string, body: string): Promise<string> {
   const encoder = new TextEncoder();
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(body)));
-  return Array.from(mac, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return hexOf(mac);
 }
