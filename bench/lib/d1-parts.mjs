@@ -23,6 +23,17 @@ function partOf(table) {
   return PARTS.find(([, pattern]) => pattern.test(base))?.[0] ?? "other";
 }
 
+/** The files of every local D1 database under `persistDir` (miniflare's own metadata left out). @param {string} persistDir */
+export function localD1Files(persistDir) {
+  const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")
+    .map((f) => join(dir, f));
+}
+
+/** Whether database `db` has a table `name`. @param {import("node:sqlite").DatabaseSync} db @param {string} name */
+export const hasTable = (db, name) => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+
 /**
  * Bytes of every database under `persistDir` by part and by table (an index and an FTS5 shadow table
  * counted with their table), and the UTF-8 bytes of the text the log holds (sources', edits' and
@@ -32,14 +43,13 @@ function partOf(table) {
  */
 export async function d1BytesByPart(persistDir) {
   const { DatabaseSync } = await import("node:sqlite");
-  const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
   /** @type {Record<string, number>} */
   const parts = { log: 0, "turn index": 0, memory: 0, chain: 0, other: 0 };
   /** @type {Record<string, number>} */
   const tables = {};
   let textBytes = 0;
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
-    const db = new DatabaseSync(join(dir, file), { readOnly: true });
+  for (const file of localD1Files(persistDir)) {
+    const db = new DatabaseSync(file, { readOnly: true });
     try {
       const rows = /** @type {{ table: string, bytes: number }[]} */ (
         db.prepare("SELECT COALESCE(s.tbl_name, d.name) AS \"table\", SUM(d.pgsize) AS bytes FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").all()
@@ -50,14 +60,14 @@ export async function d1BytesByPart(persistDir) {
         tables[base] = (tables[base] ?? 0) + bytes;
       }
       // The log is `log` (migrations/shard/0031); before it, `events`.
-      const logTable = ["log", "events"].find((name) => db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined);
+      const logTable = ["log", "events"].find((name) => hasTable(db, name));
       if (logTable !== undefined) {
         const text = /** @type {{ bytes: number | null }} */ (
           db.prepare(`SELECT SUM(length(CAST(json_extract(body, '$.text') AS BLOB))) AS bytes FROM ${logTable} WHERE kind IN ('source', 'proposal', 'correction') AND json_type(body, '$.text') = 'text'`).get()
         );
         textBytes += text.bytes ?? 0;
         // A long text kept beside its row (migrations/shard/0038; its row's text is the number 0).
-        if (db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'log_texts'").get() !== undefined) {
+        if (hasTable(db, "log_texts")) {
           const apart = /** @type {{ bytes: number | null }} */ (db.prepare("SELECT SUM(length(CAST(json_extract(text, '$') AS BLOB))) AS bytes FROM log_texts").get());
           textBytes += apart.bytes ?? 0;
         }

@@ -8,8 +8,7 @@
 // reader can restore: the kind as a small integer, a source's author as a number of a table of
 // authors, a source's body as an array of values, with no field names.
 
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
+import { hasTable, localD1Files } from "./d1-parts.mjs";
 
 const SCHEMA = `
 CREATE TABLE authors (id INTEGER PRIMARY KEY, author TEXT NOT NULL UNIQUE);
@@ -84,17 +83,16 @@ async function respelled(rows) {
  */
 export async function logFloor(persistDir) {
   const { DatabaseSync } = await import("node:sqlite");
-  const dir = join(persistDir, "v3", "d1", "miniflare-D1DatabaseObject");
   // Each database's log on its own (each numbers its conversations from 1), summed.
   const floor = { events: 0, bytes: 0, hashes: 0, skippedRuns: 0 };
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
+  for (const file of localD1Files(persistDir)) {
     /** @type {any[]} */
     let rows = [];
-    const db = new DatabaseSync(join(dir, file), { readOnly: true });
+    const db = new DatabaseSync(file, { readOnly: true });
     try {
-      if (db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'log'").get() === undefined) continue;
+      if (!hasTable(db, "log")) continue;
       // A long text kept beside its row (migrations/shard/0038) is read back from `log_texts`.
-      const apart = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'log_texts'").get() !== undefined;
+      const apart = hasTable(db, "log_texts");
       const text = apart ? "(SELECT json_extract(t.text, '$') FROM log_texts t WHERE t.id = (l.conversation_key << 32) | l.seq)" : "NULL";
       rows = db.prepare(`SELECT l.conversation_key, l.seq, l.kind, l.idempotency_key, l.sensitive, l.body, ${text} AS text, l.hash, l.recorded_at FROM log l ORDER BY l.conversation_key, l.seq`).all();
     } finally {

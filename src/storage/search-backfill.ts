@@ -1,11 +1,12 @@
 import { pageTermsText } from "../core/fact-merge";
+import { bytesOfHex } from "../core/hex";
 import { searchForm } from "../core/search-text";
 import { eventTerms } from "../core/turn-terms";
 import type { Statement } from "./shard/turn-terms";
 import { authorTermsRow, folded, termsRow } from "./shard/turn-terms";
 import type { EventRow } from "./shard/events";
 import { eventColumns, IN_LOG, toStoredEvent } from "./shard/events";
-import { PAGE_TERMS_RULE, unhexed, versionText } from "./shard/extracted-keys";
+import { PAGE_TERMS_RULE, versionText } from "./shard/extracted-keys";
 import type { PageTermsStore } from "./page-terms";
 import type { TableMove } from "./shard/table-moves";
 import { EXTRACTED_PAGES_MOVE, EXTRACTED_SOURCES_MOVE, EXTRACTED_VERSIONS_MOVE, LOG_COPY, LOG_RELEASE, SOURCES_MOVE, TURNS_MOVE } from "./shard/table-moves";
@@ -132,12 +133,15 @@ export interface PageRow {
   content_hash: string;
 }
 
+/** A page row's text: its content, or its packed text (read as hex) unpacked and checked against its hash. */
+const pageRowText = (row: PageRow): string => (row.packed === null ? row.content : versionText({ content: "", packed: bytesOfHex(row.packed), content_hash: row.content_hash }));
+
 /** Each page's terms and `terms_version`, if its head is still the version read and still unindexed. */
 export function pagesStep(store: PageStore, rows: readonly PageRow[]): Statement[] {
   return rows.flatMap((row) => {
     const current = "p.id = ?1 AND p.version = ?2 AND p.terms_version IS NULL";
     // A packed text is not readable in SQL: its folded form is bound, where a text's is folded by the statement.
-    const text = row.packed === null ? row.content : versionText({ content: "", packed: unhexed(row.packed), content_hash: row.content_hash });
+    const text = pageRowText(row);
     const terms = searchForm(text);
     const params: (string | number)[] = [row.id, row.version, terms.grams];
     const whole = row.packed === null ? folded(`(SELECT v.content FROM ${store.heads} p ${joinVersion(store)} WHERE p.id = ?1)`, row.content) : `?${params.push(terms.text)}`;
@@ -176,7 +180,7 @@ export const wholeTermsAfter = (afterId: number): Statement => ({
 export function wholeTermsStep(rows: readonly PageRow[]): Statement[] {
   return rows.flatMap((row) => {
     const current = "p.id = ?1 AND p.version = ?2 AND p.terms_version = ?2 AND p.terms_rule = 1";
-    const text = row.packed === null ? row.content : versionText({ content: "", packed: unhexed(row.packed), content_hash: row.content_hash });
+    const text = pageRowText(row);
     const whole = searchForm(text);
     const facts = searchForm(pageTermsText(text));
     const { terms, heads, scope } = SHARD_PAGES;

@@ -269,7 +269,15 @@ export async function readConversationFacts(
     )
     .bind(conversationId, agentId, after?.path ?? "", after?.factKey ?? "", facts, sourcesPerFact)
     .all<SourceRow & StoredText & { path: string; page_version: number }>();
-  return results.map((r) => ({ ...toSource(r), path: r.path, pageVersion: r.page_version, pageContent: versionText(r) }));
+  // Each of a page's sources carries the page's text: it is unpacked once a page version.
+  const texts = new Map<string, string>();
+  const pageText = (r: StoredText & { path: string; page_version: number }): string => {
+    const key = `${r.page_version}:${r.path}`;
+    const text = texts.get(key) ?? versionText(r);
+    texts.set(key, text);
+    return text;
+  };
+  return results.map((r) => ({ ...toSource(r), path: r.path, pageVersion: r.page_version, pageContent: pageText(r) }));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { sha256Hex } from "../../core/hash";
-import { bytesOfHex, hexOf } from "../../core/hex";
+import { hexOf } from "../../core/hex";
 import { PackedPageError, packPage, unpackPage } from "../../core/page-packing";
 import { agentKey, conversationKey } from "./keys";
 
@@ -55,9 +55,6 @@ export function versionText(row: StoredText): string {
 
 /** A version's text packed for the writer's JSON: its bytes in hex, read back with `unhex`. */
 export const packedHex = (text: string): string => hexOf(packPage(text));
-
-/** Bytes from SQLite's `hex()` of them (either case). */
-export const unhexed = bytesOfHex;
 
 /** SQL: the rule a page's terms are written by now (migrations/shard/0039: 2 once no Worker from before it runs, else 1). */
 export const PAGE_TERMS_RULE = "COALESCE((SELECT rule FROM page_terms_mode WHERE id = 1), 1)";
